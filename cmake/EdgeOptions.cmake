@@ -1,0 +1,42 @@
+# Compiler flags shared by every target of the project.
+
+find_program(EDGE_CCACHE ccache)
+if(EDGE_CCACHE)
+  set(CMAKE_C_COMPILER_LAUNCHER ${EDGE_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${EDGE_CCACHE})
+endif()
+
+add_library(edge_build_flags INTERFACE)
+target_compile_options(edge_build_flags INTERFACE -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
+if(EDGE_WERROR)
+  target_compile_options(edge_build_flags INTERFACE -Werror)
+endif()
+target_compile_definitions(edge_build_flags INTERFACE _FILE_OFFSET_BITS=64)
+
+if(EDGE_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# edge_add_library(NAME SOURCES... DEPS...) — a project library with the shared flags.
+function(edge_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC;PRIVATE" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_PUBLIC} PRIVATE edge_build_flags ${ARG_PRIVATE})
+endfunction()
+
+# edge_add_test(NAME SOURCES... DEPS...) — a gtest binary registered with ctest.
+function(edge_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE edge_build_flags ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}"
+               ENVIRONMENT "EDGE_BIN_DIR=${PROJECT_BINARY_DIR}/bin;EDGE_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()
+
+set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

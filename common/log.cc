@@ -1,0 +1,139 @@
+#include "common/log.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/base_sink.h>
+
+namespace edge::log {
+namespace {
+
+std::mutex g_secrets_mu;
+std::set<std::string, std::less<>>& Secrets() {
+  static std::set<std::string, std::less<>> secrets;
+  return secrets;
+}
+
+// Formats each record as a text or JSON line, redacts it, hands it to the writer.
+class LineSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  void Configure(Format format, std::function<void(std::string_view)> writer) {
+    std::lock_guard lock(mutex_);
+    format_ = format;
+    writer_ = std::move(writer);
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::string payload = Redact(std::string_view(msg.payload.data(), msg.payload.size()));
+    auto secs = std::chrono::time_point_cast<std::chrono::milliseconds>(msg.time);
+    std::string ts = fmt::format("{:%Y-%m-%dT%H:%M:%S}", secs);
+    std::string level(spdlog::level::to_string_view(msg.level).data(),
+                      spdlog::level::to_string_view(msg.level).size());
+    std::string module(msg.logger_name.data(), msg.logger_name.size());
+    std::string line;
+    if (format_ == Format::kJson) {
+      nlohmann::json j = {{"ts", ts + "Z"}, {"level", level}, {"module", module}, {"msg", payload}};
+      line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      line = fmt::format("{}Z {:<5} [{}] {}", ts, level, module, payload);
+    }
+    line.push_back('\n');
+    if (writer_) {
+      writer_(line);
+    } else {
+      [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+    }
+  }
+  void flush_() override {}
+
+ private:
+  Format format_ = Format::kText;
+  std::function<void(std::string_view)> writer_;
+};
+
+std::shared_ptr<LineSink>& Sink() {
+  static auto sink = std::make_shared<LineSink>();
+  return sink;
+}
+
+std::mutex g_level_mu;
+spdlog::level::level_enum g_level = spdlog::level::info;
+
+}  // namespace
+
+Result<spdlog::level::level_enum> ParseLevel(std::string_view s) {
+  static constexpr std::pair<std::string_view, spdlog::level::level_enum> kLevels[] = {
+      {"trace", spdlog::level::trace}, {"debug", spdlog::level::debug},
+      {"info", spdlog::level::info},   {"warn", spdlog::level::warn},
+      {"error", spdlog::level::err},   {"critical", spdlog::level::critical},
+      {"off", spdlog::level::off}};
+  for (const auto& [name, level] : kLevels) {
+    if (s == name) return level;
+  }
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "log level \"" + std::string(s) +
+                       "\" is not one of trace, debug, info, warn, error, critical, off");
+}
+
+Result<Format> ParseFormat(std::string_view s) {
+  if (s == "text") return Format::kText;
+  if (s == "json") return Format::kJson;
+  return MakeError(ErrorCode::kInvalidArgument,
+                   "log format \"" + std::string(s) + "\" is not one of text, json");
+}
+
+void Init(const Options& options) {
+  Sink()->Configure(options.format, options.writer);
+  {
+    std::lock_guard lock(g_level_mu);
+    g_level = options.level;
+  }
+  spdlog::apply_all([&](std::shared_ptr<spdlog::logger> l) { l->set_level(options.level); });
+}
+
+std::shared_ptr<spdlog::logger> Get(std::string_view module) {
+  std::string name(module);
+  if (auto existing = spdlog::get(name)) return existing;
+  auto logger = std::make_shared<spdlog::logger>(name, Sink());
+  {
+    std::lock_guard lock(g_level_mu);
+    logger->set_level(g_level);
+  }
+  logger->flush_on(spdlog::level::trace);
+  try {
+    spdlog::register_logger(logger);
+  } catch (const spdlog::spdlog_ex&) {
+    // Another thread registered it first.
+    if (auto existing = spdlog::get(name)) return existing;
+  }
+  return logger;
+}
+
+void RegisterSecret(std::string_view secret) {
+  if (secret.size() < 6) return;
+  std::lock_guard lock(g_secrets_mu);
+  Secrets().emplace(secret);
+}
+
+std::string Redact(std::string_view text) {
+  std::string out(text);
+  std::lock_guard lock(g_secrets_mu);
+  for (const auto& s : Secrets()) {
+    size_t pos = 0;
+    while ((pos = out.find(s, pos)) != std::string::npos) {
+      out.replace(pos, s.size(), "[REDACTED]");
+      pos += 10;
+    }
+  }
+  return out;
+}
+
+}  // namespace edge::log
