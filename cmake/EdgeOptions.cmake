@@ -40,3 +40,24 @@ function(edge_add_test name)
 endfunction()
 
 set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+
+# edge_add_fuzzer(NAME SOURCES... DEPS... CORPUS dir) — a libFuzzer target when the compiler
+# is clang; with gcc the same LLVMFuzzerTestOneInput is linked with tests/fuzz/replay_main.cc,
+# which replays the corpus folder (and any files given) so every fuzz target runs in ctest.
+function(edge_add_fuzzer name)
+  cmake_parse_arguments(ARG "" "CORPUS" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE edge_build_flags ${ARG_DEPS})
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    if(ARG_CORPUS)
+      add_test(NAME ${name}_smoke COMMAND ${name} -runs=2000 ${ARG_CORPUS})
+    endif()
+  else()
+    target_sources(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz/replay_main.cc)
+    if(ARG_CORPUS)
+      add_test(NAME ${name}_replay COMMAND ${name} ${ARG_CORPUS})
+    endif()
+  endif()
+endfunction()
