@@ -1,0 +1,22 @@
+// A background part of the daemon (design.md §9): the edge stream, the compute stream,
+// the worker RPC server, the status reporter... Each has a name, starts, and stops
+// promptly. The ServiceRegistry owns them; a failing service is reported, never fatal.
+#pragma once
+
+#include <string>
+
+#include "common/error.h"
+
+namespace edge::daemon {
+
+class Service {
+ public:
+  virtual ~Service() = default;
+  virtual std::string Name() const = 0;
+  // Starts the service's work (non-blocking). An error leaves the service stopped.
+  virtual Status Start() = 0;
+  // Stops promptly: ends every wait at once and returns when the work has ended.
+  virtual void Stop() = 0;
+};
+
+}  // namespace edge::daemon
