@@ -1,0 +1,65 @@
+#include "agent/daemon/agent_daemon.h"
+
+#include <unistd.h>
+
+#include "agent/daemon/sd_notify.h"
+#include "agent/daemon/status_file.h"
+#include "common/log.h"
+#include "common/signals.h"
+
+namespace edge::daemon {
+
+AgentDaemon::AgentDaemon(config::AgentConfig config, DaemonOptions options, Clock& clock)
+    : config_(std::move(config)), options_(std::move(options)), clock_(clock) {}
+
+AgentDaemon::~AgentDaemon() { services_.StopAll(); }
+
+void AgentDaemon::WriteStatus(const std::string& state) {
+  AgentStatus s;
+  s.pid = ::getpid();
+  s.version = options_.version;
+  s.node_id = config_.node_id;
+  s.started_at_ms = started_at_ms_;
+  s.updated_at_ms = ToEpochMillis(clock_.Now());
+  s.update_interval_ms = options_.status_interval.count();
+  s.state = state;
+  s.services = services_.Snapshot();
+  if (auto st = WriteStatusFile(config_.data_dir, s); !st) {
+    log::Get("daemon")->warn("cannot write status file: {}", st.error().ToString());
+  }
+}
+
+int AgentDaemon::Run() {
+  auto log = log::Get("daemon");
+  started_at_ms_ = ToEpochMillis(clock_.Now());
+  log->info("edge-agent {} starting: node {}, data_dir {}", options_.version, config_.node_id,
+            config_.data_dir);
+  WriteStatus("starting");
+  size_t failed = services_.StartAll();
+  if (failed > 0) log->warn("{} service(s) failed to start; running without them", failed);
+  WriteStatus("running");
+  SdNotify("READY=1");
+  log->info("edge-agent running (pid {})", ::getpid());
+
+  auto interval = options_.status_interval;
+  if (auto wd = SdWatchdogInterval(); wd) {
+    interval = std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(*wd / 2));
+  }
+  while (true) {
+    auto sig = WaitForTerminationSignal(interval);
+    if (sig) {
+      log->info("signal {} received: stopping", *sig);
+      break;
+    }
+    WriteStatus("running");
+    SdNotify("WATCHDOG=1");
+  }
+  SdNotify("STOPPING=1");
+  WriteStatus("stopping");
+  services_.StopAll();
+  ::unlink(StatusFilePath(config_.data_dir).c_str());
+  log->info("edge-agent stopped");
+  return 0;
+}
+
+}  // namespace edge::daemon

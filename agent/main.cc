@@ -1,0 +1,124 @@
+// edge-agent: the node daemon and its command line (design.md §5a).
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/daemon/agent_daemon.h"
+#include "agent/daemon/status_file.h"
+#include "common/cli.h"
+#include "common/clock.h"
+#include "common/signals.h"
+#include "config/agent_config.h"
+
+#ifndef EDGE_VERSION
+#define EDGE_VERSION "0.0.0-dev"
+#endif
+
+namespace {
+
+using edge::cli::kExitFailure;
+using edge::cli::kExitOk;
+using edge::cli::kExitUsage;
+
+std::optional<std::string> GetEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::optional<edge::config::AgentConfig> LoadConfig(const edge::cli::GlobalOptions& opts) {
+  auto cfg = edge::config::LoadAgentConfig(opts.config_path, GetEnv);
+  if (!cfg) {
+    std::fprintf(stderr, "%s\n", cfg.error().ToString().c_str());
+    return std::nullopt;
+  }
+  return *cfg;
+}
+
+int Run(const edge::cli::GlobalOptions& opts) {
+  edge::BlockTerminationSignals();
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return kExitUsage;
+  if (!edge::cli::InitLogging(opts, cfg->log.level, cfg->log.format)) return kExitUsage;
+  edge::daemon::AgentDaemon daemon(*cfg, {.version = EDGE_VERSION}, edge::SystemClock::Instance());
+  return daemon.Run();
+}
+
+int StatusCmd(const edge::cli::GlobalOptions& opts, const std::string& format) {
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return kExitUsage;
+  auto status = edge::daemon::ReadStatusFile(cfg->data_dir);
+  if (!status) {
+    std::fprintf(stderr, "error: the agent is not running (%s)\n",
+                 status.error().message.c_str());
+    return kExitFailure;
+  }
+  std::string why;
+  bool healthy = edge::daemon::IsHealthy(*status, edge::SystemClock::Instance().Now(), &why);
+  if (format == "json") {
+    nlohmann::json services = nlohmann::json::array();
+    for (const auto& s : status->services) {
+      services.push_back({{"name", s.name},
+                          {"state", std::string(edge::daemon::ServiceStateName(s.state))},
+                          {"error", s.error}});
+    }
+    nlohmann::json j = {{"healthy", healthy},   {"reason", why},
+                        {"pid", status->pid},   {"version", status->version},
+                        {"node_id", status->node_id}, {"state", status->state},
+                        {"services", services}};
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << "status:   " << (healthy ? "healthy" : "unhealthy: " + why) << "\n"
+              << "node id:  " << status->node_id << "\n"
+              << "pid:      " << status->pid << "\n"
+              << "version:  " << status->version << "\n"
+              << "state:    " << status->state << "\n";
+    for (const auto& s : status->services) {
+      std::cout << "service:  " << s.name << " " << edge::daemon::ServiceStateName(s.state)
+                << (s.error.empty() ? "" : " (" + s.error + ")") << "\n";
+    }
+  }
+  return healthy ? kExitOk : kExitFailure;
+}
+
+int ConfigCheck(const edge::cli::GlobalOptions& opts) {
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return kExitUsage;
+  std::cout << edge::config::DumpRedacted(*cfg);
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"edge-agent: enrolls with a controller, keeps its streams alive and runs work "
+               "through one local executor",
+               "edge-agent"};
+  app.set_version_flag("-V,--version", EDGE_VERSION);
+  app.require_subcommand(1);
+  edge::cli::GlobalOptions opts;
+  edge::cli::AddGlobalOptions(app, opts, "/etc/edge-agent/agent.yaml");
+
+  auto* run = app.add_subcommand("run", "run the daemon");
+  std::string status_format;
+  auto* status = app.add_subcommand("status", "report whether the local agent is running and healthy");
+  edge::cli::AddFormatOption(status, status_format);
+  auto* config = app.add_subcommand("config", "configuration commands");
+  config->require_subcommand(1);
+  auto* check = config->add_subcommand(
+      "check", "validate the config; print it with secrets redacted (exit 0) or the errors (exit 2)");
+  auto* version = app.add_subcommand("version", "print the version");
+
+  if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
+  if (*version) {
+    std::cout << "edge-agent " << EDGE_VERSION << "\n";
+    return kExitOk;
+  }
+  if (!*run && !edge::cli::InitLogging(opts, "warn")) return kExitUsage;
+  if (*run) return Run(opts);
+  if (*status) return StatusCmd(opts, status_format);
+  if (*check) return ConfigCheck(opts);
+  return kExitUsage;
+}

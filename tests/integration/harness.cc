@@ -1,0 +1,181 @@
+#include "tests/integration/harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace edge::testing {
+namespace fs = std::filesystem;
+
+std::string BinDir() {
+  const char* d = std::getenv("EDGE_BIN_DIR");
+  if (d == nullptr) throw std::runtime_error("EDGE_BIN_DIR is not set (run through ctest)");
+  return d;
+}
+std::string SourceDir() {
+  const char* d = std::getenv("EDGE_SOURCE_DIR");
+  if (d == nullptr) throw std::runtime_error("EDGE_SOURCE_DIR is not set (run through ctest)");
+  return d;
+}
+std::string AgentBin() { return BinDir() + "/edge-agent"; }
+std::string ControllerBin() { return BinDir() + "/edge-controller"; }
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/edge-it-XXXXXX";
+  char* p = ::mkdtemp(tmpl);
+  if (p == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = p;
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+namespace {
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+            int in_fd, int out_fd, int err_fd) {
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::setpgid(0, 0);
+  if (in_fd >= 0) ::dup2(in_fd, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execv(args[0], args.data());
+  ::_exit(127);
+}
+
+std::optional<int> WaitPid(pid_t pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return std::nullopt;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env,
+                         std::chrono::milliseconds timeout, const std::string& stdin_data) {
+  TempDir io;
+  const std::string in_path = io / "in", out_path = io / "out", err_path = io / "err";
+  WriteText(in_path, stdin_data);
+  int in_fd = ::open(in_path.c_str(), O_RDONLY | O_CLOEXEC);
+  int out_fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  pid_t pid = Spawn(argv, env, in_fd, out_fd, err_fd);
+  ::close(in_fd);
+  ::close(out_fd);
+  ::close(err_fd);
+  CommandResult r;
+  auto status = WaitPid(pid, timeout);
+  if (!status) {
+    r.timed_out = true;
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+  } else if (WIFEXITED(*status)) {
+    r.exit_code = WEXITSTATUS(*status);
+  } else if (WIFSIGNALED(*status)) {
+    r.signal = WTERMSIG(*status);
+  }
+  r.out = ReadText(out_path);
+  r.err = ReadText(err_path);
+  return r;
+}
+
+ChildProcess::ChildProcess(std::vector<std::string> argv, std::string log_dir,
+                           std::map<std::string, std::string> env) {
+  static int counter = 0;
+  const std::string base = log_dir + "/" + fs::path(argv[0]).filename().string() + "." +
+                           std::to_string(::getpid()) + "." + std::to_string(counter++);
+  out_path_ = base + ".out";
+  err_path_ = base + ".err";
+  int out_fd = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int err_fd = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_ = Spawn(argv, env, null_fd, out_fd, err_fd);
+  ::close(out_fd);
+  ::close(err_fd);
+  ::close(null_fd);
+}
+
+ChildProcess::~ChildProcess() {
+  if (Running()) {
+    ::kill(-pid_, SIGKILL);
+    ::kill(pid_, SIGKILL);
+    Wait(std::chrono::seconds(10));
+  }
+}
+
+bool ChildProcess::Running() {
+  if (status_ || pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    status_ = status;
+    return false;
+  }
+  return r == 0;
+}
+
+void ChildProcess::Signal(int sig) {
+  if (Running()) ::kill(pid_, sig);
+}
+
+std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
+  if (!status_) {
+    auto st = WaitPid(pid_, timeout);
+    if (!st) return std::nullopt;
+    status_ = *st;
+  }
+  if (WIFEXITED(*status_)) return WEXITSTATUS(*status_);
+  return -WTERMSIG(*status_);
+}
+
+std::string ChildProcess::Stdout() const { return ReadText(out_path_); }
+std::string ChildProcess::Stderr() const { return ReadText(err_path_); }
+
+bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+}  // namespace edge::testing

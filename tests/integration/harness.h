@@ -1,0 +1,80 @@
+// Test harness for integration tests: runs the real edge-agent / edge-controller binaries
+// as child processes on loopback, in a private temp directory, and collects their output.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace edge::testing {
+
+// Directory of the built binaries ($EDGE_BIN_DIR, set by ctest) and of the source tree.
+std::string BinDir();
+std::string SourceDir();
+std::string AgentBin();
+std::string ControllerBin();
+
+// A fresh directory under /tmp, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed by a signal or timed out
+  int signal = 0;
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion (killing it after `timeout`), with `env` added to the environment.
+CommandResult RunCommand(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::string>& env = {},
+                         std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                         const std::string& stdin_data = "");
+
+// A long-running child (a daemon) whose stdout/stderr go to files in `log_dir`.
+class ChildProcess {
+ public:
+  ChildProcess(std::vector<std::string> argv, std::string log_dir,
+               std::map<std::string, std::string> env = {});
+  ~ChildProcess();  // SIGKILLs the child if it is still running
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool Running();
+  void Signal(int sig);
+  // Waits for exit; returns the exit code (or -signal), nullopt on timeout.
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  std::string Stdout() const;
+  std::string Stderr() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+// Polls `pred` every 50 ms until it returns true or `timeout` passes.
+bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+std::string ReadText(const std::string& path);
+void WriteText(const std::string& path, const std::string& text);
+
+}  // namespace edge::testing
