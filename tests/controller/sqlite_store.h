@@ -1,0 +1,49 @@
+// Store on an embedded SQLite database (data_dir/controller.db, 0600, WAL), with a
+// versioned schema applied by ordered migrations. Thread-safe: one connection, one mutex;
+// single-winner transitions are conditional UPDATEs inside BEGIN IMMEDIATE transactions, so
+// they also hold between processes sharing the file.
+#pragma once
+
+#include <mutex>
+#include <memory>
+#include <string>
+
+#include "tests/controller/store.h"
+
+struct sqlite3;
+
+namespace edge::controller {
+
+class SqliteStore final : public Store {
+ public:
+  // Opens (creating if needed) and migrates the database at `path`.
+  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  ~SqliteStore() override;
+
+  int schema_version() const { return schema_version_; }
+
+  Status InsertJoinToken(const JoinTokenRecord& rec) override;
+  Result<std::optional<JoinTokenRecord>> FindJoinTokenByHash(const std::string& hash) override;
+  Result<JoinTokenRecord> ConsumeJoinToken(const std::string& hash, const std::string& node_id,
+                                           int64_t now_ms) override;
+  Status UnconsumeJoinToken(const std::string& hash) override;
+  Status RevokeJoinToken(const std::string& token_id, int64_t now_ms) override;
+  Result<std::vector<JoinTokenRecord>> ListJoinTokens(bool include_inactive,
+                                                      int64_t now_ms) override;
+
+  Status UpsertNode(const NodeRecord& node) override;
+  Result<std::optional<NodeRecord>> GetNode(const std::string& node_id) override;
+  Result<std::vector<NodeRecord>> ListNodes() override;
+
+ private:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  Status Migrate();
+  Status Exec(const std::string& sql);
+  Error DbError(const std::string& what) const;
+
+  std::mutex mu_;
+  sqlite3* db_;
+  int schema_version_ = 0;
+};
+
+}  // namespace edge::controller
