@@ -24,6 +24,8 @@ struct GlobalOptions {
 
 inline void AddGlobalOptions(CLI::App& app, GlobalOptions& opts, const std::string& default_config) {
   opts.config_path = default_config;
+  // Global flags may also follow the subcommand: `edge-agent config check --config F`.
+  app.fallthrough();
   app.add_option("-c,--config", opts.config_path, "config file")
       ->capture_default_str()
       ->envname(app.get_name() == "edge-agent" ? "EDGE_AGENT_CONFIG" : "EDGE_CONTROLLER_CONFIG");
@@ -58,6 +60,18 @@ inline void AddFormatOption(CLI::App* cmd, std::string& format) {
 // Parses argv; on --help/--version prints and returns kExitOk, on a usage error prints it
 // with a hint and returns kExitUsage; returns -1 when the caller should go on.
 inline int Parse(CLI::App& app, int argc, char** argv) {
+  // A first word that is not an option must name a command; say which word was wrong.
+  std::string names;
+  bool known = false;
+  for (const auto* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->check_name(argv[1]));
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "error: unknown command \"%s\" (commands: %s)\nRun '%s --help' for usage.\n",
+                 argv[1], names.c_str(), app.get_name().c_str());
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

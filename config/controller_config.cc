@@ -1,0 +1,178 @@
+#include "config/controller_config.h"
+
+#include "common/atomic_file.h"
+#include <algorithm>
+
+#include "config/duration.h"
+#include "config/validate.h"
+
+namespace edge::config {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::vector<std::string> kScalarPaths = {
+    "data_dir",          "grpc.listen",      "grpc.advertise",
+    "http.listen",       "admin.socket",     "cluster.heartbeat_interval_secs",
+    "cluster.stale_threshold_secs",          "tokens.default_ttl",
+    "tokens.issuer",     "compute.listen",   "compute.dispatch_timeout",
+    "log.level",         "log.format",
+};
+
+std::string DefaultAdvertise(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  std::string host = listen.substr(0, colon);
+  if (host.empty() || host == "0.0.0.0" || host == "[::]") {
+    return "127.0.0.1:" + listen.substr(colon + 1);
+  }
+  return listen;
+}
+
+ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
+  ControllerConfig c;
+  if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
+    r.Issue(root, "", "", "the config must be a YAML map at the top level");
+    return c;
+  }
+  r.Map(root, "", {"data_dir", "grpc", "http", "admin", "cluster", "tokens", "compute", "log"});
+  r.String(root, "data_dir", "data_dir", c.data_dir);
+  if (c.data_dir.empty()) r.Issue(root["data_dir"], "data_dir", "", "must not be empty");
+  auto host_port = [&](const YAML::Node& map, const char* key, const std::string& path,
+                       const std::string& v, bool listen) {
+    if (!v.empty() && !IsHostPort(v, listen)) {
+      r.Issue(map[key], path, v, "must be host:port");
+    }
+  };
+  YAML::Node grpc = root["grpc"];
+  if (r.Map(grpc, "grpc", {"listen", "advertise", "server_names"})) {
+    r.String(grpc, "listen", "grpc.listen", c.grpc.listen);
+    host_port(grpc, "listen", "grpc.listen", c.grpc.listen, true);
+    r.String(grpc, "advertise", "grpc.advertise", c.grpc.advertise);
+    host_port(grpc, "advertise", "grpc.advertise", c.grpc.advertise, false);
+    r.StringList(grpc, "server_names", "grpc.server_names", c.grpc.server_names);
+  }
+  if (c.grpc.listen.empty()) r.Issue(grpc, "grpc.listen", "", "must not be empty");
+  if (c.grpc.advertise.empty() && IsHostPort(c.grpc.listen, true)) {
+    c.grpc.advertise = DefaultAdvertise(c.grpc.listen);
+  }
+  YAML::Node http = root["http"];
+  if (r.Map(http, "http", {"listen"})) {
+    r.String(http, "listen", "http.listen", c.http.listen);
+    host_port(http, "listen", "http.listen", c.http.listen, true);
+  }
+  YAML::Node admin = root["admin"];
+  if (r.Map(admin, "admin", {"socket"})) r.String(admin, "socket", "admin.socket", c.admin.socket);
+  if (c.admin.socket.empty()) c.admin.socket = c.data_dir + "/admin.sock";
+  YAML::Node cluster = root["cluster"];
+  if (r.Map(cluster, "cluster", {"heartbeat_interval_secs", "stale_threshold_secs"})) {
+    r.Int(cluster, "heartbeat_interval_secs", "cluster.heartbeat_interval_secs",
+          c.cluster.heartbeat_interval_secs, 1, 3600);
+    r.Int(cluster, "stale_threshold_secs", "cluster.stale_threshold_secs",
+          c.cluster.stale_threshold_secs, 1, 86400);
+  }
+  if (c.cluster.stale_threshold_secs <= c.cluster.heartbeat_interval_secs) {
+    r.Issue(cluster["stale_threshold_secs"], "cluster.stale_threshold_secs",
+            std::to_string(c.cluster.stale_threshold_secs),
+            "must be greater than cluster.heartbeat_interval_secs (" +
+                std::to_string(c.cluster.heartbeat_interval_secs) + ")");
+  }
+  YAML::Node tokens = root["tokens"];
+  if (r.Map(tokens, "tokens", {"default_ttl", "issuer"})) {
+    r.Duration(tokens, "default_ttl", "tokens.default_ttl", c.tokens.default_ttl, 1min, 24h * 30);
+    r.String(tokens, "issuer", "tokens.issuer", c.tokens.issuer);
+  }
+  YAML::Node compute = root["compute"];
+  if (r.Map(compute, "compute", {"listen", "dispatch_timeout"})) {
+    r.String(compute, "listen", "compute.listen", c.compute.listen);
+    host_port(compute, "listen", "compute.listen", c.compute.listen, true);
+    r.Duration(compute, "dispatch_timeout", "compute.dispatch_timeout", c.compute.dispatch_timeout,
+               1ms, 1h);
+  }
+  YAML::Node log = root["log"];
+  if (r.Map(log, "log", {"level", "format"})) {
+    r.String(log, "level", "log.level", c.log.level);
+    r.String(log, "format", "log.format", c.log.format);
+    static const std::vector<std::string> kLevels = {"trace", "debug", "info",    "warn",
+                                                     "error", "critical", "off"};
+    if (std::find(kLevels.begin(), kLevels.end(), c.log.level) == kLevels.end()) {
+      r.Issue(log["level"], "log.level", c.log.level,
+              "must be one of trace, debug, info, warn, error, critical, off");
+    }
+    if (c.log.format != "text" && c.log.format != "json") {
+      r.Issue(log["format"], "log.format", c.log.format, "must be one of text, json");
+    }
+  }
+  return c;
+}
+
+ControllerConfigResult LoadText(const std::string& text, const std::string& source_name,
+                                const EnvLookup& env) {
+  YamlReader r(source_name);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    ConfigErrors errs;
+    errs.issues.push_back({source_name, e.mark.line + 1, e.mark.column + 1, "", "",
+                           "YAML syntax error: " + e.msg});
+    return std::unexpected(errs);
+  }
+  if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (root.IsMap()) ApplyEnvOverrides(root, kScalarPaths, "EDGE_CONTROLLER_", env, r);
+  ControllerConfig c;
+  try {
+    c = Parse(root, r);
+  } catch (const YAML::Exception& e) {
+    r.IssueNoPos("", "", std::string("invalid YAML structure: ") + e.what());
+  }
+  if (!r.errors().issues.empty()) return std::unexpected(r.errors());
+  return c;
+}
+
+}  // namespace
+
+ControllerConfigResult LoadControllerConfig(const std::string& path, const EnvLookup& env) {
+  auto text = edge::ReadFile(path, 4 << 20);
+  if (!text) {
+    ConfigErrors errs;
+    errs.issues.push_back({path, 0, 0, "", "", "cannot read config file: " + text.error().message});
+    return std::unexpected(errs);
+  }
+  auto c = LoadText(*text, path, env);
+  if (c) c->source_path = path;
+  return c;
+}
+
+ControllerConfigResult LoadControllerConfigFromString(const std::string& text,
+                                                      const std::string& source_name,
+                                                      const EnvLookup& env) {
+  return LoadText(text, source_name, env);
+}
+
+std::string DumpRedacted(const ControllerConfig& c) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "data_dir" << YAML::Value << c.data_dir;
+  e << YAML::Key << "grpc" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
+    << c.grpc.listen << YAML::Key << "advertise" << YAML::Value << c.grpc.advertise << YAML::Key
+    << "server_names" << YAML::Value << YAML::Flow << c.grpc.server_names << YAML::EndMap;
+  e << YAML::Key << "http" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
+    << c.http.listen << YAML::EndMap;
+  e << YAML::Key << "admin" << YAML::Value << YAML::BeginMap << YAML::Key << "socket" << YAML::Value
+    << c.admin.socket << YAML::EndMap;
+  e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key
+    << "heartbeat_interval_secs" << YAML::Value << c.cluster.heartbeat_interval_secs << YAML::Key
+    << "stale_threshold_secs" << YAML::Value << c.cluster.stale_threshold_secs << YAML::EndMap;
+  e << YAML::Key << "tokens" << YAML::Value << YAML::BeginMap << YAML::Key << "default_ttl"
+    << YAML::Value << FormatDuration(c.tokens.default_ttl) << YAML::Key << "issuer" << YAML::Value
+    << c.tokens.issuer << YAML::EndMap;
+  e << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "listen"
+    << YAML::Value << c.compute.listen << YAML::Key << "dispatch_timeout" << YAML::Value
+    << FormatDuration(c.compute.dispatch_timeout) << YAML::EndMap;
+  e << YAML::Key << "log" << YAML::Value << YAML::BeginMap << YAML::Key << "level" << YAML::Value
+    << c.log.level << YAML::Key << "format" << YAML::Value << c.log.format << YAML::EndMap;
+  e << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+}  // namespace edge::config

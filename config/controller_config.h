@@ -1,0 +1,58 @@
+// The bundled controller's typed configuration (design.md §5a), loaded like the agent's
+// with EDGE_CONTROLLER_<SECTION>_<KEY> environment overrides.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "config/agent_config.h"
+#include "config/config_errors.h"
+#include "config/yaml_reader.h"
+
+namespace edge::config {
+
+struct ControllerGrpc {
+  std::string listen = "0.0.0.0:50056";
+  // host:port written into join tokens (`cep`); default: listen's port on 127.0.0.1 when
+  // listen is a wildcard address, else listen itself.
+  std::string advertise;
+  std::vector<std::string> server_names;  // extra SANs of the server certificate
+};
+
+struct ControllerConfig {
+  std::string data_dir = "/var/lib/edge-controller";
+  ControllerGrpc grpc;
+  struct Admin {
+    std::string socket;  // default: <data_dir>/admin.sock
+  } admin;
+  struct Cluster {
+    int64_t heartbeat_interval_secs = 30;
+    int64_t stale_threshold_secs = 90;
+  } cluster;
+  struct Tokens {
+    std::chrono::milliseconds default_ttl{3'600'000};
+    std::string issuer = "edge-controller";
+  } tokens;
+  struct Http {
+    std::string listen;
+  } http;
+  struct Compute {
+    std::string listen;
+    std::chrono::milliseconds dispatch_timeout{30'000};
+  } compute;
+  LogConfig log;
+  std::string source_path;
+};
+
+using ControllerConfigResult = std::expected<ControllerConfig, ConfigErrors>;
+
+ControllerConfigResult LoadControllerConfig(const std::string& path, const EnvLookup& env);
+ControllerConfigResult LoadControllerConfigFromString(const std::string& text,
+                                                      const std::string& source_name,
+                                                      const EnvLookup& env);
+std::string DumpRedacted(const ControllerConfig& config);
+
+}  // namespace edge::config

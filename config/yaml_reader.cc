@@ -1,0 +1,293 @@
+#include "config/yaml_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "common/atomic_file.h"
+#include "config/duration.h"
+
+namespace edge::config {
+
+std::string ConfigIssue::ToString() const {
+  std::string out = source;
+  if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  out += ": ";
+  if (!key.empty()) out += key + ": ";
+  if (!value.empty()) out += "value \"" + value + "\": ";
+  out += rule;
+  return out;
+}
+
+std::string ConfigErrors::ToString() const {
+  std::string out;
+  for (const auto& i : issues) {
+    if (!out.empty()) out += "\n";
+    out += i.ToString();
+  }
+  return out;
+}
+
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string Upper(std::string s) {
+  for (auto& c : s) c = c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string ScalarText(const YAML::Node& n) {
+  if (n.IsScalar()) return n.Scalar();
+  if (n.IsSequence()) return "<list>";
+  if (n.IsMap()) return "<map>";
+  return "";
+}
+
+}  // namespace
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string_view>& candidates) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (auto c : candidates) {
+    size_t d = EditDistance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = std::string(c);
+    }
+  }
+  return best;
+}
+
+void YamlReader::Issue(const YAML::Node& node, const std::string& path, const std::string& value,
+                       const std::string& rule) {
+  if (auto it = env_.find(path); it != env_.end()) {
+    errors_.issues.push_back({"environment " + it->second, 0, 0, path, value, rule});
+    return;
+  }
+  ConfigIssue issue{source_, 0, 0, path, value, rule};
+  if (node.IsDefined()) {
+    auto mark = node.Mark();
+    if (mark.line >= 0) {
+      issue.line = mark.line + 1;
+      issue.column = mark.column + 1;
+    }
+  }
+  errors_.issues.push_back(std::move(issue));
+}
+
+void YamlReader::IssueNoPos(const std::string& path, const std::string& value,
+                            const std::string& rule) {
+  errors_.issues.push_back({source_, 0, 0, path, value, rule});
+}
+
+bool YamlReader::Map(const YAML::Node& node, const std::string& path,
+                     const std::vector<std::string_view>& allowed) {
+  if (!node.IsDefined() || node.IsNull()) return false;
+  if (!node.IsMap()) {
+    Issue(node, path, ScalarText(node), "must be a map");
+    return false;
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string rule = "unknown key";
+    if (auto s = DidYouMean(key, allowed); !s.empty()) rule += " (did you mean \"" + s + "\"?)";
+    Issue(kv.first, Join(path, key), "", rule);
+  }
+  return true;
+}
+
+void YamlReader::String(const YAML::Node& map, std::string_view key, const std::string& path,
+                        std::string& out) {
+  if (!map.IsMap()) return;
+  YAML::Node n = map[std::string(key)];
+  if (!n.IsDefined() || n.IsNull()) return;
+  if (!n.IsScalar()) {
+    Issue(n, path, ScalarText(n), "must be a string");
+    return;
+  }
+  out = n.Scalar();
+}
+
+void YamlReader::Bool(const YAML::Node& map, std::string_view key, const std::string& path,
+                      bool& out) {
+  std::string s;
+  String(map, key, path, s);
+  if (s.empty()) return;
+  if (s == "true") {
+    out = true;
+  } else if (s == "false") {
+    out = false;
+  } else {
+    Issue(map[std::string(key)], path, s, "must be true or false");
+  }
+}
+
+void YamlReader::Int(const YAML::Node& map, std::string_view key, const std::string& path,
+                     int64_t& out, int64_t min, int64_t max) {
+  std::string s;
+  String(map, key, path, s);
+  if (s.empty()) return;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < min || v > max) {
+    Issue(map[std::string(key)], path, s,
+          "must be an integer between " + std::to_string(min) + " and " + std::to_string(max));
+    return;
+  }
+  out = v;
+}
+
+void YamlReader::Duration(const YAML::Node& map, std::string_view key, const std::string& path,
+                          std::chrono::milliseconds& out, std::chrono::milliseconds min,
+                          std::chrono::milliseconds max) {
+  std::string s;
+  String(map, key, path, s);
+  if (s.empty()) return;
+  auto d = ParseDuration(s);
+  if (!d) {
+    Issue(map[std::string(key)], path, s,
+          "must be a duration such as 250ms, 30s, 5m or 1h30m");
+    return;
+  }
+  if (*d < min || *d > max) {
+    Issue(map[std::string(key)], path, s,
+          "must be between " + FormatDuration(min) + " and " + FormatDuration(max));
+    return;
+  }
+  out = *d;
+}
+
+void YamlReader::Size(const YAML::Node& map, std::string_view key, const std::string& path,
+                      uint64_t& out, uint64_t min, uint64_t max) {
+  std::string s;
+  String(map, key, path, s);
+  if (s.empty()) return;
+  auto v = ParseSize(s);
+  if (!v) {
+    Issue(map[std::string(key)], path, s,
+          "must be a size such as 512KiB, 64MiB, 1GiB or a byte count");
+    return;
+  }
+  if (*v < min || *v > max) {
+    Issue(map[std::string(key)], path, s,
+          "must be between " + FormatSize(min) + " and " + FormatSize(max));
+    return;
+  }
+  out = *v;
+}
+
+void YamlReader::StringList(const YAML::Node& map, std::string_view key, const std::string& path,
+                            std::vector<std::string>& out) {
+  if (!map.IsMap()) return;
+  YAML::Node n = map[std::string(key)];
+  if (!n.IsDefined() || n.IsNull()) return;
+  if (!n.IsSequence()) {
+    Issue(n, path, ScalarText(n), "must be a list of strings");
+    return;
+  }
+  out.clear();
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar()) {
+      Issue(n[i], path + "[" + std::to_string(i) + "]", ScalarText(n[i]), "must be a string");
+      continue;
+    }
+    out.push_back(n[i].Scalar());
+  }
+}
+
+void YamlReader::StringMap(const YAML::Node& map, std::string_view key, const std::string& path,
+                           std::map<std::string, std::string>& out) {
+  if (!map.IsMap()) return;
+  YAML::Node n = map[std::string(key)];
+  if (!n.IsDefined() || n.IsNull()) return;
+  if (!n.IsMap()) {
+    Issue(n, path, ScalarText(n), "must be a map of strings");
+    return;
+  }
+  out.clear();
+  for (const auto& kv : n) {
+    if (!kv.second.IsScalar()) {
+      Issue(kv.second, Join(path, kv.first.Scalar()), ScalarText(kv.second), "must be a string");
+      continue;
+    }
+    out[kv.first.Scalar()] = kv.second.Scalar();
+  }
+}
+
+void SetPath(YAML::Node root, const std::string& path, const std::string& value) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  // yaml-cpp nodes are references: walk with reset() to avoid rebinding the parent.
+  YAML::Node cur;
+  cur.reset(root);
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = cur[parts[i]];
+    if (!next.IsMap()) {
+      cur[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = cur[parts[i]];
+    }
+    cur.reset(next);
+  }
+  cur[parts.back()] = value;
+}
+
+void ApplyEnvOverrides(YAML::Node root, const std::vector<std::string>& scalar_paths,
+                       const std::string& prefix, const EnvLookup& env, YamlReader& reader) {
+  if (!env) return;
+  for (const auto& path : scalar_paths) {
+    const std::string var = prefix + Upper(path);
+    if (auto v = env(var); v) {
+      SetPath(root, path, *v);
+      reader.MarkFromEnv(path, var);
+    }
+  }
+}
+
+YAML::Node DeepMerge(const YAML::Node& base, const YAML::Node& delta) {
+  if (!delta.IsDefined()) return base.IsDefined() ? YAML::Clone(base) : YAML::Node();
+  if (!base.IsDefined() || !base.IsMap() || !delta.IsMap()) return YAML::Clone(delta);
+  YAML::Node out = YAML::Clone(base);
+  for (const auto& kv : delta) {
+    const std::string key = kv.first.Scalar();
+    out[key] = DeepMerge(base[key], kv.second);
+  }
+  return out;
+}
+
+std::optional<std::string> ReadSecretFile(YamlReader& r, const YAML::Node& at,
+                                          const std::string& path, const std::string& file) {
+  auto content = edge::ReadFile(file, 1 << 20);
+  if (!content) {
+    r.Issue(at, path, file, "cannot read secret file: " + content.error().message);
+    return std::nullopt;
+  }
+  std::string s = std::move(*content);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  if (s.empty()) {
+    r.Issue(at, path, file, "secret file is empty");
+    return std::nullopt;
+  }
+  return s;
+}
+
+}  // namespace edge::config

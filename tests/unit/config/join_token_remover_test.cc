@@ -1,0 +1,100 @@
+#include "config/join_token_remover.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace edge::config {
+namespace {
+
+std::string Remove(const std::string& in, bool expect_removed = true) {
+  bool removed = false;
+  auto out = JoinTokenRemover::RemoveFromText(in, &removed);
+  EXPECT_TRUE(out) << out.error().ToString();
+  EXPECT_EQ(removed, expect_removed);
+  return out ? *out : "";
+}
+
+TEST(JoinTokenRemover, RemovesOnlyThatLineByteForByte) {
+  const std::string in =
+      "# agent config\r\nnode_id: edge-01   # me\n\ncontroller:\n  address: ctl:50056  # ctl\n"
+      "  join_token: \"eyJ.abc.def\"   # one-time\n  ca_pin: \"sha256:00\"\nlog:\n  level: info";
+  const std::string want =
+      "# agent config\r\nnode_id: edge-01   # me\n\ncontroller:\n  address: ctl:50056  # ctl\n"
+      "  ca_pin: \"sha256:00\"\nlog:\n  level: info";
+  EXPECT_EQ(Remove(in), want);
+}
+
+TEST(JoinTokenRemover, RemovesBlockScalarsAndContinuations) {
+  EXPECT_EQ(Remove("controller:\n  join_token: |\n    eyJ\n\n    more\n  address: a:1\n"),
+            "controller:\n  address: a:1\n");
+  EXPECT_EQ(Remove("controller:\n  join_token: 'abc\n    def'\nx: 1\n"), "controller:\nx: 1\n");
+  EXPECT_EQ(Remove("controller:\n    # comment stays\n    join_token: t\n"),
+            "controller:\n    # comment stays\n");
+}
+
+TEST(JoinTokenRemover, LeavesOtherKeysAndOtherSectionsAlone) {
+  const std::string keep_file = "controller:\n  join_token_file: /etc/t\nworker:\n  join_token: x\n";
+  EXPECT_EQ(Remove(keep_file, false), keep_file);
+  const std::string none = "node_id: a\n";
+  EXPECT_EQ(Remove(none, false), none);
+}
+
+TEST(JoinTokenRemover, RefusesFlowStyleControllerMap) {
+  bool removed = false;
+  auto out = JoinTokenRemover::RemoveFromText("controller: {join_token: t}\n", &removed);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(out.error().message.find("flow-style"), std::string::npos);
+}
+
+class JoinTokenFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-jtr-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(JoinTokenFileTest, RewritesAtomicallyKeepingTheMode) {
+  const std::string path = dir_ + "/agent.yaml";
+  std::ofstream(path) << "controller:\n  join_token: t\n  address: a:1\n";
+  ::chmod(path.c_str(), 0640);
+  auto r = JoinTokenRemover::RemoveJoinToken(path);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_TRUE(*r);
+  std::stringstream ss;
+  ss << std::ifstream(path).rdbuf();
+  EXPECT_EQ(ss.str(), "controller:\n  address: a:1\n");
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+}
+
+TEST_F(JoinTokenFileTest, RefusesSymlinksAndNonRegularFiles) {
+  const std::string real = dir_ + "/real.yaml", link = dir_ + "/agent.yaml";
+  std::ofstream(real) << "controller:\n  join_token: t\n";
+  ::symlink(real.c_str(), link.c_str());
+  auto st = JoinTokenRemover::CheckRewritable(link);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find("is a symlink to " + real), std::string::npos) << st.error().message;
+  EXPECT_FALSE(JoinTokenRemover::RemoveJoinToken(link));
+  std::stringstream ss;
+  ss << std::ifstream(real).rdbuf();
+  EXPECT_EQ(ss.str(), "controller:\n  join_token: t\n") << "target untouched";
+  auto dir = JoinTokenRemover::CheckRewritable(dir_);
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.error().message.find("not a regular file"), std::string::npos);
+  EXPECT_FALSE(JoinTokenRemover::CheckRewritable(dir_ + "/absent.yaml"));
+}
+
+}  // namespace
+}  // namespace edge::config
