@@ -1,0 +1,82 @@
+#include "agent/identity/channel_factory.h"
+
+#include <grpcpp/security/tls_certificate_verifier.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
+#include "agent/identity/certificate_authority.h"
+#include "agent/identity/encoding.h"
+#include "agent/identity/openssl_util.h"
+#include "common/secure_compare.h"
+
+namespace edge::identity {
+namespace {
+
+class PinVerifier final : public grpc::experimental::ExternalCertificateVerifier {
+ public:
+  explicit PinVerifier(std::string pin) : pin_(std::move(pin)) {}
+  bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
+              std::function<void(grpc::Status)>, grpc::Status* sync_status) override {
+    if (pin_.empty()) {
+      *sync_status = grpc::Status::OK;
+      return true;
+    }
+    auto chain = request->peer_cert_full_chain();
+    auto st = CheckServerChainAgainstPin(std::string(chain.data(), chain.size()), pin_);
+    *sync_status = st ? grpc::Status::OK
+                      : grpc::Status(grpc::StatusCode::UNAUTHENTICATED, st.error().message);
+    return true;
+  }
+  void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {}
+
+ private:
+  std::string pin_;
+};
+
+}  // namespace
+
+Status CheckServerChainAgainstPin(const std::string& chain_pem, const std::string& ca_pin) {
+  auto certs = CertsFromPem(chain_pem);
+  if (!certs || certs->empty()) {
+    return MakeError(ErrorCode::kUnauthenticated, "the controller presented no certificate chain");
+  }
+  X509* leaf = (*certs)[0].get();
+  for (auto& c : *certs) {
+    std::string pin = "sha256:" + HexEncode(Sha256(CertToDer(c.get())));
+    if (!ConstantTimeEquals(pin, ca_pin)) continue;
+    if (c.get() == leaf || IsIssuedBy(leaf, c.get())) return OkStatus();
+  }
+  return MakeError(ErrorCode::kUnauthenticated,
+                   "the controller's certificate chain does not lead to the CA pinned by the join "
+                   "token (" + ca_pin + "): this token is for another controller, or the "
+                   "connection is being intercepted");
+}
+
+std::shared_ptr<grpc::Channel> ChannelFactory::Mtls(const std::string& target,
+                                                    const std::string& server_name_override) const {
+  grpc::SslCredentialsOptions opts;
+  opts.pem_root_certs = identity_.ca_pem;
+  opts.pem_private_key = identity_.key_pem;
+  opts.pem_cert_chain = identity_.cert_chain_pem;
+  grpc::ChannelArguments args;
+  if (!server_name_override.empty()) args.SetSslTargetNameOverride(server_name_override);
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(opts), args);
+}
+
+std::shared_ptr<grpc::Channel> ChannelFactory::TlsNoClientCert(const std::string& target,
+                                                               const std::string& ca_pem) {
+  grpc::SslCredentialsOptions opts;
+  opts.pem_root_certs = ca_pem;
+  return grpc::CreateChannel(target, grpc::SslCredentials(opts));
+}
+
+std::shared_ptr<grpc::Channel> ChannelFactory::Bootstrap(const std::string& target,
+                                                         const std::string& ca_pin) {
+  grpc::experimental::TlsChannelCredentialsOptions opts;
+  opts.set_verify_server_certs(false);  // no trust anchor yet: the pin check below decides
+  opts.set_check_call_host(false);
+  opts.set_certificate_verifier(
+      grpc::experimental::ExternalCertificateVerifier::Create<PinVerifier>(ca_pin));
+  return grpc::CreateChannel(target, grpc::experimental::TlsCredentials(opts));
+}
+
+}  // namespace edge::identity

@@ -1,0 +1,46 @@
+// Every gRPC channel the agent opens to its controller comes from here (design.md §6):
+// before enrollment a TLS channel without a client certificate whose server is checked
+// against the join token's CA pin; after it, mTLS with the keystore's key and certificate
+// and certs/ca.pem as the only trust anchor.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "agent/identity/keystore_files.h"
+
+namespace edge::identity {
+
+class ChannelFactory {
+ public:
+  explicit ChannelFactory(TlsIdentity identity) : identity_(std::move(identity)) {}
+
+  // mTLS to `target` (host:port). `server_name_override` replaces the name the server
+  // certificate must carry (empty = the host of `target`).
+  std::shared_ptr<grpc::Channel> Mtls(const std::string& target,
+                                      const std::string& server_name_override = "") const;
+  // TLS with a given trust anchor but no client certificate (to show what the controller
+  // refuses without one).
+  static std::shared_ptr<grpc::Channel> TlsNoClientCert(const std::string& target,
+                                                        const std::string& ca_pem);
+
+  // The enrollment channel: TLS, no client certificate. With `ca_pin` ("sha256:<hex>") the
+  // server's chain must contain the pinned CA and the server certificate must be issued by
+  // it; without a pin any server certificate is accepted — the single-use join token is the
+  // proof (wire.md §1, "Trust at first contact").
+  static std::shared_ptr<grpc::Channel> Bootstrap(const std::string& target,
+                                                  const std::string& ca_pin);
+
+  const TlsIdentity& identity() const { return identity_; }
+
+ private:
+  TlsIdentity identity_;
+};
+
+// The check the bootstrap channel applies: OK when `chain_pem` (server leaf first) contains
+// a certificate whose pin is `ca_pin` and which issued the leaf; the reason otherwise.
+Status CheckServerChainAgainstPin(const std::string& chain_pem, const std::string& ca_pin);
+
+}  // namespace edge::identity
