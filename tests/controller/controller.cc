@@ -5,6 +5,8 @@
 
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "tests/controller/peer_identity.h"
+#include "tests/controller/sqlite_store.h"
 
 namespace edge::controller {
 
@@ -12,10 +14,28 @@ Controller::Controller(config::ControllerConfig config, std::string version, Clo
     : config_(std::move(config)), clock_(clock) {
   info_.version = std::move(version);
   info_.data_dir = config_.data_dir;
-  info_.grpc_listen = config_.grpc.listen;
 }
 
 Controller::~Controller() { Stop(); }
+
+namespace {
+
+// The token-signing key: data_dir/ca/token.key (0600), created on first start.
+Result<identity::EcSigningKey> LoadOrCreateTokenKey(const std::string& path) {
+  if (auto pem = ReadFile(path, 1 << 20)) return identity::EcSigningKey::FromPem(*pem);
+  auto key = identity::EcSigningKey::Generate();
+  if (!key) return key;
+  auto pem = key->PrivatePem();
+  if (!pem) return std::unexpected(pem.error());
+  if (auto st = WriteFileAtomic(path, *pem, {.mode = 0600}); !st) return std::unexpected(st.error());
+  return key;
+}
+
+std::string ReplacePort(const std::string& hostport, int port) {
+  return hostport.substr(0, hostport.rfind(':') + 1) + std::to_string(port);
+}
+
+}  // namespace
 
 Status Controller::Start() {
   auto log = log::Get("controller");
@@ -23,11 +43,52 @@ Status Controller::Start() {
   if (auto st = MakeDirs(config_.data_dir, 0700); !st) {
     return MakeError(st.error().code, "data_dir: " + st.error().message);
   }
+  auto store = SqliteStore::Open(config_.data_dir + "/controller.db");
+  if (!store) return std::unexpected(store.error());
+  store_ = std::move(*store);
+
+  auto ca = identity::CertificateAuthority::LoadOrCreate(config_.data_dir + "/ca",
+                                                         "edge-controller CA", clock_.Now());
+  if (!ca) return MakeError(ca.error().code, "controller CA: " + ca.error().message);
+  ca_.emplace(std::move(*ca));
+  info_.ca_pin = ca_->Pin();
+  auto key = LoadOrCreateTokenKey(config_.data_dir + "/ca/token.key");
+  if (!key) return MakeError(key.error().code, "token signing key: " + key.error().message);
+  token_key_.emplace(std::move(*key));
+
+  if (auto st = StartGrpc(); !st) return st;
+
+  tokens_ = std::make_unique<JoinTokenIssuer>(
+      *store_, *token_key_, clock_,
+      JoinTokenSettings{.issuer = config_.tokens.issuer,
+                        .endpoint = info_.advertise,
+                        .ca_pin = info_.ca_pin,
+                        .default_ttl = config_.tokens.default_ttl});
+  admin_service_ = std::make_unique<AdminServiceImpl>(info_, *store_, *tokens_, clock_);
+  if (auto st = admin_server_.Start(config_.admin.socket, {admin_service_.get()}); !st) {
+    Stop();
+    return st;
+  }
+  log->info("CA {} ; join tokens point agents at {}", info_.ca_pin, info_.advertise);
+  return OkStatus();
+}
+
+Status Controller::StartGrpc() {
+  auto server_cert = ca_->IssueServerCert(config_.grpc.server_names, clock_.Now());
+  if (!server_cert) return std::unexpected(server_cert.error());
+  bootstrap_ = std::make_unique<BootstrapServiceImpl>(*store_, *ca_, clock_);
+  node_cluster_ = std::make_unique<NodeClusterServiceImpl>(clock_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config_.grpc.listen, grpc::InsecureServerCredentials(), &grpc_port_);
+  builder.AddListeningPort(
+      config_.grpc.listen,
+      ControllerServerCredentials(ca_->cert_pem(), server_cert->cert_pem + ca_->cert_pem(),
+                                  server_cert->key_pem),
+      &grpc_port_);
+  builder.RegisterService(bootstrap_.get());
+  builder.RegisterService(node_cluster_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || grpc_port_ == 0) {
     grpc_server_.reset();
@@ -35,13 +96,10 @@ Status Controller::Start() {
                      "grpc.listen: cannot listen on \"" + config_.grpc.listen + "\"");
   }
   grpc_server_->GetHealthCheckService()->SetServingStatus(true);
-  log->info("gRPC listening on {} (port {})", config_.grpc.listen, grpc_port_);
-
-  admin_service_ = std::make_unique<AdminServiceImpl>(info_);
-  if (auto st = admin_server_.Start(config_.admin.socket, {admin_service_.get()}); !st) {
-    Stop();
-    return st;
-  }
+  info_.grpc_listen = ReplacePort(config_.grpc.listen, grpc_port_);
+  info_.advertise = config_.grpc.advertise;
+  if (info_.advertise.ends_with(":0")) info_.advertise = ReplacePort(info_.advertise, grpc_port_);
+  log::Get("controller")->info("gRPC (TLS) listening on {}", info_.grpc_listen);
   return OkStatus();
 }
 

@@ -1,17 +1,24 @@
 // The bundled minimal controller: the server side of every contract the agent speaks.
-// Owns its parts (admin API on a Unix socket, the public gRPC server with health and
-// reflection) and starts/stops them in order. Configured by edge::config::ControllerConfig.
+// Owns its parts — CA, token key, Store, the TLS gRPC server (bootstrap, node cluster,
+// health, reflection) and the admin API on a Unix socket — and starts/stops them in order.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <optional>
 
+#include "agent/identity/certificate_authority.h"
+#include "agent/identity/jwt.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "config/controller_config.h"
 #include "tests/controller/admin_server.h"
 #include "tests/controller/admin_service.h"
+#include "tests/controller/bootstrap_service.h"
+#include "tests/controller/join_token_issuer.h"
+#include "tests/controller/node_cluster_service.h"
+#include "tests/controller/store.h"
 
 namespace edge::controller {
 
@@ -25,13 +32,20 @@ class Controller {
   Status Start();
   // Stops promptly: in-flight RPCs get a short grace, then are cancelled.
   void Stop();
-  // The port the public gRPC server bound (useful when grpc.listen asked for port 0).
   int grpc_port() const { return grpc_port_; }
 
  private:
+  Status StartGrpc();
+
   config::ControllerConfig config_;
   Clock& clock_;
   ControllerInfo info_;
+  std::unique_ptr<Store> store_;
+  std::optional<identity::CertificateAuthority> ca_;
+  std::optional<identity::EcSigningKey> token_key_;
+  std::unique_ptr<JoinTokenIssuer> tokens_;
+  std::unique_ptr<BootstrapServiceImpl> bootstrap_;
+  std::unique_ptr<NodeClusterServiceImpl> node_cluster_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   AdminServer admin_server_;
   std::unique_ptr<grpc::Server> grpc_server_;
