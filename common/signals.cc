@@ -21,7 +21,12 @@ sigset_t TerminationSet() {
 void BlockTerminationSignals() {
   sigset_t set = TerminationSet();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  IgnoreFatalIoSignals();
+}
+
+void IgnoreFatalIoSignals() {
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 std::optional<int> WaitForTerminationSignal(std::optional<std::chrono::milliseconds> timeout) {

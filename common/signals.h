@@ -8,8 +8,12 @@
 namespace edge {
 
 // Blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT in the calling thread (and threads it starts
-// later inherit the mask). Also ignores SIGPIPE: a closed peer is an error value, not death.
+// later inherit the mask), and calls IgnoreFatalIoSignals().
 void BlockTerminationSignals();
+
+// SIGPIPE and SIGXFSZ become errors (EPIPE, EFBIG) instead of killing the process: a closed
+// peer or a file-size limit is reported, never fatal. Every binary calls this first.
+void IgnoreFatalIoSignals();
 
 // Waits up to `timeout` (forever if nullopt) for one of the blocked signals; returns it,
 // or nullopt on timeout.

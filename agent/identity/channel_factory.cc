@@ -13,7 +13,8 @@ namespace {
 
 class PinVerifier final : public grpc::experimental::ExternalCertificateVerifier {
  public:
-  explicit PinVerifier(std::string pin) : pin_(std::move(pin)) {}
+  PinVerifier(std::string pin, std::shared_ptr<PinFailure> failure)
+      : pin_(std::move(pin)), failure_(std::move(failure)) {}
   bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
               std::function<void(grpc::Status)>, grpc::Status* sync_status) override {
     if (pin_.empty()) {
@@ -24,12 +25,17 @@ class PinVerifier final : public grpc::experimental::ExternalCertificateVerifier
     auto st = CheckServerChainAgainstPin(std::string(chain.data(), chain.size()), pin_);
     *sync_status = st ? grpc::Status::OK
                       : grpc::Status(grpc::StatusCode::UNAUTHENTICATED, st.error().message);
+    if (!st && failure_) {
+      std::lock_guard lock(failure_->mu);
+      failure_->reason = st.error().message;
+    }
     return true;
   }
   void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {}
 
  private:
   std::string pin_;
+  std::shared_ptr<PinFailure> failure_;
 };
 
 }  // namespace
@@ -70,12 +76,13 @@ std::shared_ptr<grpc::Channel> ChannelFactory::TlsNoClientCert(const std::string
 }
 
 std::shared_ptr<grpc::Channel> ChannelFactory::Bootstrap(const std::string& target,
-                                                         const std::string& ca_pin) {
+                                                         const std::string& ca_pin,
+                                                         std::shared_ptr<PinFailure> pin_failure) {
   grpc::experimental::TlsChannelCredentialsOptions opts;
   opts.set_verify_server_certs(false);  // no trust anchor yet: the pin check below decides
   opts.set_check_call_host(false);
   opts.set_certificate_verifier(
-      grpc::experimental::ExternalCertificateVerifier::Create<PinVerifier>(ca_pin));
+      grpc::experimental::ExternalCertificateVerifier::Create<PinVerifier>(ca_pin, std::move(pin_failure)));
   return grpc::CreateChannel(target, grpc::experimental::TlsCredentials(opts));
 }
 

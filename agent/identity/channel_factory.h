@@ -7,11 +7,22 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "agent/identity/keystore_files.h"
 
 namespace edge::identity {
+
+// Filled by the bootstrap channel's certificate check when it refuses the server.
+struct PinFailure {
+  std::mutex mu;
+  std::string reason;
+  std::string Get() {
+    std::lock_guard lock(mu);
+    return reason;
+  }
+};
 
 class ChannelFactory {
  public:
@@ -30,8 +41,11 @@ class ChannelFactory {
   // server's chain must contain the pinned CA and the server certificate must be issued by
   // it; without a pin any server certificate is accepted — the single-use join token is the
   // proof (wire.md §1, "Trust at first contact").
-  static std::shared_ptr<grpc::Channel> Bootstrap(const std::string& target,
-                                                  const std::string& ca_pin);
+  // When the pin check refuses the server, the reason is stored in `*pin_failure` (the RPC
+  // itself only fails with UNAVAILABLE), so the caller can say why and not retry.
+  static std::shared_ptr<grpc::Channel> Bootstrap(
+      const std::string& target, const std::string& ca_pin,
+      std::shared_ptr<PinFailure> pin_failure = nullptr);
 
   const TlsIdentity& identity() const { return identity_; }
 

@@ -242,6 +242,7 @@ int ConfigCheck(const edge::cli::GlobalOptions& opts) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  edge::IgnoreFatalIoSignals();
   CLI::App app{"edge-controller: the bundled minimal controller for edge-agent", "edge-controller"};
   app.set_version_flag("-V,--version", EDGE_VERSION);
   app.require_subcommand(1);

@@ -1,0 +1,190 @@
+#include "agent/bootstrap/join_token_redeemer.h"
+
+#include "agent/identity/certificate_authority.h"
+#include "agent/identity/channel_factory.h"
+#include "agent/identity/jwt.h"
+#include "agent/identity/keystore_files.h"
+#include "agent/identity/pkcs12.h"
+#include "bootstrap.grpc.pb.h"
+#include "common/log.h"
+#include "common/secure_compare.h"
+#include "config/join_token_remover.h"
+#include "config/validate.h"
+
+namespace edge::bootstrap {
+namespace {
+
+namespace pb = me::prexorjustin::prexorcloud::protocol;
+
+// One line per failure status: the cause and what the operator should do next.
+Error Explain(const grpc::Status& st, const std::string& address) {
+  const std::string server = st.error_message();
+  switch (st.error_code()) {
+    case grpc::StatusCode::NOT_FOUND:
+      return {ErrorCode::kNotFound, "the controller does not know this join token (" + server +
+                                        "): check that the whole token was copied, or ask the "
+                                        "operator for a new one"};
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return {ErrorCode::kFailedPrecondition,
+              "join token already used, expired or revoked (" + server +
+                  "): ask the operator for a new one (edge-controller token create)"};
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return {ErrorCode::kPermissionDenied,
+              "join token is bound to another node (" + server +
+                  "): enroll with the node id it was created for, or ask for a token for this node"};
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return {ErrorCode::kInvalidArgument, "the controller rejected the request: " + server};
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return {ErrorCode::kUnavailable, "controller at " + address + " unreachable (" + server +
+                                           "): check controller.address and the network"};
+    default:
+      return {ErrorCode::kInternal, "enrollment failed with " + std::to_string(st.error_code()) +
+                                        ": " + server};
+  }
+}
+
+}  // namespace
+
+Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
+  auto log = log::Get("enroll");
+  if (req.join_token.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "no join token: pass --token or set controller.join_token in the config");
+  }
+  log::RegisterSecret(req.join_token);
+  if (!config::IsValidNodeId(req.node_id)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "node id \"" + req.node_id + "\" must match [A-Za-z0-9._-]{1,64}");
+  }
+  // The token's claims are read without verification: there is no key to verify them yet.
+  auto claims = identity::DecodeJwtUnverified(req.join_token);
+  if (!claims) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "the join token is malformed (" + claims.error().message +
+                         "): check that the whole token was copied");
+  }
+  EnrollResult result;
+  result.controller_address = !req.controller_address.empty()
+                                  ? req.controller_address
+                                  : claims->claims.value("cep", std::string());
+  result.ca_pin = !req.ca_pin.empty() ? req.ca_pin : claims->claims.value("cah", std::string());
+  if (result.controller_address.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "no controller address: the token has no cep claim; set controller.address");
+  }
+  if (!config::IsHostPort(result.controller_address, false)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "controller address \"" + result.controller_address + "\" is not host:port");
+  }
+  if (!result.ca_pin.empty() && !config::IsCaPin(result.ca_pin)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "CA pin \"" + result.ca_pin + "\" is not sha256: followed by 64 hex digits");
+  }
+  if (result.ca_pin.empty()) {
+    log->warn("no CA pin (token cah claim or controller.ca_pin): the controller's certificate "
+              "cannot be checked at first contact");
+  }
+
+  // Everything that can fail locally fails now, before the single-use token is spent.
+  if (identity::KeystoreFiles::Exists(req.data_dir)) {
+    return MakeError(ErrorCode::kAlreadyExists,
+                     "already enrolled: " + identity::KeystoreFiles::CertsDir(req.data_dir) +
+                         " holds a keystore; remove it to enroll again");
+  }
+  if (auto st = identity::KeystoreFiles::CheckWritable(req.data_dir); !st) {
+    return MakeError(st.error().code, "data_dir is not writable: " + st.error().message);
+  }
+  if (!req.config_path.empty()) {
+    if (auto st = config::JoinTokenRemover::CheckRewritable(req.config_path); !st) {
+      return std::unexpected(st.error());
+    }
+  }
+
+  pb::ExchangeJoinTokenRequest rpc_req;
+  rpc_req.set_join_token(req.join_token);
+  rpc_req.set_node_id(req.node_id);
+  pb::ExchangeJoinTokenResponse resp;
+  backoff_.Reset();
+  for (int attempt = 1;; ++attempt) {
+    auto pin_failure = std::make_shared<identity::PinFailure>();
+    auto channel =
+        identity::ChannelFactory::Bootstrap(result.controller_address, result.ca_pin, pin_failure);
+    auto stub = pb::BootstrapService::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
+    auto st = stub->ExchangeJoinToken(&ctx, rpc_req, &resp);
+    if (st.ok()) break;
+    if (auto why = pin_failure->Get(); !why.empty()) {
+      return MakeError(ErrorCode::kUnauthenticated, why);
+    }
+    Error e = Explain(st, result.controller_address);
+    const bool transient = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (!transient) return std::unexpected(e);
+    if (attempt >= max_attempts_) {
+      e.message += " (gave up after " + std::to_string(attempt) + " attempts)";
+      return std::unexpected(e);
+    }
+    auto delay = backoff_.Next();
+    log->warn("attempt {}/{}: {}; retrying in {} ms", attempt, max_attempts_, e.message,
+              delay.count());
+    sleep_(delay);
+  }
+  log::RegisterSecret(resp.pkcs12_password());
+
+  // The response must be what we asked for before anything is written.
+  const std::string ca_pem = resp.ca_certificate_pem();
+  auto returned_pin = identity::CaPinOfPem(ca_pem);
+  if (!returned_pin) {
+    return MakeError(ErrorCode::kInternal,
+                     "the controller returned an unreadable CA certificate: " + returned_pin.error().message);
+  }
+  if (!result.ca_pin.empty() && !ConstantTimeEquals(*returned_pin, result.ca_pin)) {
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "the CA the controller returned (" + *returned_pin +
+                         ") does not match the pin in the join token (" + result.ca_pin + ")");
+  }
+  auto contents = identity::ParsePkcs12(resp.pkcs12(), resp.pkcs12_password());
+  if (!contents) {
+    return MakeError(ErrorCode::kInternal,
+                     "the controller returned an unreadable keystore: " + contents.error().message);
+  }
+  {
+    auto leaf = identity::CertFromPem(contents->cert_pem);
+    auto ca = identity::CertFromPem(ca_pem);
+    if (!leaf || !ca || !identity::IsIssuedBy(leaf->get(), ca->get())) {
+      return MakeError(ErrorCode::kInternal,
+                       "the keystore's certificate is not issued by the returned CA");
+    }
+    char cn[128] = {};
+    X509_NAME_get_text_by_NID(X509_get_subject_name(leaf->get()), NID_commonName, cn, sizeof cn);
+    if (req.node_id != cn) {
+      return MakeError(ErrorCode::kInternal, "the keystore's certificate is for \"" +
+                                                 std::string(cn) + "\", not \"" + req.node_id + "\"");
+    }
+  }
+  result.ca_pin = *returned_pin;
+  if (auto st = identity::KeystoreFiles::Write(req.data_dir, resp.pkcs12(), resp.pkcs12_password(), ca_pem);
+      !st) {
+    return MakeError(st.error().code,
+                     "the token was redeemed but the keystore could not be stored (" +
+                         st.error().message + "): free space or fix permissions, then ask the "
+                         "operator for a new token");
+  }
+  if (!req.config_path.empty()) {
+    auto removed = config::JoinTokenRemover::RemoveJoinToken(req.config_path);
+    if (!removed) {
+      // Enrolled all the same; the token is spent, so this is a warning, not a failure.
+      log->warn("enrolled, but the join token could not be removed from {}: {}", req.config_path,
+                removed.error().message);
+    } else {
+      result.token_removed_from_config = *removed;
+    }
+  }
+  log->info("enrolled node {} with controller {} (CA {}); keystore in {}", req.node_id,
+            result.controller_address, result.ca_pin, identity::KeystoreFiles::CertsDir(req.data_dir));
+  return result;
+}
+
+}  // namespace edge::bootstrap

@@ -1,0 +1,53 @@
+// First-run enrollment (wire.md §1, contract 001): redeems a join token with the controller's
+// BootstrapService.ExchangeJoinToken and stores the node's identity under data_dir/certs/,
+// then removes the token from the config file it came from. Everything that can be checked
+// is checked before the single-use token is spent; only UNAVAILABLE / DEADLINE_EXCEEDED are
+// retried (bounded, full-jitter backoff). Owns nothing beyond the call.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "common/backoff.h"
+#include "common/error.h"
+
+namespace edge::bootstrap {
+
+struct EnrollRequest {
+  std::string join_token;
+  std::string node_id;
+  std::string data_dir;
+  std::string controller_address;  // empty = the token's `cep` claim
+  std::string ca_pin;              // empty = the token's `cah` claim
+  // The config file the token was read from, to remove it afterwards; empty when the token
+  // came from the command line (it is then never written anywhere).
+  std::string config_path;
+};
+
+struct EnrollResult {
+  std::string controller_address;
+  std::string ca_pin;  // pin of the CA now stored in certs/ca.pem
+  bool token_removed_from_config = false;
+};
+
+class JoinTokenRedeemer {
+ public:
+  using Sleep = std::function<void(std::chrono::milliseconds)>;
+  // `max_attempts` bounds the retries of transient failures.
+  JoinTokenRedeemer(Backoff& backoff, Sleep sleep, int max_attempts = 6,
+                    std::chrono::milliseconds rpc_timeout = std::chrono::seconds(15))
+      : backoff_(backoff), sleep_(std::move(sleep)), max_attempts_(max_attempts),
+        rpc_timeout_(rpc_timeout) {}
+
+  // Errors carry one message naming the cause and the next step for the operator.
+  Result<EnrollResult> Enroll(const EnrollRequest& request);
+
+ private:
+  Backoff& backoff_;
+  Sleep sleep_;
+  int max_attempts_;
+  std::chrono::milliseconds rpc_timeout_;
+};
+
+}  // namespace edge::bootstrap

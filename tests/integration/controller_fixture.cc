@@ -1,0 +1,60 @@
+#include "tests/integration/controller_fixture.h"
+
+#include <signal.h>
+
+#include <stdexcept>
+
+namespace edge::testing {
+
+using namespace std::chrono_literals;
+
+ControllerFixture::ControllerFixture(const TempDir& dir, const std::string& name) {
+  data_dir_ = dir / name;
+  config_path_ = dir / (name + ".yaml");
+  WriteText(config_path_, "data_dir: " + data_dir_ + "\ngrpc:\n  listen: 127.0.0.1:0\n");
+  proc_ = std::make_unique<ChildProcess>(
+      std::vector<std::string>{ControllerBin(), "--config", config_path_, "serve"}, dir.path());
+  CommandResult st;
+  bool up = WaitUntil(
+      [&] {
+        st = Cli({"status", "--format", "json"});
+        return st.exit_code == 0;
+      },
+      30s);
+  if (!up) throw std::runtime_error("controller did not start: " + proc_->Stderr());
+  auto j = nlohmann::json::parse(st.out);
+  advertise_ = j["advertise"];
+  ca_pin_ = j["ca_pin"];
+}
+
+ControllerFixture::~ControllerFixture() {
+  proc_->Signal(SIGTERM);
+  proc_->Wait(10s);
+}
+
+CommandResult ControllerFixture::Cli(std::vector<std::string> args) {
+  std::vector<std::string> argv = {ControllerBin()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.push_back("--config");
+  argv.push_back(config_path_);
+  return RunCommand(argv, {}, 20s);
+}
+
+std::pair<std::string, std::string> ControllerFixture::CreateToken(const std::string& node,
+                                                                   const std::string& ttl) {
+  std::vector<std::string> args = {"token", "create", "--format", "json"};
+  if (!node.empty()) args.insert(args.end(), {"--node", node});
+  if (!ttl.empty()) args.insert(args.end(), {"--ttl", ttl});
+  auto r = Cli(args);
+  if (r.exit_code != 0) throw std::runtime_error("token create failed: " + r.err);
+  auto j = nlohmann::json::parse(r.out);
+  return {j["token_id"], j["join_token"]};
+}
+
+nlohmann::json ControllerFixture::ListTokens() {
+  auto r = Cli({"token", "list", "--all", "--format", "json"});
+  if (r.exit_code != 0) throw std::runtime_error("token list failed: " + r.err);
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace edge::testing
