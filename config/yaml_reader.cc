@@ -10,8 +10,11 @@
 namespace edge::config {
 
 std::string ConfigIssue::ToString() const {
+  // Appends only: gcc 12 at -O3 warns (-Wrestrict, a false positive) on "x" + std::string&&.
   std::string out = source;
-  if (line > 0) out += ":" + std::to_string(line) + ":" + std::to_string(column);
+  if (line > 0) {
+    out.append(":").append(std::to_string(line)).append(":").append(std::to_string(column));
+  }
   out += ": ";
   if (!key.empty()) out += key + ": ";
   if (!value.empty()) out += "value \"" + value + "\": ";

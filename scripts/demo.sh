@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo command: installs what is missing, builds Release, and runs the whole story on
-# this machine — a controller, an agent, both healthy, then a clean stop of both.
+# this machine — a controller, a join token, an agent that enrolls with it (mTLS identity
+# stored, token removed from its config), both healthy, then a clean stop of both.
 # Everything lives in a temp directory on loopback; nothing is installed system-wide.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,22 +40,40 @@ grpc:
 admin:
   socket: $work/controller/admin.sock
 YAML
-cat >"$work/agent.yaml" <<YAML
-node_id: demo-node-1
-data_dir: $work/agent
-YAML
-
 step "edge-controller serve"
 "$CTL" --config "$work/controller.yaml" serve 2>"$work/controller.log" &
 ctl_pid=$!
 wait_for 20 "$CTL" --config "$work/controller.yaml" status
 "$CTL" --config "$work/controller.yaml" status
 
-step "edge-agent run"
+step "edge-controller token create --node demo-node-1"
+token_json=$("$CTL" --config "$work/controller.yaml" token create --node demo-node-1 --ttl 15m --format json)
+token=$(printf '%s' "$token_json" | sed -n 's/.*"join_token":"\([^"]*\)".*/\1/p')
+printf '%s\n' "$token_json" | sed 's/"join_token":"[^"]*"/"join_token":"<secret, not shown>"/'
+cat >"$work/agent.yaml" <<YAML
+# demo agent
+node_id: demo-node-1
+data_dir: $work/agent
+controller:
+  join_token: "$token"
+log:
+  level: info
+YAML
+
+step "edge-agent run (enrolls first: the config has a join token and there is no keystore)"
 "$AGENT" --config "$work/agent.yaml" run 2>"$work/agent.log" &
 agent_pid=$!
 wait_for 20 "$AGENT" --config "$work/agent.yaml" status
 "$AGENT" --config "$work/agent.yaml" status
+echo
+ls -l "$work/agent/certs"
+openssl pkcs12 -in "$work/agent/certs/node.p12" -passin "file:$work/agent/certs/node.p12.pass" -info -noout 2>&1 | head -3
+echo "agent.yaml after enrollment (join_token removed):"
+sed 's/^/  /' "$work/agent.yaml"
+
+step "edge-controller nodes / token list --all"
+"$CTL" --config "$work/controller.yaml" nodes
+"$CTL" --config "$work/controller.yaml" token list --all
 
 step "stopping both (SIGTERM)"
 kill -TERM "$agent_pid"; wait "$agent_pid"; echo "edge-agent exited with $?"; agent_pid=""

@@ -1,0 +1,183 @@
+// JoinTokenRedeemer against an in-process fake BootstrapService, for the faults a real
+// controller does not produce: garbage keystores, a CA that does not match the pin, a
+// certificate for another node, transient failures (retried with the injected backoff).
+#include "agent/bootstrap/join_token_redeemer.h"
+
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/identity/certificate_authority.h"
+#include "agent/identity/encoding.h"
+#include "agent/identity/keystore_files.h"
+#include "agent/identity/pkcs12.h"
+#include "bootstrap.grpc.pb.h"
+#include "tests/controller/peer_identity.h"
+
+namespace edge::bootstrap {
+namespace {
+
+namespace pb = me::prexorjustin::prexorcloud::protocol;
+using std::chrono::milliseconds;
+
+Clock::WallTime Now() { return std::chrono::system_clock::now(); }
+
+enum class Mode { kGood, kGarbageKeystore, kWrongCa, kWrongNode, kFlaky };
+
+class FakeBootstrap final : public pb::BootstrapService::Service {
+ public:
+  FakeBootstrap(const identity::CertificateAuthority& ca, const identity::CertificateAuthority& other)
+      : ca_(ca), other_(other) {}
+  grpc::Status ExchangeJoinToken(grpc::ServerContext*, const pb::ExchangeJoinTokenRequest* req,
+                                 pb::ExchangeJoinTokenResponse* resp) override {
+    ++calls;
+    if (mode == Mode::kFlaky && calls <= 2) return {grpc::StatusCode::UNAVAILABLE, "warming up"};
+    const std::string node = mode == Mode::kWrongNode ? "someone-else" : req->node_id();
+    auto leaf = ca_.IssueNodeCert(node, Now());
+    const std::string pass = identity::GeneratePkcs12Password();
+    auto p12 = identity::CreatePkcs12(leaf->key_pem, leaf->cert_pem, ca_.cert_pem(), pass);
+    resp->set_pkcs12(mode == Mode::kGarbageKeystore ? p12->substr(0, p12->size() / 2) : *p12);
+    resp->set_pkcs12_password(pass);
+    resp->set_ca_certificate_pem(mode == Mode::kWrongCa ? other_.cert_pem() : ca_.cert_pem());
+    return grpc::Status::OK;
+  }
+  std::atomic<Mode> mode{Mode::kGood};
+  std::atomic<int> calls{0};
+
+ private:
+  const identity::CertificateAuthority& ca_;
+  const identity::CertificateAuthority& other_;
+};
+
+class NoSleepBackoff final : public Backoff {
+ public:
+  milliseconds Next() override {
+    ++next_calls;
+    return milliseconds(1234);
+  }
+  void Reset() override {}
+  int next_calls = 0;
+};
+
+class RedeemerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-redeem-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    ca_.emplace(*identity::CertificateAuthority::Create("fake CA", Now()));
+    other_.emplace(*identity::CertificateAuthority::Create("other CA", Now()));
+    service_ = std::make_unique<FakeBootstrap>(*ca_, *other_);
+    auto server_cert = ca_->IssueServerCert({}, Now());
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0",
+                       controller::ControllerServerCredentials(
+                           ca_->cert_pem(), server_cert->cert_pem + ca_->cert_pem(), server_cert->key_pem),
+                       &port_);
+    b.RegisterService(service_.get());
+    server_ = b.BuildAndStart();
+    ASSERT_NE(port_, 0);
+  }
+  void TearDown() override {
+    server_->Shutdown();
+    std::filesystem::remove_all(dir_);
+  }
+  // An unsigned token carrying only what the agent reads.
+  std::string Token(const std::string& pin) {
+    nlohmann::json claims = {{"cep", "127.0.0.1:" + std::to_string(port_)}, {"cah", pin}};
+    return identity::Base64UrlEncode(R"({"alg":"ES256"})") + "." +
+           identity::Base64UrlEncode(claims.dump()) + ".c2ln";
+  }
+  Result<EnrollResult> Enroll(const std::string& token) {
+    JoinTokenRedeemer r(backoff_, [this](milliseconds d) { slept_ += d; }, 4);
+    return r.Enroll({.join_token = token, .node_id = "edge-01", .data_dir = dir_ + "/agent"});
+  }
+  bool NothingWritten() const { return !std::filesystem::exists(dir_ + "/agent/certs/node.p12"); }
+
+  std::string dir_;
+  std::optional<identity::CertificateAuthority> ca_, other_;
+  std::unique_ptr<FakeBootstrap> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  NoSleepBackoff backoff_;
+  milliseconds slept_{0};
+};
+
+TEST_F(RedeemerTest, GoodResponseIsStored) {
+  auto r = Enroll(Token(ca_->Pin()));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->ca_pin, ca_->Pin());
+  EXPECT_TRUE(identity::KeystoreFiles::Exists(dir_ + "/agent"));
+  auto again = Enroll(Token(ca_->Pin()));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kAlreadyExists);
+  EXPECT_EQ(service_->calls, 1) << "an enrolled node does not spend another token";
+}
+
+TEST_F(RedeemerTest, TruncatedKeystoreIsRefusedAndNothingWritten) {
+  service_->mode = Mode::kGarbageKeystore;
+  auto r = Enroll(Token(ca_->Pin()));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("unreadable keystore"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(NothingWritten());
+}
+
+TEST_F(RedeemerTest, ReturnedCaNotMatchingThePinIsRefused) {
+  service_->mode = Mode::kWrongCa;
+  auto r = Enroll(Token(ca_->Pin()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_NE(r.error().message.find("does not match the pin"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(NothingWritten());
+}
+
+TEST_F(RedeemerTest, CertificateForAnotherNodeIsRefused) {
+  service_->mode = Mode::kWrongNode;
+  auto r = Enroll(Token(ca_->Pin()));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("\"someone-else\""), std::string::npos) << r.error().message;
+  EXPECT_TRUE(NothingWritten());
+}
+
+TEST_F(RedeemerTest, ServerNotUnderThePinnedCaIsRefusedWithoutRetry) {
+  auto r = Enroll(Token(other_->Pin()));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_NE(r.error().message.find("does not lead to the CA pinned"), std::string::npos);
+  EXPECT_EQ(service_->calls, 0);
+  EXPECT_EQ(backoff_.next_calls, 0);
+}
+
+TEST_F(RedeemerTest, TransientFailuresAreRetriedWithTheInjectedBackoff) {
+  service_->mode = Mode::kFlaky;
+  auto r = Enroll(Token(ca_->Pin()));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(service_->calls, 3);
+  EXPECT_EQ(backoff_.next_calls, 2);
+  EXPECT_EQ(slept_, milliseconds(2 * 1234));
+}
+
+TEST_F(RedeemerTest, WithoutAPinAnyServerIsAccepted) {
+  auto r = Enroll(Token(""));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->ca_pin, ca_->Pin()) << "the stored CA's pin is reported";
+}
+
+TEST_F(RedeemerTest, MalformedInputsFailBeforeAnyCall) {
+  for (const std::string& bad : {std::string(), std::string("x.y"), std::string("a.b.c")}) {
+    auto r = Enroll(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << bad;
+  }
+  JoinTokenRedeemer r(backoff_, [](milliseconds) {});
+  auto bad_pin = r.Enroll({.join_token = Token("sha256:zz"), .node_id = "n", .data_dir = dir_});
+  ASSERT_FALSE(bad_pin);
+  EXPECT_NE(bad_pin.error().message.find("CA pin"), std::string::npos);
+  EXPECT_EQ(service_->calls, 0);
+}
+
+}  // namespace
+}  // namespace edge::bootstrap

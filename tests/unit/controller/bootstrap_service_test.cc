@@ -1,0 +1,95 @@
+#include "tests/controller/bootstrap_service.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "agent/identity/pkcs12.h"
+#include "tests/controller/join_token_issuer.h"
+#include "tests/controller/sqlite_store.h"
+
+namespace edge::controller {
+namespace {
+
+namespace pb = me::prexorjustin::prexorcloud::protocol;
+
+class BootstrapServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-bs-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    store_ = std::move(*SqliteStore::Open(dir_ + "/c.db"));
+    ca_.emplace(*identity::CertificateAuthority::Create("ca", clock_.Now()));
+    key_.emplace(*identity::EcSigningKey::Generate());
+    issuer_ = std::make_unique<JoinTokenIssuer>(
+        *store_, *key_, clock_, JoinTokenSettings{.issuer = "t", .endpoint = "127.0.0.1:1", .ca_pin = ca_->Pin()});
+    service_ = std::make_unique<BootstrapServiceImpl>(*store_, *ca_, clock_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  Status Redeem(const std::string& token, const std::string& node, pb::ExchangeJoinTokenResponse* resp = nullptr) {
+    pb::ExchangeJoinTokenRequest req;
+    req.set_join_token(token);
+    req.set_node_id(node);
+    pb::ExchangeJoinTokenResponse scratch;
+    return service_->Redeem(req, resp ? resp : &scratch);
+  }
+  std::string dir_;
+  ManualClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::optional<identity::CertificateAuthority> ca_;
+  std::optional<identity::EcSigningKey> key_;
+  std::unique_ptr<JoinTokenIssuer> issuer_;
+  std::unique_ptr<BootstrapServiceImpl> service_;
+};
+
+TEST_F(BootstrapServiceTest, MissingOrInvalidFieldsAreInvalidArgument) {
+  auto t = issuer_->Create("", "", {});
+  for (auto [token, node, words] : {std::tuple{std::string(), std::string("n"), "join_token is required"},
+                                    std::tuple{t->token, std::string(), "node_id is required"},
+                                    std::tuple{t->token, std::string("a/b"), "\"a/b\" must match"},
+                                    std::tuple{t->token, std::string(65, 'x'), "must match"}}) {
+    auto st = Redeem(token, node);
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(st.error().message.find(words), std::string::npos) << st.error().message;
+  }
+  EXPECT_TRUE(Redeem(t->token, "n")) << "the refused calls did not spend the token";
+}
+
+TEST_F(BootstrapServiceTest, RedeemsOnceAndMintsAKeystoreForTheNode) {
+  auto t = issuer_->Create("edge-01", "tenant-a", std::chrono::minutes(5));
+  ASSERT_TRUE(t);
+  pb::ExchangeJoinTokenResponse resp;
+  ASSERT_TRUE(Redeem(t->token, "edge-01", &resp));
+  EXPECT_EQ(resp.pkcs12_password().size(), 32u);
+  EXPECT_EQ(resp.ca_certificate_pem(), ca_->cert_pem());
+  EXPECT_TRUE(identity::ParsePkcs12(resp.pkcs12(), resp.pkcs12_password()));
+  auto node = store_->GetNode("edge-01");
+  ASSERT_TRUE(node && node->has_value());
+  EXPECT_EQ((*node)->tenant_id, "tenant-a");
+  auto replay = Redeem(t->token, "edge-01");
+  ASSERT_FALSE(replay);
+  EXPECT_EQ(replay.error().code, ErrorCode::kFailedPrecondition);
+  clock_.Advance(std::chrono::minutes(6));
+  auto late = issuer_->Create("", "", std::chrono::minutes(5));
+  clock_.Advance(std::chrono::minutes(6));
+  auto expired = Redeem(late->token, "x");
+  ASSERT_FALSE(expired);
+  EXPECT_EQ(expired.error().code, ErrorCode::kFailedPrecondition);
+}
+
+TEST_F(BootstrapServiceTest, IssuerValidatesItsInputs) {
+  EXPECT_EQ(issuer_->Create("bad id", "", {}).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(issuer_->Create("", "bad tenant!", {}).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(issuer_->Create("", "", std::chrono::hours(24 * 365)).error().code, ErrorCode::kInvalidArgument);
+  auto t = issuer_->Create("", "", {});
+  ASSERT_TRUE(t);
+  auto stored = store_->FindJoinTokenByHash(JoinTokenIssuer::HashToken(t->token));
+  ASSERT_TRUE(stored && stored->has_value());
+  EXPECT_NE((*stored)->token_hash, t->token) << "only the hash is stored";
+  EXPECT_EQ((*stored)->expires_at_ms - (*stored)->created_at_ms, 3'600'000) << "default ttl 1h";
+}
+
+}  // namespace
+}  // namespace edge::controller
