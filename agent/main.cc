@@ -8,12 +8,12 @@
 
 #include "agent/bootstrap/join_token_redeemer.h"
 #include "agent/daemon/agent_daemon.h"
+#include "agent/daemon/status_file.h"
 #include "agent/identity/keystore_files.h"
 #include "common/backoff.h"
-#include "common/random.h"
-#include "agent/daemon/status_file.h"
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/random.h"
 #include "common/signals.h"
 #include "config/agent_config.h"
 
@@ -27,19 +27,8 @@ using edge::cli::kExitFailure;
 using edge::cli::kExitOk;
 using edge::cli::kExitUsage;
 
-std::optional<std::string> GetEnv(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
 std::optional<edge::config::AgentConfig> LoadConfig(const edge::cli::GlobalOptions& opts) {
-  auto cfg = edge::config::LoadAgentConfig(opts.config_path, GetEnv);
-  if (!cfg) {
-    std::fprintf(stderr, "%s\n", cfg.error().ToString().c_str());
-    return std::nullopt;
-  }
-  return *cfg;
+  return edge::cli::LoadConfigOrReport(opts, edge::config::LoadAgentConfig);
 }
 
 // Redeems `token` (from the command line when `config_path` is empty, else from that file).
@@ -62,7 +51,8 @@ int DoEnroll(const edge::config::AgentConfig& cfg, const std::string& token,
   return kExitOk;
 }
 
-int Enroll(const edge::cli::GlobalOptions& opts, const std::string& token, const std::string& node_id) {
+int Enroll(const edge::cli::GlobalOptions& opts, const std::string& token,
+           const std::string& node_id) {
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   if (!edge::cli::InitLogging(opts, cfg->log.level, cfg->log.format)) return kExitUsage;
@@ -106,8 +96,7 @@ int StatusCmd(const edge::cli::GlobalOptions& opts, const std::string& format) {
   if (!cfg) return kExitUsage;
   auto status = edge::daemon::ReadStatusFile(cfg->data_dir);
   if (!status) {
-    std::fprintf(stderr, "error: the agent is not running (%s)\n",
-                 status.error().message.c_str());
+    std::fprintf(stderr, "error: the agent is not running (%s)\n", status.error().message.c_str());
     return kExitFailure;
   }
   std::string why;
@@ -119,8 +108,8 @@ int StatusCmd(const edge::cli::GlobalOptions& opts, const std::string& format) {
                           {"state", std::string(edge::daemon::ServiceStateName(s.state))},
                           {"error", s.error}});
     }
-    nlohmann::json j = {{"healthy", healthy},   {"reason", why},
-                        {"pid", status->pid},   {"version", status->version},
+    nlohmann::json j = {{"healthy", healthy},         {"reason", why},
+                        {"pid", status->pid},         {"version", status->version},
                         {"node_id", status->node_id}, {"state", status->state},
                         {"services", services}};
     std::cout << j.dump() << "\n";
@@ -149,9 +138,10 @@ int ConfigCheck(const edge::cli::GlobalOptions& opts) {
 
 int main(int argc, char** argv) {
   edge::IgnoreFatalIoSignals();
-  CLI::App app{"edge-agent: enrolls with a controller, keeps its streams alive and runs work "
-               "through one local executor",
-               "edge-agent"};
+  CLI::App app{
+      "edge-agent: enrolls with a controller, keeps its streams alive and runs work "
+      "through one local executor",
+      "edge-agent"};
   app.set_version_flag("-V,--version", EDGE_VERSION);
   app.require_subcommand(1);
   edge::cli::GlobalOptions opts;
@@ -159,12 +149,14 @@ int main(int argc, char** argv) {
 
   auto* run = app.add_subcommand("run", "run the daemon");
   std::string status_format;
-  auto* status = app.add_subcommand("status", "report whether the local agent is running and healthy");
+  auto* status =
+      app.add_subcommand("status", "report whether the local agent is running and healthy");
   edge::cli::AddFormatOption(status, status_format);
   auto* config = app.add_subcommand("config", "configuration commands");
   config->require_subcommand(1);
   auto* check = config->add_subcommand(
-      "check", "validate the config; print it with secrets redacted (exit 0) or the errors (exit 2)");
+      "check",
+      "validate the config; print it with secrets redacted (exit 0) or the errors (exit 2)");
   std::string enroll_token, enroll_node;
   auto* enroll = app.add_subcommand(
       "enroll", "redeem a join token for this node's keystore (certs/ under data_dir)");

@@ -13,7 +13,9 @@
 namespace edge {
 namespace {
 
-std::string Errno(int err) { return std::strerror(err); }
+std::string Errno(int err) {
+  return std::strerror(err);
+}
 
 std::string DirName(const std::string& path) {
   auto parent = std::filesystem::path(path).parent_path().string();
@@ -63,7 +65,8 @@ Status MakeDirs(const std::string& path, mode_t mode) {
       if (err == EEXIST) {
         struct stat st {};
         if (::stat(acc.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
-        return MakeError(ErrorCode::kFailedPrecondition, acc.string() + " exists and is not a directory");
+        return MakeError(ErrorCode::kFailedPrecondition,
+                         acc.string() + " exists and is not a directory");
       }
       return MakeError(CodeForErrno(err), "mkdir " + acc.string() + ": " + Errno(err));
     }

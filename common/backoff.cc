@@ -7,7 +7,8 @@ namespace edge {
 std::chrono::milliseconds FullJitterBackoff::Ceiling(uint32_t n) const {
   const int64_t cap = cap_.count();
   int64_t ceiling = base_.count();
-  for (uint32_t i = 0; i < n && ceiling < cap; ++i) ceiling *= 2;
+  for (uint32_t i = 0; i < n && ceiling < cap; ++i)
+    ceiling *= 2;
   return std::chrono::milliseconds(std::min(ceiling, cap));
 }
 

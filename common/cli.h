@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "common/log.h"
@@ -22,7 +24,8 @@ struct GlobalOptions {
   std::string log_format;  // empty = from config (or text)
 };
 
-inline void AddGlobalOptions(CLI::App& app, GlobalOptions& opts, const std::string& default_config) {
+inline void AddGlobalOptions(CLI::App& app, GlobalOptions& opts,
+                             const std::string& default_config) {
   opts.config_path = default_config;
   // Global flags may also follow the subcommand: `edge-agent config check --config F`.
   app.fallthrough();
@@ -41,12 +44,31 @@ inline bool InitLogging(const GlobalOptions& opts, const std::string& cfg_level 
   auto level = log::ParseLevel(opts.log_level.empty() ? cfg_level : opts.log_level);
   auto format = log::ParseFormat(opts.log_format.empty() ? cfg_format : opts.log_format);
   if (!level || !format) {
-    std::fprintf(stderr, "error: %s\n",
-                 (!level ? level.error() : format.error()).message.c_str());
+    std::fprintf(stderr, "error: %s\n", (!level ? level.error() : format.error()).message.c_str());
     return false;
   }
   log::Init({.level = *level, .format = *format, .writer = {}});
   return true;
+}
+
+// The process environment as an optional-returning lookup (what config loaders take).
+inline std::optional<std::string> GetEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+// Loads a config with `loader(path, GetEnv)`, or prints every problem and returns nullopt
+// (the caller exits kExitUsage).
+template <typename Loader>
+auto LoadConfigOrReport(const GlobalOptions& opts, Loader loader)
+    -> std::optional<typename decltype(loader(opts.config_path, GetEnv))::value_type> {
+  auto cfg = loader(opts.config_path, GetEnv);
+  if (!cfg) {
+    std::fprintf(stderr, "%s\n", cfg.error().ToString().c_str());
+    return std::nullopt;
+  }
+  return std::move(*cfg);
 }
 
 // Adds --format text|json to a subcommand that prints records.
@@ -68,7 +90,8 @@ inline int Parse(CLI::App& app, int argc, char** argv) {
     known = known || (argc > 1 && sub->check_name(argv[1]));
   }
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::fprintf(stderr, "error: unknown command \"%s\" (commands: %s)\nRun '%s --help' for usage.\n",
+    std::fprintf(stderr,
+                 "error: unknown command \"%s\" (commands: %s)\nRun '%s --help' for usage.\n",
                  argv[1], names.c_str(), app.get_name().c_str());
     return kExitUsage;
   }

@@ -52,6 +52,8 @@ inline std::unexpected<Error> MakeError(ErrorCode code, std::string message) {
   return std::unexpected<Error>(Error{code, std::move(message)});
 }
 
-inline Status OkStatus() { return {}; }
+inline Status OkStatus() {
+  return {};
+}
 
 }  // namespace edge

@@ -9,8 +9,8 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/base_sink.h>
+#include <nlohmann/json.hpp>
 
 namespace edge::log {
 namespace {

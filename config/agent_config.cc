@@ -82,7 +82,8 @@ void CheckOneOf(YamlReader& r, const YAML::Node& map, std::string_view key, cons
                 const std::string& value, const std::vector<std::string_view>& allowed) {
   if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
   std::string list;
-  for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+  for (auto a : allowed)
+    list += (list.empty() ? "" : ", ") + std::string(a);
   r.Issue(map[std::string(key)], path, value, "must be one of " + list);
 }
 
@@ -195,10 +196,12 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
     ReadHandlers(r, compute, "processors", "compute.processors", cc.processors);
     ReadHandlers(r, compute, "criteria", "compute.criteria", cc.criteria);
     if (cc.enabled) {
-      if (cc.address.empty()) r.Issue(compute, "compute.address", "", "is required when compute.enabled is true");
+      if (cc.address.empty())
+        r.Issue(compute, "compute.address", "", "is required when compute.enabled is true");
       if (cc.token_file.empty()) {
         r.Issue(compute, "compute.token_file", "", "is required when compute.enabled is true");
-      } else if (auto t = ReadSecretFile(r, compute["token_file"], "compute.token_file", cc.token_file)) {
+      } else if (auto t = ReadSecretFile(r, compute["token_file"], "compute.token_file",
+                                         cc.token_file)) {
         cc.token = *t;
         log::RegisterSecret(cc.token);
       }
@@ -214,9 +217,11 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
     CheckHostPort(r, worker, "listen_addr", "worker.listen_addr", w.listen_addr, true);
     r.String(worker, "worker_id", "worker.worker_id", w.worker_id);
     if (!w.worker_id.empty() && !IsValidNodeId(w.worker_id)) {
-      r.Issue(worker["worker_id"], "worker.worker_id", w.worker_id, "must match [A-Za-z0-9._-]{1,64}");
+      r.Issue(worker["worker_id"], "worker.worker_id", w.worker_id,
+              "must match [A-Za-z0-9._-]{1,64}");
     }
-    r.Duration(worker, "heartbeat_interval", "worker.heartbeat_interval", w.heartbeat_interval, 1s, 1h);
+    r.Duration(worker, "heartbeat_interval", "worker.heartbeat_interval", w.heartbeat_interval, 1s,
+               1h);
     r.String(worker, "control_plane_url", "worker.control_plane_url", w.control_plane_url);
     if (!w.control_plane_url.empty() && w.control_plane_url.rfind("http://", 0) != 0 &&
         w.control_plane_url.rfind("https://", 0) != 0) {
@@ -224,13 +229,17 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
               "must start with http:// or https://");
     }
     YAML::Node tls = worker["rpc_tls"];
-    if (r.Map(tls, "worker.rpc_tls", {"enabled", "server_cert_file", "server_key_file", "client_ca_file"})) {
+    if (r.Map(tls, "worker.rpc_tls",
+              {"enabled", "server_cert_file", "server_key_file", "client_ca_file"})) {
       r.Bool(tls, "enabled", "worker.rpc_tls.enabled", w.rpc_tls.enabled);
-      r.String(tls, "server_cert_file", "worker.rpc_tls.server_cert_file", w.rpc_tls.server_cert_file);
+      r.String(tls, "server_cert_file", "worker.rpc_tls.server_cert_file",
+               w.rpc_tls.server_cert_file);
       r.String(tls, "server_key_file", "worker.rpc_tls.server_key_file", w.rpc_tls.server_key_file);
       r.String(tls, "client_ca_file", "worker.rpc_tls.client_ca_file", w.rpc_tls.client_ca_file);
-      if (w.rpc_tls.enabled && (w.rpc_tls.server_cert_file.empty() || w.rpc_tls.server_key_file.empty())) {
-        r.Issue(tls, "worker.rpc_tls", "", "server_cert_file and server_key_file are required when enabled");
+      if (w.rpc_tls.enabled &&
+          (w.rpc_tls.server_cert_file.empty() || w.rpc_tls.server_key_file.empty())) {
+        r.Issue(tls, "worker.rpc_tls", "",
+                "server_cert_file and server_key_file are required when enabled");
       }
     }
     YAML::Node auth = worker["auth"];
@@ -243,11 +252,14 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
       Secret(r, auth, "worker_signing_key", "worker_signing_key_file", "worker.auth",
              a.worker_signing_key, a.worker_signing_key_file);
       r.StringMap(auth, "worker_tokens", "worker.auth.worker_tokens", a.worker_tokens);
-      r.StringList(auth, "worker_signing_keys", "worker.auth.worker_signing_keys", a.worker_signing_keys);
+      r.StringList(auth, "worker_signing_keys", "worker.auth.worker_signing_keys",
+                   a.worker_signing_keys);
       r.StringList(auth, "worker_revoked_token_ids", "worker.auth.worker_revoked_token_ids",
                    a.worker_revoked_token_ids);
-      for (const auto& [id, t] : a.worker_tokens) log::RegisterSecret(t);
-      for (const auto& k : a.worker_signing_keys) log::RegisterSecret(k);
+      for (const auto& [id, t] : a.worker_tokens)
+        log::RegisterSecret(t);
+      for (const auto& k : a.worker_signing_keys)
+        log::RegisterSecret(k);
     }
   }
   if (c.worker.worker_id.empty()) c.worker.worker_id = c.node_id;
@@ -261,7 +273,8 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.String(sandbox, "provider", "sandbox.provider", s.provider);
     CheckOneOf(r, sandbox, "provider", "sandbox.provider", s.provider, {"local", "bwrap"});
     r.Int(sandbox, "max_sandboxes", "sandbox.max_sandboxes", s.max_sandboxes, 1, 10000);
-    r.Duration(sandbox, "default_timeout", "sandbox.default_timeout", s.default_timeout, 1s, kMaxTimeout);
+    r.Duration(sandbox, "default_timeout", "sandbox.default_timeout", s.default_timeout, 1s,
+               kMaxTimeout);
     r.Size(sandbox, "max_output_bytes", "sandbox.max_output_bytes", s.max_output_bytes, 1ull << 10,
            16ull << 30);
     r.Duration(sandbox, "kill_grace", "sandbox.kill_grace", s.kill_grace, 0ms, 10min);
@@ -284,16 +297,21 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
           r.StringList(kv.second, "mount_points", path + ".mount_points", sc.mount_points);
           for (const auto& mp : sc.mount_points) {
             if (mp.empty() || mp[0] != '/') {
-              r.Issue(kv.second["mount_points"], path + ".mount_points", mp, "must be an absolute path");
+              r.Issue(kv.second["mount_points"], path + ".mount_points", mp,
+                      "must be an absolute path");
             }
           }
           YAML::Node lim = kv.second["limits"];
-          if (r.Map(lim, path + ".limits", {"timeout", "max_output_bytes", "max_concurrent", "max_processes"})) {
-            r.Duration(lim, "timeout", path + ".limits.timeout", sc.limits.timeout, 1ms, kMaxTimeout);
-            r.Size(lim, "max_output_bytes", path + ".limits.max_output_bytes", sc.limits.max_output_bytes,
-                   1, 16ull << 30);
-            r.Int(lim, "max_concurrent", path + ".limits.max_concurrent", sc.limits.max_concurrent, 1, 10000);
-            r.Int(lim, "max_processes", path + ".limits.max_processes", sc.limits.max_processes, 1, 100000);
+          if (r.Map(lim, path + ".limits",
+                    {"timeout", "max_output_bytes", "max_concurrent", "max_processes"})) {
+            r.Duration(lim, "timeout", path + ".limits.timeout", sc.limits.timeout, 1ms,
+                       kMaxTimeout);
+            r.Size(lim, "max_output_bytes", path + ".limits.max_output_bytes",
+                   sc.limits.max_output_bytes, 1, 16ull << 30);
+            r.Int(lim, "max_concurrent", path + ".limits.max_concurrent", sc.limits.max_concurrent,
+                  1, 10000);
+            r.Int(lim, "max_processes", path + ".limits.max_processes", sc.limits.max_processes, 1,
+                  100000);
           }
         }
         c.security_contexts[name] = std::move(sc);
@@ -313,13 +331,15 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
         if (std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
           r.Issue(kv.first, path, name, "is a built-in tool and cannot be redefined");
         }
-        if (!IsValidNodeId(name)) r.Issue(kv.first, path, name, "tool names must match [A-Za-z0-9._-]{1,64}");
+        if (!IsValidNodeId(name))
+          r.Issue(kv.first, path, name, "tool names must match [A-Za-z0-9._-]{1,64}");
         ToolConfig t;
         if (r.Map(kv.second, path, {"command", "timeout", "security_context"})) {
           r.StringList(kv.second, "command", path + ".command", t.command);
           r.Duration(kv.second, "timeout", path + ".timeout", t.timeout, 1ms, kMaxTimeout);
           r.String(kv.second, "security_context", path + ".security_context", t.security_context);
-          if (t.command.empty()) r.Issue(kv.second, path + ".command", "", "must be a non-empty argv list");
+          if (t.command.empty())
+            r.Issue(kv.second, path + ".command", "", "must be a non-empty argv list");
           if (!t.security_context.empty() && !c.security_contexts.contains(t.security_context)) {
             r.Issue(kv.second["security_context"], path + ".security_context", t.security_context,
                     "names no entry of security_contexts");
@@ -333,7 +353,8 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   }
 
   // Compute handlers must name a tool that exists.
-  auto check_tools = [&](const std::map<std::string, ComputeHandler>& handlers, const std::string& path) {
+  auto check_tools = [&](const std::map<std::string, ComputeHandler>& handlers,
+                         const std::string& path) {
     const auto& builtins = BuiltinTools();
     for (const auto& [name, h] : handlers) {
       if (h.tool.empty() || c.tools.contains(h.tool) ||
@@ -392,15 +413,9 @@ AgentConfigResult LoadFromNode(YAML::Node root, YamlReader& r, const EnvLookup& 
 AgentConfigResult LoadText(const std::string& text, const std::string& source_name,
                            const EnvLookup& env, const std::string& source_path) {
   YamlReader r(source_name);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    ConfigErrors errs;
-    errs.issues.push_back({source_name, e.mark.line + 1, e.mark.column + 1, "", "",
-                           "YAML syntax error: " + e.msg});
-    return std::unexpected(errs);
-  }
+  auto parsed = ParseYaml(text, source_name);
+  if (!parsed) return std::unexpected(parsed.error());
+  YAML::Node root = *parsed;
   return LoadFromNode(root, r, env, source_path);
 }
 
@@ -428,15 +443,9 @@ AgentConfigResult LoadAgentConfigFromString(const std::string& text, const std::
 }
 
 AgentConfigResult ApplyDelta(const AgentConfig& base, std::string_view delta) {
-  YAML::Node delta_node;
-  try {
-    delta_node = YAML::Load(std::string(delta));
-  } catch (const YAML::Exception& e) {
-    ConfigErrors errs;
-    errs.issues.push_back({"config delta", e.mark.line + 1, e.mark.column + 1, "", "",
-                           "YAML/JSON syntax error: " + e.msg});
-    return std::unexpected(errs);
-  }
+  auto parsed = ParseYaml(std::string(delta), "config delta", "YAML/JSON");
+  if (!parsed) return std::unexpected(parsed.error());
+  YAML::Node delta_node = *parsed;
   if (delta_node.IsDefined() && !delta_node.IsNull() && !delta_node.IsMap()) {
     ConfigErrors errs;
     errs.issues.push_back({"config delta", 0, 0, "", "", "a config delta must be a map"});
@@ -463,18 +472,21 @@ AgentConfigResult ApplyDelta(const AgentConfig& base, std::string_view delta) {
 }
 
 std::string DumpRedacted(const AgentConfig& c) {
-  auto secret = [](const std::string& s) { return s.empty() ? std::string() : std::string("[REDACTED]"); };
+  auto secret = [](const std::string& s) {
+    return s.empty() ? std::string() : std::string("[REDACTED]");
+  };
   YAML::Emitter e;
   e << YAML::BeginMap;
   e << YAML::Key << "node_id" << YAML::Value << c.node_id;
   e << YAML::Key << "data_dir" << YAML::Value << c.data_dir;
-  e << YAML::Key << "controller" << YAML::Value << YAML::BeginMap
-    << YAML::Key << "address" << YAML::Value << c.controller.address
-    << YAML::Key << "join_token" << YAML::Value << secret(c.controller.join_token)
-    << YAML::Key << "join_token_file" << YAML::Value << c.controller.join_token_file
-    << YAML::Key << "ca_pin" << YAML::Value << c.controller.ca_pin << YAML::EndMap;
-  e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key << "heartbeat_interval_secs"
-    << YAML::Value << c.cluster.heartbeat_interval_secs << YAML::EndMap;
+  e << YAML::Key << "controller" << YAML::Value << YAML::BeginMap << YAML::Key << "address"
+    << YAML::Value << c.controller.address << YAML::Key << "join_token" << YAML::Value
+    << secret(c.controller.join_token) << YAML::Key << "join_token_file" << YAML::Value
+    << c.controller.join_token_file << YAML::Key << "ca_pin" << YAML::Value << c.controller.ca_pin
+    << YAML::EndMap;
+  e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key
+    << "heartbeat_interval_secs" << YAML::Value << c.cluster.heartbeat_interval_secs
+    << YAML::EndMap;
   e << YAML::Key << "edge" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
     << c.edge.enabled << YAML::Key << "max_concurrent_commands" << YAML::Value
     << c.edge.max_concurrent_commands << YAML::EndMap;
@@ -487,15 +499,14 @@ std::string DumpRedacted(const AgentConfig& c) {
     }
     e << YAML::EndMap;
   };
-  e << YAML::Key << "compute" << YAML::Value << YAML::BeginMap
-    << YAML::Key << "enabled" << YAML::Value << c.compute.enabled
-    << YAML::Key << "address" << YAML::Value << c.compute.address
-    << YAML::Key << "tls" << YAML::Value << YAML::BeginMap << YAML::Key << "mode" << YAML::Value
-    << c.compute.tls_mode << YAML::Key << "ca_file" << YAML::Value << c.compute.tls_ca_file
-    << YAML::EndMap << YAML::Key << "token_file" << YAML::Value << c.compute.token_file
-    << YAML::Key << "tags" << YAML::Value << YAML::Flow << c.compute.tags
-    << YAML::Key << "legal_entity_id" << YAML::Value << c.compute.legal_entity_id
-    << YAML::Key << "keepalive_interval" << YAML::Value << FormatDuration(c.compute.keepalive_interval)
+  e << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled"
+    << YAML::Value << c.compute.enabled << YAML::Key << "address" << YAML::Value
+    << c.compute.address << YAML::Key << "tls" << YAML::Value << YAML::BeginMap << YAML::Key
+    << "mode" << YAML::Value << c.compute.tls_mode << YAML::Key << "ca_file" << YAML::Value
+    << c.compute.tls_ca_file << YAML::EndMap << YAML::Key << "token_file" << YAML::Value
+    << c.compute.token_file << YAML::Key << "tags" << YAML::Value << YAML::Flow << c.compute.tags
+    << YAML::Key << "legal_entity_id" << YAML::Value << c.compute.legal_entity_id << YAML::Key
+    << "keepalive_interval" << YAML::Value << FormatDuration(c.compute.keepalive_interval)
     << YAML::Key << "processors" << YAML::Value;
   handlers(c.compute.processors);
   e << YAML::Key << "criteria" << YAML::Value;
@@ -503,55 +514,51 @@ std::string DumpRedacted(const AgentConfig& c) {
   e << YAML::EndMap;
   const auto& w = c.worker;
   std::map<std::string, std::string> tokens;
-  for (const auto& [id, t] : w.auth.worker_tokens) tokens[id] = secret(t);
+  for (const auto& [id, t] : w.auth.worker_tokens)
+    tokens[id] = secret(t);
   std::vector<std::string> keys(w.auth.worker_signing_keys.size(), "[REDACTED]");
-  e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap
-    << YAML::Key << "listen_addr" << YAML::Value << w.listen_addr
-    << YAML::Key << "worker_id" << YAML::Value << w.worker_id
+  e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap << YAML::Key << "listen_addr"
+    << YAML::Value << w.listen_addr << YAML::Key << "worker_id" << YAML::Value << w.worker_id
     << YAML::Key << "heartbeat_interval" << YAML::Value << FormatDuration(w.heartbeat_interval)
-    << YAML::Key << "control_plane_url" << YAML::Value << w.control_plane_url
-    << YAML::Key << "rpc_tls" << YAML::Value << YAML::BeginMap
-    << YAML::Key << "enabled" << YAML::Value << w.rpc_tls.enabled
-    << YAML::Key << "server_cert_file" << YAML::Value << w.rpc_tls.server_cert_file
-    << YAML::Key << "server_key_file" << YAML::Value << w.rpc_tls.server_key_file
-    << YAML::Key << "client_ca_file" << YAML::Value << w.rpc_tls.client_ca_file << YAML::EndMap
-    << YAML::Key << "auth" << YAML::Value << YAML::BeginMap
-    << YAML::Key << "worker_token" << YAML::Value << secret(w.auth.worker_token)
-    << YAML::Key << "worker_token_file" << YAML::Value << w.auth.worker_token_file
-    << YAML::Key << "worker_tokens" << YAML::Value << tokens
-    << YAML::Key << "worker_signing_key" << YAML::Value << secret(w.auth.worker_signing_key)
-    << YAML::Key << "worker_signing_key_file" << YAML::Value << w.auth.worker_signing_key_file
-    << YAML::Key << "worker_signing_keys" << YAML::Value << YAML::Flow << keys
-    << YAML::Key << "worker_revoked_token_ids" << YAML::Value << YAML::Flow
+    << YAML::Key << "control_plane_url" << YAML::Value << w.control_plane_url << YAML::Key
+    << "rpc_tls" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
+    << w.rpc_tls.enabled << YAML::Key << "server_cert_file" << YAML::Value
+    << w.rpc_tls.server_cert_file << YAML::Key << "server_key_file" << YAML::Value
+    << w.rpc_tls.server_key_file << YAML::Key << "client_ca_file" << YAML::Value
+    << w.rpc_tls.client_ca_file << YAML::EndMap << YAML::Key << "auth" << YAML::Value
+    << YAML::BeginMap << YAML::Key << "worker_token" << YAML::Value << secret(w.auth.worker_token)
+    << YAML::Key << "worker_token_file" << YAML::Value << w.auth.worker_token_file << YAML::Key
+    << "worker_tokens" << YAML::Value << tokens << YAML::Key << "worker_signing_key" << YAML::Value
+    << secret(w.auth.worker_signing_key) << YAML::Key << "worker_signing_key_file" << YAML::Value
+    << w.auth.worker_signing_key_file << YAML::Key << "worker_signing_keys" << YAML::Value
+    << YAML::Flow << keys << YAML::Key << "worker_revoked_token_ids" << YAML::Value << YAML::Flow
     << w.auth.worker_revoked_token_ids << YAML::EndMap << YAML::EndMap;
   const auto& s = c.sandbox;
-  e << YAML::Key << "sandbox" << YAML::Value << YAML::BeginMap
-    << YAML::Key << "root" << YAML::Value << s.root
-    << YAML::Key << "provider" << YAML::Value << s.provider
-    << YAML::Key << "max_sandboxes" << YAML::Value << s.max_sandboxes
-    << YAML::Key << "default_timeout" << YAML::Value << FormatDuration(s.default_timeout)
-    << YAML::Key << "max_output_bytes" << YAML::Value << FormatSize(s.max_output_bytes)
-    << YAML::Key << "kill_grace" << YAML::Value << FormatDuration(s.kill_grace)
-    << YAML::Key << "bwrap_network" << YAML::Value << s.bwrap_network << YAML::EndMap;
+  e << YAML::Key << "sandbox" << YAML::Value << YAML::BeginMap << YAML::Key << "root" << YAML::Value
+    << s.root << YAML::Key << "provider" << YAML::Value << s.provider << YAML::Key
+    << "max_sandboxes" << YAML::Value << s.max_sandboxes << YAML::Key << "default_timeout"
+    << YAML::Value << FormatDuration(s.default_timeout) << YAML::Key << "max_output_bytes"
+    << YAML::Value << FormatSize(s.max_output_bytes) << YAML::Key << "kill_grace" << YAML::Value
+    << FormatDuration(s.kill_grace) << YAML::Key << "bwrap_network" << YAML::Value
+    << s.bwrap_network << YAML::EndMap;
   e << YAML::Key << "tools" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, t] : c.tools) {
     e << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "command" << YAML::Value
-      << YAML::Flow << t.command << YAML::Key << "timeout" << YAML::Value << FormatDuration(t.timeout)
-      << YAML::Key << "security_context" << YAML::Value << t.security_context << YAML::EndMap;
+      << YAML::Flow << t.command << YAML::Key << "timeout" << YAML::Value
+      << FormatDuration(t.timeout) << YAML::Key << "security_context" << YAML::Value
+      << t.security_context << YAML::EndMap;
   }
   e << YAML::EndMap;
   e << YAML::Key << "security_contexts" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, sc] : c.security_contexts) {
-    e << YAML::Key << name << YAML::Value << YAML::BeginMap
-      << YAML::Key << "allowed_tools" << YAML::Value << YAML::Flow << sc.allowed_tools
-      << YAML::Key << "run_as" << YAML::Value << sc.run_as
-      << YAML::Key << "mount_points" << YAML::Value << YAML::Flow << sc.mount_points
-      << YAML::Key << "limits" << YAML::Value << YAML::BeginMap
-      << YAML::Key << "timeout" << YAML::Value << FormatDuration(sc.limits.timeout)
-      << YAML::Key << "max_output_bytes" << YAML::Value << FormatSize(sc.limits.max_output_bytes)
-      << YAML::Key << "max_concurrent" << YAML::Value << sc.limits.max_concurrent
-      << YAML::Key << "max_processes" << YAML::Value << sc.limits.max_processes << YAML::EndMap
-      << YAML::EndMap;
+    e << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "allowed_tools"
+      << YAML::Value << YAML::Flow << sc.allowed_tools << YAML::Key << "run_as" << YAML::Value
+      << sc.run_as << YAML::Key << "mount_points" << YAML::Value << YAML::Flow << sc.mount_points
+      << YAML::Key << "limits" << YAML::Value << YAML::BeginMap << YAML::Key << "timeout"
+      << YAML::Value << FormatDuration(sc.limits.timeout) << YAML::Key << "max_output_bytes"
+      << YAML::Value << FormatSize(sc.limits.max_output_bytes) << YAML::Key << "max_concurrent"
+      << YAML::Value << sc.limits.max_concurrent << YAML::Key << "max_processes" << YAML::Value
+      << sc.limits.max_processes << YAML::EndMap << YAML::EndMap;
   }
   e << YAML::EndMap;
   e << YAML::Key << "labels" << YAML::Value << c.labels;

@@ -67,7 +67,7 @@ struct WorkerAuth {
   std::map<std::string, std::string> worker_tokens;  // worker id -> token (secrets)
   std::string worker_signing_key;                    // secret
   std::string worker_signing_key_file;
-  std::vector<std::string> worker_signing_keys;      // secrets (rotation)
+  std::vector<std::string> worker_signing_keys;  // secrets (rotation)
   std::vector<std::string> worker_revoked_token_ids;
 };
 
@@ -81,7 +81,7 @@ struct WorkerConfig {
 };
 
 struct SandboxConfig {
-  std::string root;  // default: <data_dir>/sandboxes
+  std::string root;                // default: <data_dir>/sandboxes
   std::string provider = "local";  // local | bwrap
   int64_t max_sandboxes = 10;
   milliseconds default_timeout{60'000};
@@ -97,10 +97,10 @@ struct ToolConfig {
 };
 
 struct SecurityLimits {
-  milliseconds timeout{0};      // 0 = no cap beyond the tool's
+  milliseconds timeout{0};        // 0 = no cap beyond the tool's
   uint64_t max_output_bytes = 0;  // 0 = sandbox.max_output_bytes
-  int64_t max_concurrent = 0;   // 0 = unlimited
-  int64_t max_processes = 0;    // 0 = unlimited
+  int64_t max_concurrent = 0;     // 0 = unlimited
+  int64_t max_processes = 0;      // 0 = unlimited
 };
 
 struct SecurityContextConfig {
@@ -159,6 +159,5 @@ AgentConfigResult ApplyDelta(const AgentConfig& base, std::string_view delta);
 
 // The effective config as YAML, every secret shown as "[REDACTED]" (unset ones as "").
 std::string DumpRedacted(const AgentConfig& config);
-
 
 }  // namespace edge::config

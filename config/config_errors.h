@@ -12,9 +12,9 @@ struct ConfigIssue {
   std::string source;  // file name, "config delta", or "environment EDGE_AGENT_..."
   int line = 0;        // 1-based; 0 = no position
   int column = 0;
-  std::string key;     // dotted path, e.g. "sandbox.max_sandboxes"
-  std::string value;   // the offending value as written ("" when not applicable)
-  std::string rule;    // what is wrong / what is expected
+  std::string key;    // dotted path, e.g. "sandbox.max_sandboxes"
+  std::string value;  // the offending value as written ("" when not applicable)
+  std::string rule;   // what is wrong / what is expected
 
   // "agent.yaml:7:5: sandbox.max_sandboxes: value \"-3\": must be an integer between 1 and 10000"
   std::string ToString() const;

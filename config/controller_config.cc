@@ -1,7 +1,7 @@
 #include "config/controller_config.h"
 
-#include "common/atomic_file.h"
 #include <algorithm>
+#include "common/atomic_file.h"
 
 #include "config/duration.h"
 #include "config/validate.h"
@@ -12,11 +12,19 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::vector<std::string> kScalarPaths = {
-    "data_dir",          "grpc.listen",      "grpc.advertise",
-    "http.listen",       "admin.socket",     "cluster.heartbeat_interval_secs",
-    "cluster.stale_threshold_secs",          "tokens.default_ttl",
-    "tokens.issuer",     "compute.listen",   "compute.dispatch_timeout",
-    "log.level",         "log.format",
+    "data_dir",
+    "grpc.listen",
+    "grpc.advertise",
+    "http.listen",
+    "admin.socket",
+    "cluster.heartbeat_interval_secs",
+    "cluster.stale_threshold_secs",
+    "tokens.default_ttl",
+    "tokens.issuer",
+    "compute.listen",
+    "compute.dispatch_timeout",
+    "log.level",
+    "log.format",
 };
 
 std::string DefaultAdvertise(const std::string& listen) {
@@ -92,7 +100,7 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
   if (r.Map(log, "log", {"level", "format"})) {
     r.String(log, "level", "log.level", c.log.level);
     r.String(log, "format", "log.format", c.log.format);
-    static const std::vector<std::string> kLevels = {"trace", "debug", "info",    "warn",
+    static const std::vector<std::string> kLevels = {"trace", "debug",    "info", "warn",
                                                      "error", "critical", "off"};
     if (std::find(kLevels.begin(), kLevels.end(), c.log.level) == kLevels.end()) {
       r.Issue(log["level"], "log.level", c.log.level,
@@ -108,15 +116,9 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
 ControllerConfigResult LoadText(const std::string& text, const std::string& source_name,
                                 const EnvLookup& env) {
   YamlReader r(source_name);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    ConfigErrors errs;
-    errs.issues.push_back({source_name, e.mark.line + 1, e.mark.column + 1, "", "",
-                           "YAML syntax error: " + e.msg});
-    return std::unexpected(errs);
-  }
+  auto parsed = ParseYaml(text, source_name);
+  if (!parsed) return std::unexpected(parsed.error());
+  YAML::Node root = *parsed;
   if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (root.IsMap()) ApplyEnvOverrides(root, kScalarPaths, "EDGE_CONTROLLER_", env, r);
   ControllerConfig c;

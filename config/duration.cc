@@ -12,13 +12,15 @@ std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     size_t start = i;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+      ++i;
     if (i == start) return std::nullopt;
     int64_t n = 0;
     auto [p, ec] = std::from_chars(text.data() + start, text.data() + i, n);
     if (ec != std::errc() || p != text.data() + i) return std::nullopt;
     size_t ustart = i;
-    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i])))
+      ++i;
     std::string_view unit = text.substr(ustart, i - ustart);
     int64_t mult;
     if (unit == "ms") {
@@ -58,7 +60,8 @@ std::string FormatDuration(std::chrono::milliseconds d) {
 
 std::optional<uint64_t> ParseSize(std::string_view text) {
   size_t i = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+    ++i;
   if (i == 0) return std::nullopt;
   uint64_t n = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + i, n);

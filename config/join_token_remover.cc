@@ -33,7 +33,8 @@ std::vector<Line> SplitLines(const std::string& text) {
 
 size_t Indent(const std::string& s) {
   size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
+  while (i < s.size() && s[i] == ' ')
+    ++i;
   return i;
 }
 
@@ -56,8 +57,9 @@ bool StartsWithKey(const std::string& s, size_t indent, const std::string& key) 
 Status JoinTokenRemover::CheckRewritable(const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
-    return MakeError(ErrorCode::kFailedPrecondition,
-                     "config file " + path + " does not exist, so the join token cannot be removed from it");
+    return MakeError(
+        ErrorCode::kFailedPrecondition,
+        "config file " + path + " does not exist, so the join token cannot be removed from it");
   }
   if (S_ISLNK(st.st_mode)) {
     std::error_code ec;
@@ -68,13 +70,15 @@ Status JoinTokenRemover::CheckRewritable(const std::string& path) {
                          ": rewriting it would replace the link; point --config at the real file");
   }
   if (!S_ISREG(st.st_mode)) {
-    return MakeError(ErrorCode::kFailedPrecondition, "config file " + path + " is not a regular file");
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "config file " + path + " is not a regular file");
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   if (::access(dir.c_str(), W_OK) != 0) {
-    return MakeError(ErrorCode::kFailedPrecondition,
-                     "directory " + dir + " is not writable, so the join token cannot be removed from " + path);
+    return MakeError(
+        ErrorCode::kFailedPrecondition,
+        "directory " + dir + " is not writable, so the join token cannot be removed from " + path);
   }
   return OkStatus();
 }
@@ -117,7 +121,9 @@ Result<std::string> JoinTokenRemover::RemoveFromText(const std::string& text, bo
       if (Indent(n) == n.size() || n == "\r") {
         // A blank line belongs to the value only if a deeper line follows it.
         size_t k = end;
-        while (k < lines.size() && (Indent(lines[k].text) == lines[k].text.size() || lines[k].text == "\r")) ++k;
+        while (k < lines.size() &&
+               (Indent(lines[k].text) == lines[k].text.size() || lines[k].text == "\r"))
+          ++k;
         if (k < lines.size() && Indent(lines[k].text) > ind) {
           end = k;
           continue;
@@ -127,7 +133,8 @@ Result<std::string> JoinTokenRemover::RemoveFromText(const std::string& text, bo
       if (Indent(n) <= ind) break;
       ++end;
     }
-    lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(j), lines.begin() + static_cast<std::ptrdiff_t>(end));
+    lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(j),
+                lines.begin() + static_cast<std::ptrdiff_t>(end));
     *removed = true;
     break;
   }

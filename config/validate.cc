@@ -27,7 +27,8 @@ bool IsHostPort(std::string_view s, bool listen) {
 bool IsValidNodeId(std::string_view id) {
   if (id.empty() || id.size() > 64) return false;
   for (char c : id) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-')
+      return false;
   }
   return true;
 }

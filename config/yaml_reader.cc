@@ -35,7 +35,8 @@ namespace {
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t j = 0; j <= b.size(); ++j)
+    prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
@@ -48,7 +49,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 }
 
 std::string Upper(std::string s) {
-  for (auto& c : s) c = c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (auto& c : s)
+    c = c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
@@ -162,8 +164,7 @@ void YamlReader::Duration(const YAML::Node& map, std::string_view key, const std
   if (s.empty()) return;
   auto d = ParseDuration(s);
   if (!d) {
-    Issue(map[std::string(key)], path, s,
-          "must be a duration such as 250ms, 30s, 5m or 1h30m");
+    Issue(map[std::string(key)], path, s, "must be a duration such as 250ms, 30s, 5m or 1h30m");
     return;
   }
   if (*d < min || *d > max) {
@@ -266,6 +267,19 @@ void ApplyEnvOverrides(YAML::Node root, const std::vector<std::string>& scalar_p
   }
 }
 
+std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
+                                                  const std::string& source,
+                                                  const std::string& what) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    ConfigErrors errs;
+    errs.issues.push_back(
+        {source, e.mark.line + 1, e.mark.column + 1, "", "", what + " syntax error: " + e.msg});
+    return std::unexpected(errs);
+  }
+}
+
 YAML::Node DeepMerge(const YAML::Node& base, const YAML::Node& delta) {
   if (!delta.IsDefined()) return base.IsDefined() ? YAML::Clone(base) : YAML::Node();
   if (!base.IsDefined() || !base.IsMap() || !delta.IsMap()) return YAML::Clone(delta);
@@ -285,7 +299,8 @@ std::optional<std::string> ReadSecretFile(YamlReader& r, const YAML::Node& at,
     return std::nullopt;
   }
   std::string s = std::move(*content);
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r'))
+    s.pop_back();
   if (s.empty()) {
     r.Issue(at, path, file, "secret file is empty");
     return std::nullopt;

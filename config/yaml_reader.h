@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <expected>
 #include <functional>
 #include <map>
 #include <optional>
@@ -84,6 +85,11 @@ void SetPath(YAML::Node root, const std::string& path, const std::string& value)
 // For each scalar key path, an override from `env` named prefix + upper(path, '.'->'_').
 void ApplyEnvOverrides(YAML::Node root, const std::vector<std::string>& scalar_paths,
                        const std::string& prefix, const EnvLookup& env, YamlReader& reader);
+
+// Parses `text`; a syntax error becomes ConfigErrors naming `source`, line and column.
+std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
+                                                  const std::string& source,
+                                                  const std::string& what = "YAML");
 
 // Maps merge key by key (recursively); anything else in `delta` replaces.
 YAML::Node DeepMerge(const YAML::Node& base, const YAML::Node& delta);

@@ -29,9 +29,10 @@ Error Explain(const grpc::Status& st, const std::string& address) {
               "join token already used, expired or revoked (" + server +
                   "): ask the operator for a new one (edge-controller token create)"};
     case grpc::StatusCode::PERMISSION_DENIED:
-      return {ErrorCode::kPermissionDenied,
-              "join token is bound to another node (" + server +
-                  "): enroll with the node id it was created for, or ask for a token for this node"};
+      return {
+          ErrorCode::kPermissionDenied,
+          "join token is bound to another node (" + server +
+              "): enroll with the node id it was created for, or ask for a token for this node"};
     case grpc::StatusCode::INVALID_ARGUMENT:
       return {ErrorCode::kInvalidArgument, "the controller rejected the request: " + server};
     case grpc::StatusCode::UNAVAILABLE:
@@ -39,8 +40,8 @@ Error Explain(const grpc::Status& st, const std::string& address) {
       return {ErrorCode::kUnavailable, "controller at " + address + " unreachable (" + server +
                                            "): check controller.address and the network"};
     default:
-      return {ErrorCode::kInternal, "enrollment failed with " + std::to_string(st.error_code()) +
-                                        ": " + server};
+      return {ErrorCode::kInternal,
+              "enrollment failed with " + std::to_string(st.error_code()) + ": " + server};
   }
 }
 
@@ -60,9 +61,9 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
   // The token's claims are read without verification: there is no key to verify them yet.
   auto claims = identity::DecodeJwtUnverified(req.join_token);
   if (!claims) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "the join token is malformed (" + claims.error().message +
-                         "): check that the whole token was copied");
+    return MakeError(ErrorCode::kInvalidArgument, "the join token is malformed (" +
+                                                      claims.error().message +
+                                                      "): check that the whole token was copied");
   }
   EnrollResult result;
   result.controller_address = !req.controller_address.empty()
@@ -82,8 +83,9 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
                      "CA pin \"" + result.ca_pin + "\" is not sha256: followed by 64 hex digits");
   }
   if (result.ca_pin.empty()) {
-    log->warn("no CA pin (token cah claim or controller.ca_pin): the controller's certificate "
-              "cannot be checked at first contact");
+    log->warn(
+        "no CA pin (token cah claim or controller.ca_pin): the controller's certificate "
+        "cannot be checked at first contact");
   }
 
   // Everything that can fail locally fails now, before the single-use token is spent.
@@ -137,8 +139,9 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
   const std::string ca_pem = resp.ca_certificate_pem();
   auto returned_pin = identity::CaPinOfPem(ca_pem);
   if (!returned_pin) {
-    return MakeError(ErrorCode::kInternal,
-                     "the controller returned an unreadable CA certificate: " + returned_pin.error().message);
+    return MakeError(
+        ErrorCode::kInternal,
+        "the controller returned an unreadable CA certificate: " + returned_pin.error().message);
   }
   if (!result.ca_pin.empty() && !ConstantTimeEquals(*returned_pin, result.ca_pin)) {
     return MakeError(ErrorCode::kUnauthenticated,
@@ -161,15 +164,18 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
     X509_NAME_get_text_by_NID(X509_get_subject_name(leaf->get()), NID_commonName, cn, sizeof cn);
     if (req.node_id != cn) {
       return MakeError(ErrorCode::kInternal, "the keystore's certificate is for \"" +
-                                                 std::string(cn) + "\", not \"" + req.node_id + "\"");
+                                                 std::string(cn) + "\", not \"" + req.node_id +
+                                                 "\"");
     }
   }
   result.ca_pin = *returned_pin;
-  if (auto st = identity::KeystoreFiles::Write(req.data_dir, resp.pkcs12(), resp.pkcs12_password(), ca_pem);
+  if (auto st = identity::KeystoreFiles::Write(req.data_dir, resp.pkcs12(), resp.pkcs12_password(),
+                                               ca_pem);
       !st) {
     return MakeError(st.error().code,
                      "the token was redeemed but the keystore could not be stored (" +
-                         st.error().message + "): free space or fix permissions, then ask the "
+                         st.error().message +
+                         "): free space or fix permissions, then ask the "
                          "operator for a new token");
   }
   if (!req.config_path.empty()) {
@@ -183,7 +189,8 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
     }
   }
   log->info("enrolled node {} with controller {} (CA {}); keystore in {}", req.node_id,
-            result.controller_address, result.ca_pin, identity::KeystoreFiles::CertsDir(req.data_dir));
+            result.controller_address, result.ca_pin,
+            identity::KeystoreFiles::CertsDir(req.data_dir));
   return result;
 }
 

@@ -37,7 +37,9 @@ class JoinTokenRedeemer {
   // `max_attempts` bounds the retries of transient failures.
   JoinTokenRedeemer(Backoff& backoff, Sleep sleep, int max_attempts = 6,
                     std::chrono::milliseconds rpc_timeout = std::chrono::seconds(15))
-      : backoff_(backoff), sleep_(std::move(sleep)), max_attempts_(max_attempts),
+      : backoff_(backoff),
+        sleep_(std::move(sleep)),
+        max_attempts_(max_attempts),
         rpc_timeout_(rpc_timeout) {}
 
   // Errors carry one message naming the cause and the next step for the operator.

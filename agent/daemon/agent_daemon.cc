@@ -12,7 +12,9 @@ namespace edge::daemon {
 AgentDaemon::AgentDaemon(config::AgentConfig config, DaemonOptions options, Clock& clock)
     : config_(std::move(config)), options_(std::move(options)), clock_(clock) {}
 
-AgentDaemon::~AgentDaemon() { services_.StopAll(); }
+AgentDaemon::~AgentDaemon() {
+  services_.StopAll();
+}
 
 void AgentDaemon::WriteStatus(const std::string& state) {
   AgentStatus s;

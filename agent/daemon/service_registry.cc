@@ -18,7 +18,9 @@ std::string_view ServiceStateName(ServiceState s) {
   return "unknown";
 }
 
-ServiceRegistry::~ServiceRegistry() { StopAll(); }
+ServiceRegistry::~ServiceRegistry() {
+  StopAll();
+}
 
 void ServiceRegistry::Add(std::unique_ptr<Service> service) {
   std::lock_guard lock(mu_);
@@ -59,7 +61,8 @@ void ServiceRegistry::StopAll() {
 std::vector<ServiceStatus> ServiceRegistry::Snapshot() const {
   std::lock_guard lock(mu_);
   std::vector<ServiceStatus> out;
-  for (const auto& e : entries_) out.push_back(e.status);
+  for (const auto& e : entries_)
+    out.push_back(e.status);
   return out;
 }
 

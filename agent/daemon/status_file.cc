@@ -10,7 +10,9 @@
 
 namespace edge::daemon {
 
-std::string StatusFilePath(const std::string& data_dir) { return data_dir + "/state/status.json"; }
+std::string StatusFilePath(const std::string& data_dir) {
+  return data_dir + "/state/status.json";
+}
 
 Status WriteStatusFile(const std::string& data_dir, const AgentStatus& s) {
   nlohmann::json services = nlohmann::json::array();
@@ -49,8 +51,8 @@ Result<AgentStatus> ReadStatusFile(const std::string& data_dir) {
       ServiceStatus st;
       st.name = svc.at("name").get<std::string>();
       auto state = svc.at("state").get<std::string>();
-      st.state = state == "running"  ? ServiceState::kRunning
-                 : state == "failed" ? ServiceState::kFailed
+      st.state = state == "running"   ? ServiceState::kRunning
+                 : state == "failed"  ? ServiceState::kFailed
                  : state == "stopped" ? ServiceState::kStopped
                                       : ServiceState::kRegistered;
       st.error = svc.value("error", "");
@@ -58,7 +60,8 @@ Result<AgentStatus> ReadStatusFile(const std::string& data_dir) {
     }
     return s;
   } catch (const nlohmann::json::exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument, path + " is not a valid status file: " + e.what());
+    return MakeError(ErrorCode::kInvalidArgument,
+                     path + " is not a valid status file: " + e.what());
   }
 }
 
@@ -76,7 +79,8 @@ bool IsHealthy(const AgentStatus& s, Clock::WallTime now, std::string* why) {
   }
   if (s.state != "running") return fail("state is " + s.state);
   for (const auto& svc : s.services) {
-    if (svc.state == ServiceState::kFailed) return fail("service " + svc.name + " failed: " + svc.error);
+    if (svc.state == ServiceState::kFailed)
+      return fail("service " + svc.name + " failed: " + svc.error);
   }
   return true;
 }

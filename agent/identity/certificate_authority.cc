@@ -86,7 +86,8 @@ Result<CertificateAuthority> CertificateAuthority::FromPem(std::string_view key_
     return MakeError(ErrorCode::kInvalidArgument, "CA key does not match the CA certificate");
   }
   if (X509_check_ca(cert->get()) == 0) {
-    return MakeError(ErrorCode::kInvalidArgument, "certificate is not a CA (basicConstraints CA:true missing)");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "certificate is not a CA (basicConstraints CA:true missing)");
   }
   return CertificateAuthority(std::move(*key), std::move(*cert), std::string(cert_pem));
 }
@@ -108,7 +109,8 @@ Result<CertificateAuthority> CertificateAuthority::LoadOrCreate(const std::strin
   auto k = PrivateKeyToPem(ca->key_.get());
   if (!k) return std::unexpected(k.error());
   if (auto st = MakeDirs(dir, 0700); !st) return std::unexpected(st.error());
-  if (auto st = WriteFileAtomic(key_path, *k, {.mode = 0600}); !st) return std::unexpected(st.error());
+  if (auto st = WriteFileAtomic(key_path, *k, {.mode = 0600}); !st)
+    return std::unexpected(st.error());
   if (auto st = WriteFileAtomic(cert_path, ca->cert_pem_, {.mode = 0644}); !st) {
     ::unlink(key_path.c_str());
     return std::unexpected(st.error());
@@ -132,7 +134,8 @@ Result<IssuedCert> CertificateAuthority::IssueServerCert(const std::vector<std::
   X509_set_issuer_name(cert.get(), X509_get_subject_name(cert_.get()));
   X509_set_pubkey(cert.get(), key.get());
   std::string san;
-  for (const auto& n : all) san += (san.empty() ? "" : ",") + std::string(IsIp(n) ? "IP:" : "DNS:") + n;
+  for (const auto& n : all)
+    san += (san.empty() ? "" : ",") + std::string(IsIp(n) ? "IP:" : "DNS:") + n;
   if (!AddExt(cert.get(), cert_.get(), NID_basic_constraints, "critical,CA:FALSE") ||
       !AddExt(cert.get(), cert_.get(), NID_key_usage, "critical,digitalSignature") ||
       !AddExt(cert.get(), cert_.get(), NID_ext_key_usage, "serverAuth") ||

@@ -24,7 +24,8 @@ class CertificateAuthority {
   // Creates a new CA named `common_name`, valid 10 years from `now`.
   static Result<CertificateAuthority> Create(std::string_view common_name, Clock::WallTime now);
   // Loads `dir`/ca.key and `dir`/ca.crt, or creates them (key 0600, cert 0644, dir 0700).
-  static Result<CertificateAuthority> LoadOrCreate(const std::string& dir, std::string_view common_name,
+  static Result<CertificateAuthority> LoadOrCreate(const std::string& dir,
+                                                   std::string_view common_name,
                                                    Clock::WallTime now);
   static Result<CertificateAuthority> FromPem(std::string_view key_pem, std::string_view cert_pem);
 

@@ -23,8 +23,8 @@ class PinVerifier final : public grpc::experimental::ExternalCertificateVerifier
     }
     auto chain = request->peer_cert_full_chain();
     auto st = CheckServerChainAgainstPin(std::string(chain.data(), chain.size()), pin_);
-    *sync_status = st ? grpc::Status::OK
-                      : grpc::Status(grpc::StatusCode::UNAUTHENTICATED, st.error().message);
+    *sync_status =
+        st ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAUTHENTICATED, st.error().message);
     if (!st && failure_) {
       std::lock_guard lock(failure_->mu);
       failure_->reason = st.error().message;
@@ -53,8 +53,10 @@ Status CheckServerChainAgainstPin(const std::string& chain_pem, const std::strin
   }
   return MakeError(ErrorCode::kUnauthenticated,
                    "the controller's certificate chain does not lead to the CA pinned by the join "
-                   "token (" + ca_pin + "): this token is for another controller, or the "
-                   "connection is being intercepted");
+                   "token (" +
+                       ca_pin +
+                       "): this token is for another controller, or the "
+                       "connection is being intercepted");
 }
 
 std::shared_ptr<grpc::Channel> ChannelFactory::Mtls(const std::string& target,
@@ -82,7 +84,8 @@ std::shared_ptr<grpc::Channel> ChannelFactory::Bootstrap(const std::string& targ
   opts.set_verify_server_certs(false);  // no trust anchor yet: the pin check below decides
   opts.set_check_call_host(false);
   opts.set_certificate_verifier(
-      grpc::experimental::ExternalCertificateVerifier::Create<PinVerifier>(ca_pin, std::move(pin_failure)));
+      grpc::experimental::ExternalCertificateVerifier::Create<PinVerifier>(ca_pin,
+                                                                           std::move(pin_failure)));
   return grpc::CreateChannel(target, grpc::experimental::TlsCredentials(opts));
 }
 

@@ -43,7 +43,8 @@ std::string Encode(std::string_view in, const char* alphabet, bool pad) {
 std::optional<std::string> Decode(std::string_view in, const char* alphabet, bool pad) {
   std::array<int, 256> rev;
   rev.fill(-1);
-  for (int i = 0; i < 64; ++i) rev[static_cast<uint8_t>(alphabet[i])] = i;
+  for (int i = 0; i < 64; ++i)
+    rev[static_cast<uint8_t>(alphabet[i])] = i;
   size_t len = in.size();
   if (pad) {
     if (len % 4 != 0) return std::nullopt;
@@ -76,10 +77,18 @@ std::optional<std::string> Decode(std::string_view in, const char* alphabet, boo
 
 }  // namespace
 
-std::string Base64Encode(std::string_view b) { return Encode(b, kStd, true); }
-std::optional<std::string> Base64Decode(std::string_view t) { return Decode(t, kStd, true); }
-std::string Base64UrlEncode(std::string_view b) { return Encode(b, kUrl, false); }
-std::optional<std::string> Base64UrlDecode(std::string_view t) { return Decode(t, kUrl, false); }
+std::string Base64Encode(std::string_view b) {
+  return Encode(b, kStd, true);
+}
+std::optional<std::string> Base64Decode(std::string_view t) {
+  return Decode(t, kStd, true);
+}
+std::string Base64UrlEncode(std::string_view b) {
+  return Encode(b, kUrl, false);
+}
+std::optional<std::string> Base64UrlDecode(std::string_view t) {
+  return Decode(t, kUrl, false);
+}
 
 std::string HexEncode(std::string_view bytes) {
   static constexpr char kHex[] = "0123456789abcdef";

@@ -16,7 +16,8 @@ struct MdCtxFree {
 
 Result<std::string> DerToRaw(const std::string& der) {
   const auto* p = reinterpret_cast<const unsigned char*>(der.data());
-  std::unique_ptr<ECDSA_SIG, EcdsaSigFree> sig(d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(der.size())));
+  std::unique_ptr<ECDSA_SIG, EcdsaSigFree> sig(
+      d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(der.size())));
   if (!sig) return MakeError(ErrorCode::kInternal, "bad ECDSA signature: " + OpenSslErrors());
   const BIGNUM *r = nullptr, *s = nullptr;
   ECDSA_SIG_get0(sig.get(), &r, &s);
@@ -65,12 +66,17 @@ Result<EcSigningKey> EcSigningKey::Generate() {
 Result<EcSigningKey> EcSigningKey::FromPem(std::string_view pem) {
   auto key = PrivateKeyFromPem(pem);
   if (!key) return std::unexpected(key.error());
-  if (!IsP256(key->get())) return MakeError(ErrorCode::kInvalidArgument, "signing key is not an EC P-256 key");
+  if (!IsP256(key->get()))
+    return MakeError(ErrorCode::kInvalidArgument, "signing key is not an EC P-256 key");
   return EcSigningKey(std::move(*key));
 }
 
-Result<std::string> EcSigningKey::PrivatePem() const { return PrivateKeyToPem(key_.get()); }
-Result<std::string> EcSigningKey::PublicPem() const { return PublicKeyToPem(key_.get()); }
+Result<std::string> EcSigningKey::PrivatePem() const {
+  return PrivateKeyToPem(key_.get());
+}
+Result<std::string> EcSigningKey::PublicPem() const {
+  return PublicKeyToPem(key_.get());
+}
 
 Result<std::string> SignJwtEs256(const nlohmann::json& claims, const EcSigningKey& key) {
   const std::string header = R"({"alg":"ES256","typ":"JWT"})";
@@ -100,7 +106,8 @@ Result<JwtParts> DecodeJwtUnverified(std::string_view token) {
   size_t d2 = d1 == std::string_view::npos ? d1 : token.find('.', d1 + 1);
   if (d1 == std::string_view::npos || d2 == std::string_view::npos ||
       token.find('.', d2 + 1) != std::string_view::npos) {
-    return MakeError(ErrorCode::kInvalidArgument, "token is not a JWT: expected three dot-separated parts");
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "token is not a JWT: expected three dot-separated parts");
   }
   auto header = Base64UrlDecode(token.substr(0, d1));
   if (!header) return MakeError(ErrorCode::kInvalidArgument, "JWT header is not base64url");
@@ -109,8 +116,10 @@ Result<JwtParts> DecodeJwtUnverified(std::string_view token) {
   JwtParts parts;
   parts.header = nlohmann::json::parse(*header, nullptr, false);
   parts.claims = nlohmann::json::parse(*claims, nullptr, false);
-  if (!parts.header.is_object()) return MakeError(ErrorCode::kInvalidArgument, "JWT header is not a JSON object");
-  if (!parts.claims.is_object()) return MakeError(ErrorCode::kInvalidArgument, "JWT claims are not a JSON object");
+  if (!parts.header.is_object())
+    return MakeError(ErrorCode::kInvalidArgument, "JWT header is not a JSON object");
+  if (!parts.claims.is_object())
+    return MakeError(ErrorCode::kInvalidArgument, "JWT claims are not a JSON object");
   return parts;
 }
 
@@ -119,13 +128,14 @@ Result<JwtParts> VerifyJwtEs256(std::string_view token, EVP_PKEY* public_key, Cl
   auto parts = DecodeJwtUnverified(token);
   if (!parts) return MakeError(ErrorCode::kUnauthenticated, parts.error().message);
   if (parts->header.value("alg", "") != "ES256") {
-    return MakeError(ErrorCode::kUnauthenticated,
-                     "JWT alg \"" + parts->header.value("alg", "") + "\" is not accepted (only ES256)");
+    return MakeError(ErrorCode::kUnauthenticated, "JWT alg \"" + parts->header.value("alg", "") +
+                                                      "\" is not accepted (only ES256)");
   }
   size_t d2 = token.rfind('.');
   auto raw = Base64UrlDecode(token.substr(d2 + 1));
   std::optional<std::string> der = raw ? RawToDer(*raw) : std::nullopt;
-  if (!der) return MakeError(ErrorCode::kUnauthenticated, "JWT signature is not a 64-byte ES256 signature");
+  if (!der)
+    return MakeError(ErrorCode::kUnauthenticated, "JWT signature is not a 64-byte ES256 signature");
   std::string_view input = token.substr(0, d2);
   std::unique_ptr<EVP_MD_CTX, MdCtxFree> ctx(EVP_MD_CTX_new());
   if (EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, public_key) != 1 ||
@@ -135,7 +145,8 @@ Result<JwtParts> VerifyJwtEs256(std::string_view token, EVP_PKEY* public_key, Cl
     return MakeError(ErrorCode::kUnauthenticated, "JWT signature does not verify");
   }
   const auto& c = parts->claims;
-  const int64_t t = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const int64_t t =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   const int64_t leeway = options.leeway.count();
   auto num = [&](const char* k) -> std::optional<int64_t> {
     if (!c.contains(k)) return std::nullopt;
@@ -143,21 +154,28 @@ Result<JwtParts> VerifyJwtEs256(std::string_view token, EVP_PKEY* public_key, Cl
     return c[k].get<int64_t>();
   };
   auto exp = num("exp");
-  if (!exp || *exp == INT64_MIN) return MakeError(ErrorCode::kUnauthenticated, "JWT has no integer exp claim");
-  if (t >= *exp + leeway) return MakeError(ErrorCode::kUnauthenticated, "JWT expired at " + std::to_string(*exp));
+  if (!exp || *exp == INT64_MIN)
+    return MakeError(ErrorCode::kUnauthenticated, "JWT has no integer exp claim");
+  if (t >= *exp + leeway)
+    return MakeError(ErrorCode::kUnauthenticated, "JWT expired at " + std::to_string(*exp));
   if (auto nbf = num("nbf"); nbf && (*nbf == INT64_MIN || t + leeway < *nbf)) {
-    return MakeError(ErrorCode::kUnauthenticated, "JWT is not valid before " + std::to_string(*nbf));
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "JWT is not valid before " + std::to_string(*nbf));
   }
   if (auto iat = num("iat"); iat && (*iat == INT64_MIN || t + leeway < *iat)) {
-    return MakeError(ErrorCode::kUnauthenticated, "JWT was issued in the future (iat " + std::to_string(*iat) + ")");
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "JWT was issued in the future (iat " + std::to_string(*iat) + ")");
   }
   if (!options.audience.empty()) {
     bool ok = false;
     if (c.contains("aud") && c["aud"].is_string()) ok = c["aud"] == options.audience;
     if (c.contains("aud") && c["aud"].is_array()) {
-      for (const auto& a : c["aud"]) ok = ok || (a.is_string() && a == options.audience);
+      for (const auto& a : c["aud"])
+        ok = ok || (a.is_string() && a == options.audience);
     }
-    if (!ok) return MakeError(ErrorCode::kUnauthenticated, "JWT audience is not \"" + options.audience + "\"");
+    if (!ok)
+      return MakeError(ErrorCode::kUnauthenticated,
+                       "JWT audience is not \"" + options.audience + "\"");
   }
   if (!options.issuer.empty() && !(c.contains("iss") && c["iss"] == options.issuer)) {
     return MakeError(ErrorCode::kUnauthenticated, "JWT issuer is not \"" + options.issuer + "\"");

@@ -36,7 +36,8 @@ Status KeystoreFiles::Write(const std::string& data_dir, const std::string& pkcs
   const std::string p12 = dir + "/node.p12", pass = dir + "/node.p12.pass", ca = dir + "/ca.pem";
   std::vector<std::string> written;
   auto undo = [&](Error e) -> Status {
-    for (const auto& f : written) ::unlink(f.c_str());
+    for (const auto& f : written)
+      ::unlink(f.c_str());
     return std::unexpected(std::move(e));
   };
   if (auto st = WriteFileAtomic(pass, password, {.mode = 0600}); !st) return undo(st.error());

@@ -28,14 +28,16 @@ std::string BioString(BIO* bio) {
 Result<PkeyPtr> PrivateKeyFromPem(std::string_view pem) {
   auto bio = MemBio(pem);
   PkeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) return MakeError(ErrorCode::kInvalidArgument, "not a PEM private key: " + OpenSslErrors());
+  if (!key)
+    return MakeError(ErrorCode::kInvalidArgument, "not a PEM private key: " + OpenSslErrors());
   return key;
 }
 
 Result<PkeyPtr> PublicKeyFromPem(std::string_view pem) {
   auto bio = MemBio(pem);
   PkeyPtr key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));
-  if (!key) return MakeError(ErrorCode::kInvalidArgument, "not a PEM public key: " + OpenSslErrors());
+  if (!key)
+    return MakeError(ErrorCode::kInvalidArgument, "not a PEM public key: " + OpenSslErrors());
   return key;
 }
 
@@ -58,14 +60,16 @@ Result<std::string> PublicKeyToPem(EVP_PKEY* key) {
 Result<X509Ptr> CertFromPem(std::string_view pem) {
   auto bio = MemBio(pem);
   X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-  if (!cert) return MakeError(ErrorCode::kInvalidArgument, "not a PEM certificate: " + OpenSslErrors());
+  if (!cert)
+    return MakeError(ErrorCode::kInvalidArgument, "not a PEM certificate: " + OpenSslErrors());
   return cert;
 }
 
 Result<std::vector<X509Ptr>> CertsFromPem(std::string_view pem) {
   auto bio = MemBio(pem);
   std::vector<X509Ptr> out;
-  while (X509* c = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) out.emplace_back(c);
+  while (X509* c = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr))
+    out.emplace_back(c);
   ERR_clear_error();  // the end of the bundle leaves a "no start line" error
   if (out.empty()) return MakeError(ErrorCode::kInvalidArgument, "no PEM certificate found");
   return out;

@@ -24,7 +24,8 @@ Result<std::string> CreatePkcs12(std::string_view key_pem, std::string_view cert
   auto cas = CertsFromPem(ca_pem);
   if (!cas) return std::unexpected(cas.error());
   std::unique_ptr<STACK_OF(X509), StackFree> chain(sk_X509_new_null());
-  for (auto& c : *cas) sk_X509_push(chain.get(), c.release());
+  for (auto& c : *cas)
+    sk_X509_push(chain.get(), c.release());
   // mac_iter -1: no MAC yet; it is added below with SHA-256.
   std::unique_ptr<PKCS12, P12Free> p12(PKCS12_create_ex(
       password.c_str(), "cert", key->get(), cert->get(), chain.get(), NID_aes_256_cbc,
@@ -50,13 +51,15 @@ Result<KeystoreContents> ParsePkcs12(std::string_view der, const std::string& pa
   }
   if (PKCS12_verify_mac(p12.get(), password.c_str(), -1) != 1) {
     ERR_clear_error();
-    return MakeError(ErrorCode::kUnauthenticated, "PKCS#12 password is wrong (MAC does not verify)");
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "PKCS#12 password is wrong (MAC does not verify)");
   }
   EVP_PKEY* pkey = nullptr;
   X509* cert = nullptr;
   STACK_OF(X509)* ca = nullptr;
   if (PKCS12_parse(p12.get(), password.c_str(), &pkey, &cert, &ca) != 1) {
-    return MakeError(ErrorCode::kInvalidArgument, "cannot read PKCS#12 contents: " + OpenSslErrors());
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cannot read PKCS#12 contents: " + OpenSslErrors());
   }
   PkeyPtr key_owner(pkey);
   X509Ptr cert_owner(cert);

@@ -36,7 +36,8 @@ Status AdminServer::Start(const std::string& socket_path,
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
-  for (auto* s : services) builder.RegisterService(s);
+  for (auto* s : services)
+    builder.RegisterService(s);
   mode_t old = ::umask(077);
   server_ = builder.BuildAndStart();
   ::umask(old);
@@ -46,8 +47,7 @@ Status AdminServer::Start(const std::string& socket_path,
   if (::chmod(socket_path.c_str(), 0600) != 0) {
     int err = errno;
     Stop();
-    return MakeError(ErrorCode::kInternal,
-                     "chmod 0600 " + socket_path + ": " + std::strerror(err));
+    return MakeError(ErrorCode::kInternal, "chmod 0600 " + socket_path + ": " + std::strerror(err));
   }
   socket_path_ = socket_path;
   log::Get("admin")->info("admin API listening on unix:{}", socket_path);

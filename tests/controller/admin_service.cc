@@ -16,7 +16,8 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Sta
 }  // namespace
 
 grpc::ServerUnaryReactor* AdminServiceImpl::Status(grpc::CallbackServerContext* ctx,
-                                                   const pb::StatusRequest*, pb::StatusResponse* resp) {
+                                                   const pb::StatusRequest*,
+                                                   pb::StatusResponse* resp) {
   resp->set_version(info_.version);
   resp->set_started_at_epoch_ms(ToEpochMillis(info_.started_at));
   resp->set_grpc_listen(info_.grpc_listen);
@@ -33,8 +34,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Status(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateJoinToken(grpc::CallbackServerContext* ctx,
                                                             const pb::CreateJoinTokenRequest* req,
                                                             pb::CreateJoinTokenResponse* resp) {
-  auto minted = tokens_.Create(req->node_id(), req->tenant_id(),
-                               std::chrono::seconds(req->ttl_seconds()));
+  auto minted =
+      tokens_.Create(req->node_id(), req->tenant_id(), std::chrono::seconds(req->ttl_seconds()));
   if (!minted) return Done(ctx, ToGrpcStatus(minted.error()));
   resp->set_token_id(minted->token_id);
   resp->set_join_token(minted->token);

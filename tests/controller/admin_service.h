@@ -28,12 +28,12 @@ class AdminServiceImpl final : public edge::admin::v1::AdminService::CallbackSer
   grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx,
                                    const edge::admin::v1::StatusRequest* req,
                                    edge::admin::v1::StatusResponse* resp) override;
-  grpc::ServerUnaryReactor* CreateJoinToken(grpc::CallbackServerContext* ctx,
-                                            const edge::admin::v1::CreateJoinTokenRequest* req,
-                                            edge::admin::v1::CreateJoinTokenResponse* resp) override;
-  grpc::ServerUnaryReactor* RevokeJoinToken(grpc::CallbackServerContext* ctx,
-                                            const edge::admin::v1::RevokeJoinTokenRequest* req,
-                                            edge::admin::v1::RevokeJoinTokenResponse* resp) override;
+  grpc::ServerUnaryReactor* CreateJoinToken(
+      grpc::CallbackServerContext* ctx, const edge::admin::v1::CreateJoinTokenRequest* req,
+      edge::admin::v1::CreateJoinTokenResponse* resp) override;
+  grpc::ServerUnaryReactor* RevokeJoinToken(
+      grpc::CallbackServerContext* ctx, const edge::admin::v1::RevokeJoinTokenRequest* req,
+      edge::admin::v1::RevokeJoinTokenResponse* resp) override;
   grpc::ServerUnaryReactor* ListJoinTokens(grpc::CallbackServerContext* ctx,
                                            const edge::admin::v1::ListJoinTokensRequest* req,
                                            edge::admin::v1::ListJoinTokensResponse* resp) override;

@@ -17,8 +17,8 @@ Status BootstrapServiceImpl::Redeem(const pb::ExchangeJoinTokenRequest& req,
   }
   if (req.node_id().empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
   if (!config::IsValidNodeId(req.node_id())) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "node_id \"" + req.node_id().substr(0, 80) + "\" must match [A-Za-z0-9._-]{1,64}");
+    return MakeError(ErrorCode::kInvalidArgument, "node_id \"" + req.node_id().substr(0, 80) +
+                                                      "\" must match [A-Za-z0-9._-]{1,64}");
   }
   const std::string hash = JoinTokenIssuer::HashToken(req.join_token());
   const auto now = clock_.Now();
@@ -45,8 +45,9 @@ Status BootstrapServiceImpl::Redeem(const pb::ExchangeJoinTokenRequest& req,
   resp->set_pkcs12(*p12);
   resp->set_pkcs12_password(password);
   resp->set_ca_certificate_pem(ca_.cert_pem());
-  log::Get("bootstrap")->info("node {} enrolled with join token {} (tenant {}, cert serial {})",
-                              req.node_id(), token->token_id, token->tenant_id, leaf->serial_hex);
+  log::Get("bootstrap")
+      ->info("node {} enrolled with join token {} (tenant {}, cert serial {})", req.node_id(),
+             token->token_id, token->tenant_id, leaf->serial_hex);
   return OkStatus();
 }
 
@@ -56,8 +57,9 @@ grpc::ServerUnaryReactor* BootstrapServiceImpl::ExchangeJoinToken(
   auto* reactor = ctx->DefaultReactor();
   auto st = Redeem(*req, resp);
   if (!st) {
-    log::Get("bootstrap")->warn("join token redemption for node \"{}\" from {} refused: {}",
-                                req->node_id().substr(0, 80), ctx->peer(), st.error().ToString());
+    log::Get("bootstrap")
+        ->warn("join token redemption for node \"{}\" from {} refused: {}",
+               req->node_id().substr(0, 80), ctx->peer(), st.error().ToString());
     reactor->Finish(ToGrpcStatus(st.error()));
   } else {
     reactor->Finish(grpc::Status::OK);

@@ -16,7 +16,9 @@ Controller::Controller(config::ControllerConfig config, std::string version, Clo
   info_.data_dir = config_.data_dir;
 }
 
-Controller::~Controller() { Stop(); }
+Controller::~Controller() {
+  Stop();
+}
 
 namespace {
 
@@ -27,7 +29,8 @@ Result<identity::EcSigningKey> LoadOrCreateTokenKey(const std::string& path) {
   if (!key) return key;
   auto pem = key->PrivatePem();
   if (!pem) return std::unexpected(pem.error());
-  if (auto st = WriteFileAtomic(path, *pem, {.mode = 0600}); !st) return std::unexpected(st.error());
+  if (auto st = WriteFileAtomic(path, *pem, {.mode = 0600}); !st)
+    return std::unexpected(st.error());
   return key;
 }
 

@@ -8,6 +8,8 @@
 namespace edge::controller {
 
 grpc::StatusCode ToGrpcCode(ErrorCode code);
-inline grpc::Status ToGrpcStatus(const Error& e) { return grpc::Status(ToGrpcCode(e.code), e.message); }
+inline grpc::Status ToGrpcStatus(const Error& e) {
+  return grpc::Status(ToGrpcCode(e.code), e.message);
+}
 
 }  // namespace edge::controller

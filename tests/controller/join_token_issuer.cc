@@ -29,7 +29,8 @@ Result<MintedJoinToken> JoinTokenIssuer::Create(const std::string& node_id,
   }
   if (ttl.count() == 0) ttl = settings_.default_ttl;
   const auto now = clock_.Now();
-  const int64_t iat = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  const int64_t iat =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   const int64_t exp = iat + std::chrono::duration_cast<std::chrono::seconds>(ttl).count();
   MintedJoinToken out;
   out.token_id = "jt-" + NewUuidV4().substr(0, 8) + NewUuidV4().substr(24);

@@ -28,20 +28,9 @@ using edge::cli::kExitFailure;
 using edge::cli::kExitOk;
 using edge::cli::kExitUsage;
 
-std::optional<std::string> GetEnv(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
 // Loads the config or prints every problem; nullopt means exit 2.
 std::optional<edge::config::ControllerConfig> LoadConfig(const edge::cli::GlobalOptions& opts) {
-  auto cfg = edge::config::LoadControllerConfig(opts.config_path, GetEnv);
-  if (!cfg) {
-    std::fprintf(stderr, "%s\n", cfg.error().ToString().c_str());
-    return std::nullopt;
-  }
-  return *cfg;
+  return edge::cli::LoadConfigOrReport(opts, edge::config::LoadControllerConfig);
 }
 
 int Serve(const edge::cli::GlobalOptions& opts) {
@@ -66,8 +55,8 @@ int Serve(const edge::cli::GlobalOptions& opts) {
 int Status(const edge::cli::GlobalOptions& opts, const std::string& format) {
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
-  auto stub = edge::admin::v1::AdminService::NewStub(
-      edge::controller::AdminChannel(cfg->admin.socket));
+  auto stub =
+      edge::admin::v1::AdminService::NewStub(edge::controller::AdminChannel(cfg->admin.socket));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   edge::admin::v1::StatusResponse resp;
@@ -103,7 +92,8 @@ int Status(const edge::cli::GlobalOptions& opts, const std::string& format) {
 
 // A stub for the admin API of the controller named by the config; nullptr after printing
 // why when the config is bad.
-std::unique_ptr<edge::admin::v1::AdminService::Stub> AdminStub(const edge::config::ControllerConfig& cfg) {
+std::unique_ptr<edge::admin::v1::AdminService::Stub> AdminStub(
+    const edge::config::ControllerConfig& cfg) {
   return edge::admin::v1::AdminService::NewStub(edge::controller::AdminChannel(cfg.admin.socket));
 }
 
@@ -131,8 +121,8 @@ std::unique_ptr<grpc::ClientContext> Ctx() {
   return ctx;
 }
 
-int TokenCreate(const edge::cli::GlobalOptions& opts, const std::string& node, const std::string& tenant,
-                const std::string& ttl, const std::string& format) {
+int TokenCreate(const edge::cli::GlobalOptions& opts, const std::string& node,
+                const std::string& tenant, const std::string& ttl, const std::string& format) {
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   edge::admin::v1::CreateJoinTokenRequest req;
@@ -141,7 +131,8 @@ int TokenCreate(const edge::cli::GlobalOptions& opts, const std::string& node, c
   if (!ttl.empty()) {
     auto d = edge::config::ParseDuration(ttl);
     if (!d || d->count() < 1000) {
-      std::fprintf(stderr, "error: --ttl \"%s\" must be a duration of at least 1s, such as 30m or 1h\n",
+      std::fprintf(stderr,
+                   "error: --ttl \"%s\" must be a duration of at least 1s, such as 30m or 1h\n",
                    ttl.c_str());
       return kExitUsage;
     }
@@ -174,15 +165,19 @@ int TokenList(const edge::cli::GlobalOptions& opts, bool all, const std::string&
   auto state = [](const edge::admin::v1::JoinTokenInfo& t) -> std::string {
     if (t.revoked_at_epoch_ms()) return "revoked";
     if (t.consumed_at_epoch_ms()) return "used by " + t.consumed_by_node_id();
-    if (t.expires_at_epoch_ms() <= edge::ToEpochMillis(edge::SystemClock::Instance().Now())) return "expired";
+    if (t.expires_at_epoch_ms() <= edge::ToEpochMillis(edge::SystemClock::Instance().Now()))
+      return "expired";
     return "active";
   };
   if (format == "json") {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& t : resp.tokens()) {
-      arr.push_back({{"token_id", t.token_id()}, {"node_id", t.node_id()}, {"tenant_id", t.tenant_id()},
+      arr.push_back({{"token_id", t.token_id()},
+                     {"node_id", t.node_id()},
+                     {"tenant_id", t.tenant_id()},
                      {"created_at", IsoTime(t.created_at_epoch_ms())},
-                     {"expires_at", IsoTime(t.expires_at_epoch_ms())}, {"state", state(t)}});
+                     {"expires_at", IsoTime(t.expires_at_epoch_ms())},
+                     {"state", state(t)}});
     }
     std::cout << arr.dump() << "\n";
   } else {
@@ -217,7 +212,9 @@ int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
   if (format == "json") {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& n : resp.nodes()) {
-      arr.push_back({{"node_id", n.node_id()}, {"tenant_id", n.tenant_id()}, {"state", n.state()},
+      arr.push_back({{"node_id", n.node_id()},
+                     {"tenant_id", n.tenant_id()},
+                     {"state", n.state()},
                      {"enrolled_at", IsoTime(n.enrolled_at_epoch_ms())},
                      {"last_seen", IsoTime(n.last_seen_epoch_ms())}});
     }
@@ -256,7 +253,8 @@ int main(int argc, char** argv) {
   auto* config = app.add_subcommand("config", "configuration commands");
   config->require_subcommand(1);
   auto* check = config->add_subcommand(
-      "check", "validate the config; print it with secrets redacted (exit 0) or the errors (exit 2)");
+      "check",
+      "validate the config; print it with secrets redacted (exit 0) or the errors (exit 2)");
   auto* token = app.add_subcommand("token", "join tokens for enrolling agents");
   token->require_subcommand(1);
   std::string tok_node, tok_tenant, tok_ttl, tok_format, tok_id;
@@ -264,7 +262,8 @@ int main(int argc, char** argv) {
   auto* tok_create = token->add_subcommand("create", "create a single-use join token");
   tok_create->add_option("--node", tok_node, "bind the token to this node id");
   tok_create->add_option("--tenant", tok_tenant, "tenant of the node (default: default)");
-  tok_create->add_option("--ttl", tok_ttl, "lifetime, e.g. 30m or 1h (default: tokens.default_ttl)");
+  tok_create->add_option("--ttl", tok_ttl,
+                         "lifetime, e.g. 30m or 1h (default: tokens.default_ttl)");
   edge::cli::AddFormatOption(tok_create, tok_format);
   auto* tok_list = token->add_subcommand("list", "list join tokens (active ones unless --all)");
   tok_list->add_flag("--all", tok_all, "include used, revoked and expired tokens");

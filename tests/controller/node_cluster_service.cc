@@ -16,7 +16,8 @@ grpc::ServerUnaryReactor* NodeClusterServiceImpl::AttestNode(grpc::CallbackServe
     return reactor;
   }
   if (req->role() != pb::NODE_ROLE_EDGE) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "role must be NODE_ROLE_EDGE"));
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "role must be NODE_ROLE_EDGE"));
     return reactor;
   }
   if (req->public_key().size() != 32) {

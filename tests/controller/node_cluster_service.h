@@ -12,7 +12,8 @@
 
 namespace edge::controller {
 
-class NodeClusterServiceImpl final : public aegis::cluster::v1::NodeClusterService::CallbackService {
+class NodeClusterServiceImpl final
+    : public aegis::cluster::v1::NodeClusterService::CallbackService {
  public:
   explicit NodeClusterServiceImpl(Clock& clock) : clock_(clock) {}
 

@@ -16,13 +16,14 @@ grpc::Status RequireNodeIdentity(const grpc::ServerContextBase& ctx,
                                  const std::string& claimed_node_id) {
   auto cn = PeerCommonName(ctx);
   if (!cn) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "a client certificate issued by this controller is required (enroll first)");
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        "a client certificate issued by this controller is required (enroll first)");
   }
   if (*cn != claimed_node_id) {
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        "client certificate is for node \"" + *cn + "\", not \"" +
-                            claimed_node_id + "\"");
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        "client certificate is for node \"" + *cn + "\", not \"" + claimed_node_id + "\"");
   }
   return grpc::Status::OK;
 }

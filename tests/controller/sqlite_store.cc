@@ -104,9 +104,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
   ::fchmod(fd, 0600);
   ::close(fd);
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
@@ -114,15 +114,17 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) 
   }
   sqlite3_busy_timeout(db, 5000);
   std::unique_ptr<SqliteStore> store(new SqliteStore(db));
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
-                             "PRAGMA foreign_keys=ON"}) {
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
     if (auto st = store->Exec(pragma); !st) return std::unexpected(st.error());
   }
   if (auto st = store->Migrate(); !st) return std::unexpected(st.error());
   return store;
 }
 
-SqliteStore::~SqliteStore() { sqlite3_close(db_); }
+SqliteStore::~SqliteStore() {
+  sqlite3_close(db_);
+}
 
 Error SqliteStore::DbError(const std::string& what) const {
   return Error{ErrorCode::kInternal, what + ": " + sqlite3_errmsg(db_)};
@@ -160,7 +162,8 @@ Status SqliteStore::Migrate() {
       Exec("ROLLBACK");
       return st;
     }
-    if (auto st = Exec("INSERT INTO schema_version(version) VALUES (" + std::to_string(i + 1) + ")");
+    if (auto st =
+            Exec("INSERT INTO schema_version(version) VALUES (" + std::to_string(i + 1) + ")");
         !st) {
       Exec("ROLLBACK");
       return st;
@@ -184,8 +187,9 @@ Status SqliteStore::InsertJoinToken(const JoinTokenRecord& r) {
 
 Result<std::optional<JoinTokenRecord>> SqliteStore::FindJoinTokenByHash(const std::string& hash) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kTokenColumns + " FROM join_tokens WHERE token_hash = ?")
-                  .c_str());
+  Stmt s(
+      db_,
+      (std::string("SELECT ") + kTokenColumns + " FROM join_tokens WHERE token_hash = ?").c_str());
   s.Bind(1, hash);
   int rc = s.Step();
   if (rc == SQLITE_ROW) return std::optional<JoinTokenRecord>(ReadToken(s));
@@ -212,7 +216,8 @@ Result<JoinTokenRecord> SqliteStore::ConsumeJoinToken(const std::string& hash,
     rec = ReadToken(s);
   }
   if (rec.revoked_at_ms != 0) {
-    return rollback({ErrorCode::kFailedPrecondition, "join token " + rec.token_id + " was revoked"});
+    return rollback(
+        {ErrorCode::kFailedPrecondition, "join token " + rec.token_id + " was revoked"});
   }
   if (rec.consumed_at_ms != 0) {
     return rollback(
@@ -222,9 +227,9 @@ Result<JoinTokenRecord> SqliteStore::ConsumeJoinToken(const std::string& hash,
     return rollback({ErrorCode::kFailedPrecondition, "join token " + rec.token_id + " expired"});
   }
   if (!rec.node_id.empty() && rec.node_id != node_id) {
-    return rollback({ErrorCode::kPermissionDenied,
-                     "join token " + rec.token_id + " is bound to node \"" + rec.node_id +
-                         "\", not \"" + node_id + "\""});
+    return rollback({ErrorCode::kPermissionDenied, "join token " + rec.token_id +
+                                                       " is bound to node \"" + rec.node_id +
+                                                       "\", not \"" + node_id + "\""});
   }
   {
     // Conditional: only an unconsumed row changes, so exactly one redeemer wins.
@@ -279,7 +284,8 @@ Result<std::vector<JoinTokenRecord>> SqliteStore::ListJoinTokens(bool include_in
   if (!include_inactive) s.Bind(1, now_ms);
   std::vector<JoinTokenRecord> out;
   int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadToken(s));
+  while ((rc = s.Step()) == SQLITE_ROW)
+    out.push_back(ReadToken(s));
   if (rc != SQLITE_DONE) return std::unexpected(DbError("list join tokens"));
   return out;
 }
@@ -317,7 +323,8 @@ Result<std::vector<NodeRecord>> SqliteStore::ListNodes() {
          "FROM nodes ORDER BY node_id");
   std::vector<NodeRecord> out;
   int rc;
-  while ((rc = s.Step()) == SQLITE_ROW) out.push_back(ReadNode(s));
+  while ((rc = s.Step()) == SQLITE_ROW)
+    out.push_back(ReadNode(s));
   if (rc != SQLITE_DONE) return std::unexpected(DbError("list nodes"));
   return out;
 }

@@ -4,8 +4,8 @@
 // they also hold between processes sharing the file.
 #pragma once
 
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "tests/controller/store.h"

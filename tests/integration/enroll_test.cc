@@ -30,9 +30,11 @@ class EnrollTest : public ::testing::Test {
   std::string AgentConfig(const std::string& data_dir, const std::string& token,
                           const std::string& node = "edge-01") {
     return "# agent under test\nnode_id: " + node + "   # the node\ndata_dir: " + data_dir +
-           "\n\ncontroller:\n  join_token: \"" + token + "\"  # one-time\n  # keep me\nlog:\n  level: debug\n";
+           "\n\ncontroller:\n  join_token: \"" + token +
+           "\"  # one-time\n  # keep me\nlog:\n  level: debug\n";
   }
-  std::string AgentConfigWithoutToken(const std::string& data_dir, const std::string& node = "edge-01") {
+  std::string AgentConfigWithoutToken(const std::string& data_dir,
+                                      const std::string& node = "edge-01") {
     return "# agent under test\nnode_id: " + node + "   # the node\ndata_dir: " + data_dir +
            "\n\ncontroller:\n  # keep me\nlog:\n  level: debug\n";
   }
@@ -86,8 +88,9 @@ TEST_F(EnrollTest, EnrollsStoresKeystoreRemovesTokenAndUsesMtls) {
   EXPECT_EQ(ReadText(cfg), AgentConfigWithoutToken(data)) << "only the token line may change";
   EXPECT_EQ(TokenState(id), "used by edge-01");
 
-  auto openssl = RunCommand({"/usr/bin/openssl", "pkcs12", "-in", data + "/certs/node.p12", "-passin",
-                             "file:" + data + "/certs/node.p12.pass", "-info", "-noout"});
+  auto openssl =
+      RunCommand({"/usr/bin/openssl", "pkcs12", "-in", data + "/certs/node.p12", "-passin",
+                  "file:" + data + "/certs/node.p12.pass", "-info", "-noout"});
   EXPECT_EQ(openssl.exit_code, 0) << openssl.err;
 
   // mTLS with the keystore works; without a client certificate it is refused.
@@ -96,7 +99,8 @@ TEST_F(EnrollTest, EnrollsStoresKeystoreRemovesTokenAndUsesMtls) {
   identity::ChannelFactory factory(*ident);
   auto ok = Attest(factory.Mtls(ctl_->advertise()), "edge-01");
   EXPECT_TRUE(ok.ok()) << ok.error_message();
-  auto anon = Attest(identity::ChannelFactory::TlsNoClientCert(ctl_->advertise(), ident->ca_pem), "edge-01");
+  auto anon = Attest(identity::ChannelFactory::TlsNoClientCert(ctl_->advertise(), ident->ca_pem),
+                     "edge-01");
   EXPECT_EQ(anon.error_code(), grpc::StatusCode::UNAUTHENTICATED) << anon.error_message();
   auto other = Attest(factory.Mtls(ctl_->advertise()), "edge-02");
   EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED) << other.error_message();
@@ -136,7 +140,8 @@ TEST_F(EnrollTest, ContractFailureModes) {
   };
   // Unknown: a well-formed token the controller never issued (same claims, other signature).
   auto [id, real] = ctl_->CreateToken();
-  std::string unknown = real.substr(0, real.rfind('.') + 1) + identity::Base64UrlEncode(std::string(64, 'x'));
+  std::string unknown =
+      real.substr(0, real.rfind('.') + 1) + identity::Base64UrlEncode(std::string(64, 'x'));
   expect_fail({"--token", unknown}, 1, "does not know this join token");
   // Bound to another node.
   auto [bid, bound] = ctl_->CreateToken("edge-99");
@@ -163,11 +168,12 @@ TEST_F(EnrollTest, TokenForAnotherControllerIsRefusedByThePin) {
   auto [id, token] = other.CreateToken();
   // Point the other controller's token at ours: the pin (cah) is the other controller's CA.
   const std::string cfg = dir_ / "agent.yaml";
-  WriteText(cfg, "node_id: edge-01\ndata_dir: " + (dir_ / "agent") + "\ncontroller:\n  address: " +
-                     ctl_->advertise() + "\n");
+  WriteText(cfg, "node_id: edge-01\ndata_dir: " + (dir_ / "agent") +
+                     "\ncontroller:\n  address: " + ctl_->advertise() + "\n");
   auto r = Enroll({"--token", token}, cfg);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("does not lead to the CA pinned by the join token"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("does not lead to the CA pinned by the join token"), std::string::npos)
+      << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "agent/certs/node.p12"));
   EXPECT_EQ(other.ListTokens()[0]["state"], "active");
 }
@@ -190,10 +196,11 @@ TEST_F(EnrollTest, ReadOnlyDataDirLeavesNothingAndKeepsTheToken) {
   fs::create_directories(data);
   WriteText(cfg, AgentConfig(data, token));
   // A read-only bind mount (bubblewrap), so the refusal holds even for root.
-  auto r = RunCommand({"/usr/bin/bwrap", "--bind", "/", "/", "--ro-bind", data, data, "--dev", "/dev",
-                       "--proc", "/proc", AgentBin(), "--config", cfg, "enroll"},
+  auto r = RunCommand({"/usr/bin/bwrap", "--bind", "/", "/", "--ro-bind", data, data, "--dev",
+                       "/dev", "--proc", "/proc", AgentBin(), "--config", cfg, "enroll"},
                       {}, 60s);
-  if (r.exit_code == 1 && r.err.find("bwrap:") == 0) GTEST_SKIP() << "bwrap unusable here: " << r.err;
+  if (r.exit_code == 1 && r.err.find("bwrap:") == 0)
+    GTEST_SKIP() << "bwrap unusable here: " << r.err;
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("not writable"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(data + "/certs/node.p12"));
@@ -206,7 +213,8 @@ TEST_F(EnrollTest, FullDiskLeavesNoPartialKeystore) {
   const std::string data = dir_ / "agent", cfg = dir_ / "agent.yaml";
   WriteText(cfg, AgentConfig(data, token));
   // A 1 KiB file-size limit: every write larger than that fails with EFBIG, like a full disk.
-  auto r = RunCommand({"/usr/bin/prlimit", "--fsize=1024", AgentBin(), "--config", cfg, "enroll"}, {}, 60s);
+  auto r = RunCommand({"/usr/bin/prlimit", "--fsize=1024", AgentBin(), "--config", cfg, "enroll"},
+                      {}, 60s);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("not writable"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(data + "/certs/node.p12"));
@@ -229,14 +237,16 @@ TEST_F(EnrollTest, TwoAgentsRacingForOneTokenHaveExactlyOneWinner) {
   const auto& loser = ra.exit_code == 0 ? rb : ra;
   EXPECT_EQ(loser.exit_code, 1);
   EXPECT_NE(loser.err.find("already used"), std::string::npos) << loser.err;
-  EXPECT_EQ(fs::exists(dir_ / "racer-a/certs/node.p12") + fs::exists(dir_ / "racer-b/certs/node.p12"), 1);
+  EXPECT_EQ(
+      fs::exists(dir_ / "racer-a/certs/node.p12") + fs::exists(dir_ / "racer-b/certs/node.p12"), 1);
 }
 
 TEST_F(EnrollTest, UnreachableControllerIsRetriedThenReported) {
   const std::string cfg = dir_ / "agent.yaml";
   auto [id, token] = ctl_->CreateToken();
   // Port 1 on loopback: connection refused, every time.
-  WriteText(cfg, "node_id: edge-01\ndata_dir: " + (dir_ / "agent") + "\ncontroller:\n  address: 127.0.0.1:1\n");
+  WriteText(cfg, "node_id: edge-01\ndata_dir: " + (dir_ / "agent") +
+                     "\ncontroller:\n  address: 127.0.0.1:1\n");
   auto r = RunCommand({AgentBin(), "--config", cfg, "enroll", "--token", token}, {}, 120s);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("unreachable"), std::string::npos) << r.err;
@@ -249,7 +259,10 @@ TEST_F(EnrollTest, RunEnrollsFirstThenServes) {
   WriteText(cfg, AgentConfig(data, token));
   ChildProcess agent({AgentBin(), "--config", cfg, "run"}, dir_.path());
   ASSERT_TRUE(WaitUntil(
-      [&] { return RunCommand({AgentBin(), "--config", cfg, "status"}).exit_code == 0; }, 30s))
+      [&] {
+        return RunCommand({AgentBin(), "--config", cfg, "status"}).exit_code == 0;
+      },
+      30s))
       << agent.Stderr();
   EXPECT_TRUE(identity::KeystoreFiles::Exists(data));
   EXPECT_EQ(ReadText(cfg), AgentConfigWithoutToken(data));

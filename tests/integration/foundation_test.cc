@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 
 #include <gtest/gtest.h>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/integration/harness.h"
 
@@ -15,14 +15,17 @@ namespace {
 using namespace std::chrono_literals;
 
 std::string ControllerYaml(const TempDir& dir) {
-  return "data_dir: " + dir.path() + "/ctl\n"
+  return "data_dir: " + dir.path() +
+         "/ctl\n"
          "grpc:\n  listen: 127.0.0.1:0\n"
-         "admin:\n  socket: " + dir.path() + "/ctl/admin.sock\n";
+         "admin:\n  socket: " +
+         dir.path() + "/ctl/admin.sock\n";
 }
 
 std::string AgentYaml(const TempDir& dir, const std::string& extra = "") {
   return "node_id: it-node-1\n"
-         "data_dir: " + dir.path() + "/agent\n" + extra;
+         "data_dir: " +
+         dir.path() + "/agent\n" + extra;
 }
 
 TEST(Cli, HelpListsTheSubcommandsOfBothBinaries) {
@@ -64,7 +67,8 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 TEST(ConfigCheck, ExampleFilesValidate) {
-  auto a = RunCommand({AgentBin(), "config", "check", "--config", SourceDir() + "/config/agent.yaml"});
+  auto a =
+      RunCommand({AgentBin(), "config", "check", "--config", SourceDir() + "/config/agent.yaml"});
   EXPECT_EQ(a.exit_code, 0) << a.err;
   EXPECT_NE(a.out.find("data_dir"), std::string::npos);
   auto c = RunCommand(
@@ -88,10 +92,11 @@ TEST(ConfigCheck, BadConfigExitsTwoNamingFileKeyAndValue) {
 TEST(ConfigCheck, SecretsAreRedactedInOutputAndLogs) {
   TempDir dir;
   const std::string secret = "eyJhbGciOiJFUzI1NiJ9.eyJqdGkiOiJzZWNyZXQtdG9rZW4tMTIzNDUifQ.c2ln";
-  WriteText(dir / "agent.yaml",
-            AgentYaml(dir, "controller:\n  address: 127.0.0.1:1\n  join_token: \"" + secret + "\"\n"));
-  auto r = RunCommand({AgentBin(), "--log-level", "trace", "config", "check", "--config",
-                       dir / "agent.yaml"});
+  WriteText(
+      dir / "agent.yaml",
+      AgentYaml(dir, "controller:\n  address: 127.0.0.1:1\n  join_token: \"" + secret + "\"\n"));
+  auto r = RunCommand(
+      {AgentBin(), "--log-level", "trace", "config", "check", "--config", dir / "agent.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find(secret), std::string::npos) << r.out;
   EXPECT_EQ(r.err.find(secret), std::string::npos) << r.err;
@@ -107,9 +112,9 @@ class ControllerProcess {
         dir.path());
   }
   CommandResult Status() {
-    return RunCommand({ControllerBin(), "--config", dir_ / "controller.yaml", "status", "--format",
-                       "json"},
-                      {}, 10s);
+    return RunCommand(
+        {ControllerBin(), "--config", dir_ / "controller.yaml", "status", "--format", "json"}, {},
+        10s);
   }
   ChildProcess& proc() { return *proc_; }
 
@@ -121,8 +126,7 @@ class ControllerProcess {
 TEST(Controller, ServesStatusOnAnOwnerOnlySocketAndStopsCleanly) {
   TempDir dir;
   ControllerProcess ctl(dir);
-  ASSERT_TRUE(WaitUntil([&] { return ctl.Status().exit_code == 0; }, 20s))
-      << ctl.proc().Stderr();
+  ASSERT_TRUE(WaitUntil([&] { return ctl.Status().exit_code == 0; }, 20s)) << ctl.proc().Stderr();
   auto status = nlohmann::json::parse(ctl.Status().out);
   EXPECT_EQ(status["status"], "ok");
   EXPECT_EQ(status["data_dir"], dir.path() + "/ctl");

@@ -25,8 +25,12 @@ std::string SourceDir() {
   const char* d = std::getenv("EDGE_SOURCE_DIR");
   return d != nullptr ? d : EDGE_SOURCE_DIR;
 }
-std::string AgentBin() { return BinDir() + "/edge-agent"; }
-std::string ControllerBin() { return BinDir() + "/edge-controller"; }
+std::string AgentBin() {
+  return BinDir() + "/edge-agent";
+}
+std::string ControllerBin() {
+  return BinDir() + "/edge-controller";
+}
 
 TempDir::TempDir() {
   char tmpl[] = "/tmp/edge-it-XXXXXX";
@@ -61,9 +65,11 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::map<std::string, st
   if (in_fd >= 0) ::dup2(in_fd, 0);
   ::dup2(out_fd, 1);
   ::dup2(err_fd, 2);
-  for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+  for (const auto& [k, v] : env)
+    ::setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   sigset_t none;
   sigemptyset(&none);
@@ -166,8 +172,12 @@ std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
   return -WTERMSIG(*status_);
 }
 
-std::string ChildProcess::Stdout() const { return ReadText(out_path_); }
-std::string ChildProcess::Stderr() const { return ReadText(err_path_); }
+std::string ChildProcess::Stdout() const {
+  return ReadText(out_path_);
+}
+std::string ChildProcess::Stderr() const {
+  return ReadText(err_path_);
+}
 
 bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -3,8 +3,8 @@
 // certificate for another node, transient failures (retried with the injected backoff).
 #include "agent/bootstrap/join_token_redeemer.h"
 
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
@@ -24,13 +24,16 @@ namespace {
 namespace pb = me::prexorjustin::prexorcloud::protocol;
 using std::chrono::milliseconds;
 
-Clock::WallTime Now() { return std::chrono::system_clock::now(); }
+Clock::WallTime Now() {
+  return std::chrono::system_clock::now();
+}
 
 enum class Mode { kGood, kGarbageKeystore, kWrongCa, kWrongNode, kFlaky };
 
 class FakeBootstrap final : public pb::BootstrapService::Service {
  public:
-  FakeBootstrap(const identity::CertificateAuthority& ca, const identity::CertificateAuthority& other)
+  FakeBootstrap(const identity::CertificateAuthority& ca,
+                const identity::CertificateAuthority& other)
       : ca_(ca), other_(other) {}
   grpc::Status ExchangeJoinToken(grpc::ServerContext*, const pb::ExchangeJoinTokenRequest* req,
                                  pb::ExchangeJoinTokenResponse* resp) override {
@@ -73,10 +76,11 @@ class RedeemerTest : public ::testing::Test {
     service_ = std::make_unique<FakeBootstrap>(*ca_, *other_);
     auto server_cert = ca_->IssueServerCert({}, Now());
     grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0",
-                       controller::ControllerServerCredentials(
-                           ca_->cert_pem(), server_cert->cert_pem + ca_->cert_pem(), server_cert->key_pem),
-                       &port_);
+    b.AddListeningPort(
+        "127.0.0.1:0",
+        controller::ControllerServerCredentials(
+            ca_->cert_pem(), server_cert->cert_pem + ca_->cert_pem(), server_cert->key_pem),
+        &port_);
     b.RegisterService(service_.get());
     server_ = b.BuildAndStart();
     ASSERT_NE(port_, 0);
@@ -92,7 +96,8 @@ class RedeemerTest : public ::testing::Test {
            identity::Base64UrlEncode(claims.dump()) + ".c2ln";
   }
   Result<EnrollResult> Enroll(const std::string& token) {
-    JoinTokenRedeemer r(backoff_, [this](milliseconds d) { slept_ += d; }, 4);
+    JoinTokenRedeemer r(
+        backoff_, [this](milliseconds d) { slept_ += d; }, 4);
     return r.Enroll({.join_token = token, .node_id = "edge-01", .data_dir = dir_ + "/agent"});
   }
   bool NothingWritten() const { return !std::filesystem::exists(dir_ + "/agent/certs/node.p12"); }
@@ -130,7 +135,8 @@ TEST_F(RedeemerTest, ReturnedCaNotMatchingThePinIsRefused) {
   auto r = Enroll(Token(ca_->Pin()));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kUnauthenticated);
-  EXPECT_NE(r.error().message.find("does not match the pin"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("does not match the pin"), std::string::npos)
+      << r.error().message;
   EXPECT_TRUE(NothingWritten());
 }
 

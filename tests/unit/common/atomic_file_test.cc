@@ -22,7 +22,8 @@ class AtomicFileTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   size_t EntryCount() const {
-    return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
+    return static_cast<size_t>(
+        std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
   }
   std::string dir_;
 };

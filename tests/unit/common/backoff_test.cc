@@ -39,7 +39,8 @@ TEST(FullJitterBackoff, NextDrawsUniformlyBelowTheCeilingAndResetStartsOver) {
   // The window is [0, ceiling]: the random source is asked for ceiling+1 values.
   EXPECT_EQ(rnd.bounds[0], 1001u);
   EXPECT_EQ(rnd.bounds[2], 4001u);
-  for (int i = 0; i < 100; ++i) b.Next();
+  for (int i = 0; i < 100; ++i)
+    b.Next();
   EXPECT_EQ(b.Next(), milliseconds(60000));
   b.Reset();
   EXPECT_EQ(b.Next(), milliseconds(1000));

@@ -12,7 +12,9 @@ namespace {
 
 using std::chrono::milliseconds;
 
-EnvLookup NoEnv() { return [](const std::string&) { return std::optional<std::string>(); }; }
+EnvLookup NoEnv() {
+  return [](const std::string&) { return std::optional<std::string>(); };
+}
 EnvLookup Env(std::map<std::string, std::string> vars) {
   return [vars](const std::string& k) -> std::optional<std::string> {
     auto it = vars.find(k);
@@ -117,10 +119,12 @@ TEST(AgentConfig, UnknownKeySuggestsTheNearestOne) {
 
 TEST(AgentConfig, OutOfRangeAndWrongTypes) {
   EXPECT_EQ(OnlyError("node_id: a\nsandbox:\n  max_sandboxes: -3\n"),
-            "agent.yaml:3:18: sandbox.max_sandboxes: value \"-3\": must be an integer between 1 and 10000");
+            "agent.yaml:3:18: sandbox.max_sandboxes: value \"-3\": must be an integer between 1 "
+            "and 10000");
   EXPECT_EQ(OnlyError("node_id: a\nedge:\n  enabled: maybe\n"),
             "agent.yaml:3:12: edge.enabled: value \"maybe\": must be true or false");
-  EXPECT_EQ(OnlyError("node_id: a\nsandbox: 5\n"), "agent.yaml:2:10: sandbox: value \"5\": must be a map");
+  EXPECT_EQ(OnlyError("node_id: a\nsandbox: 5\n"),
+            "agent.yaml:2:10: sandbox: value \"5\": must be a map");
   EXPECT_EQ(OnlyError("node_id: a\ncompute:\n  tags: lab\n"),
             "agent.yaml:3:9: compute.tags: value \"lab\": must be a list of strings");
 }
@@ -143,39 +147,49 @@ TEST(AgentConfig, BadNodeIdAndAddresses) {
             "agent.yaml:3:12: controller.address: value \"ctl.example.com\": must be host:port "
             "with a port between 1 and 65535");
   EXPECT_EQ(OnlyError("node_id: a\ncontroller:\n  ca_pin: md5:abc\n"),
-            "agent.yaml:3:11: controller.ca_pin: value \"md5:abc\": must be sha256: followed by 64 hex digits");
+            "agent.yaml:3:11: controller.ca_pin: value \"md5:abc\": must be sha256: followed by 64 "
+            "hex digits");
 }
 
 TEST(AgentConfig, DanglingReferences) {
   EXPECT_EQ(OnlyError("node_id: a\ntools:\n  t: { command: [ls], security_context: nope }\n"),
-            "agent.yaml:3:41: tools.t.security_context: value \"nope\": names no entry of security_contexts");
+            "agent.yaml:3:41: tools.t.security_context: value \"nope\": names no entry of "
+            "security_contexts");
   EXPECT_EQ(OnlyError("node_id: a\ncompute:\n  criteria: { c1: { tool: missing } }\n"),
-            "agent.yaml:3:27: compute.criteria.c1.tool: value \"missing\": names no built-in or configured tool");
-  EXPECT_EQ(OnlyError("node_id: a\ntools:\n  exec: { command: [ls] }\n"),
-            "agent.yaml:3:3: tools.exec: value \"exec\": is a built-in tool and cannot be redefined");
+            "agent.yaml:3:27: compute.criteria.c1.tool: value \"missing\": names no built-in or "
+            "configured tool");
+  EXPECT_EQ(
+      OnlyError("node_id: a\ntools:\n  exec: { command: [ls] }\n"),
+      "agent.yaml:3:3: tools.exec: value \"exec\": is a built-in tool and cannot be redefined");
 }
 
 TEST(AgentConfig, CollectsEveryProblemNotJustTheFirst) {
-  auto r = LoadAgentConfigFromString("node_id: a\nsandbox: { provider: lxc, max_sandboxes: 0 }\nlog: { level: loud }\n",
-                                     "agent.yaml", NoEnv());
+  auto r = LoadAgentConfigFromString(
+      "node_id: a\nsandbox: { provider: lxc, max_sandboxes: 0 }\nlog: { level: loud }\n",
+      "agent.yaml", NoEnv());
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().issues.size(), 3u) << r.error().ToString();
 }
 
 TEST_F(TempFiles, SecretsFromFilesAndConflicts) {
   auto tok = Write("token", "secret-join-token-value\n");
-  auto c = LoadAgentConfigFromString("node_id: a\ncontroller: { join_token_file: " + tok + " }\n", "agent.yaml", NoEnv());
+  auto c = LoadAgentConfigFromString("node_id: a\ncontroller: { join_token_file: " + tok + " }\n",
+                                     "agent.yaml", NoEnv());
   ASSERT_TRUE(c) << c.error().ToString();
   EXPECT_EQ(c->controller.join_token, "secret-join-token-value");
 
-  EXPECT_EQ(OnlyError("node_id: a\nworker:\n  auth: { worker_token: abcdefgh, worker_token_file: " + tok + " }\n"),
+  EXPECT_EQ(OnlyError("node_id: a\nworker:\n  auth: { worker_token: abcdefgh, worker_token_file: " +
+                      tok + " }\n"),
             "agent.yaml:3:54: worker.auth.worker_token_file: value \"" + tok +
                 "\": set either worker_token or worker_token_file, not both");
   auto missing = OnlyError("node_id: a\ncontroller: { join_token_file: " + dir_ + "/nope }\n");
-  EXPECT_NE(missing.find("controller.join_token_file: value \"" + dir_ + "/nope\": cannot read secret file"),
-            std::string::npos) << missing;
+  EXPECT_NE(missing.find("controller.join_token_file: value \"" + dir_ +
+                         "/nope\": cannot read secret file"),
+            std::string::npos)
+      << missing;
   auto empty = Write("empty", "\n");
-  EXPECT_NE(OnlyError("node_id: a\ncontroller: { join_token_file: " + empty + " }\n").find("secret file is empty"),
+  EXPECT_NE(OnlyError("node_id: a\ncontroller: { join_token_file: " + empty + " }\n")
+                .find("secret file is empty"),
             std::string::npos);
 }
 
@@ -183,10 +197,12 @@ TEST_F(TempFiles, LoadsFromAFileAndNamesItInErrors) {
   auto p = Write("agent.yaml", "node_id: a\nlog: { format: xml }\n");
   auto r = LoadAgentConfig(p, NoEnv());
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().ToString(), p + ":2:16: log.format: value \"xml\": must be one of text, json");
+  EXPECT_EQ(r.error().ToString(),
+            p + ":2:16: log.format: value \"xml\": must be one of text, json");
   auto none = LoadAgentConfig(dir_ + "/absent.yaml", NoEnv());
   ASSERT_FALSE(none);
-  EXPECT_NE(none.error().ToString().find("absent.yaml: cannot read config file"), std::string::npos);
+  EXPECT_NE(none.error().ToString().find("absent.yaml: cannot read config file"),
+            std::string::npos);
 }
 
 TEST(AgentConfig, EnvironmentOverridesWinAndAreValidated) {
@@ -234,7 +250,8 @@ TEST(AgentConfig, ExampleFileValidates) {
 }
 
 TEST(ApplyDelta, MergesMapsReplacesScalarsAndValidates) {
-  auto base = LoadOk("node_id: a\ncluster: { heartbeat_interval_secs: 30 }\nlabels: { site: lab, rack: r1 }\n");
+  auto base = LoadOk(
+      "node_id: a\ncluster: { heartbeat_interval_secs: 30 }\nlabels: { site: lab, rack: r1 }\n");
   auto yaml = ApplyDelta(base, "cluster:\n  heartbeat_interval_secs: 5\nlabels: { site: field }\n");
   ASSERT_TRUE(yaml) << yaml.error().ToString();
   EXPECT_EQ(yaml->cluster.heartbeat_interval_secs, 5);
@@ -250,10 +267,12 @@ TEST(ApplyDelta, RejectsUnknownKeysBadValuesAndNonMaps) {
   auto base = LoadOk("node_id: a\n");
   auto unknown = ApplyDelta(base, "clustr: { heartbeat_interval_secs: 5 }\n");
   ASSERT_FALSE(unknown);
-  EXPECT_EQ(unknown.error().ToString(), "config delta:1:1: clustr: unknown key (did you mean \"cluster\"?)");
+  EXPECT_EQ(unknown.error().ToString(),
+            "config delta:1:1: clustr: unknown key (did you mean \"cluster\"?)");
   auto bad = ApplyDelta(base, R"({"cluster":{"heartbeat_interval_secs":0}})");
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().ToString().find("cluster.heartbeat_interval_secs: value \"0\""), std::string::npos);
+  EXPECT_NE(bad.error().ToString().find("cluster.heartbeat_interval_secs: value \"0\""),
+            std::string::npos);
   EXPECT_FALSE(ApplyDelta(base, "[1,2]"));
   EXPECT_FALSE(ApplyDelta(base, "{unclosed"));
 }

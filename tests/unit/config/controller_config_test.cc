@@ -5,7 +5,9 @@
 namespace edge::config {
 namespace {
 
-EnvLookup NoEnv() { return [](const std::string&) { return std::optional<std::string>(); }; }
+EnvLookup NoEnv() {
+  return [](const std::string&) { return std::optional<std::string>(); };
+}
 
 TEST(ControllerConfig, DefaultsAndDerivedValues) {
   auto c = LoadControllerConfigFromString("data_dir: /srv/ctl\n", "controller.yaml", NoEnv());
@@ -20,13 +22,15 @@ TEST(ControllerConfig, DefaultsAndDerivedValues) {
 
 TEST(ControllerConfig, BadValuesAreNamed) {
   auto c = LoadControllerConfigFromString(
-      "grpc: { listen: nowhere }\ncluster: { heartbeat_interval_secs: 30, stale_threshold_secs: 10 }\n",
+      "grpc: { listen: nowhere }\ncluster: { heartbeat_interval_secs: 30, stale_threshold_secs: 10 "
+      "}\n",
       "controller.yaml", NoEnv());
   ASSERT_FALSE(c);
-  EXPECT_EQ(c.error().ToString(),
-            "controller.yaml:1:17: grpc.listen: value \"nowhere\": must be host:port\n"
-            "controller.yaml:2:63: cluster.stale_threshold_secs: value \"10\": must be greater than "
-            "cluster.heartbeat_interval_secs (30)");
+  EXPECT_EQ(
+      c.error().ToString(),
+      "controller.yaml:1:17: grpc.listen: value \"nowhere\": must be host:port\n"
+      "controller.yaml:2:63: cluster.stale_threshold_secs: value \"10\": must be greater than "
+      "cluster.heartbeat_interval_secs (30)");
 }
 
 TEST(ControllerConfig, EnvOverride) {

@@ -17,7 +17,8 @@ TEST(Duration, ParsesGoStyle) {
 }
 
 TEST(Duration, RejectsEverythingElse) {
-  for (const char* bad : {"", "30", "s", "1d", "1.5s", "-1s", "1h 30m", "30S", "99999999999999999h"}) {
+  for (const char* bad :
+       {"", "30", "s", "1d", "1.5s", "-1s", "1h 30m", "30S", "99999999999999999h"}) {
     EXPECT_FALSE(ParseDuration(bad).has_value()) << bad;
   }
 }

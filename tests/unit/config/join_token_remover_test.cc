@@ -38,7 +38,8 @@ TEST(JoinTokenRemover, RemovesBlockScalarsAndContinuations) {
 }
 
 TEST(JoinTokenRemover, LeavesOtherKeysAndOtherSectionsAlone) {
-  const std::string keep_file = "controller:\n  join_token_file: /etc/t\nworker:\n  join_token: x\n";
+  const std::string keep_file =
+      "controller:\n  join_token_file: /etc/t\nworker:\n  join_token: x\n";
   EXPECT_EQ(Remove(keep_file, false), keep_file);
   const std::string none = "node_id: a\n";
   EXPECT_EQ(Remove(none, false), none);
@@ -75,7 +76,9 @@ TEST_F(JoinTokenFileTest, RewritesAtomicallyKeepingTheMode) {
   struct stat st {};
   ::stat(path.c_str(), &st);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), std::filesystem::directory_iterator()), 1);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_),
+                          std::filesystem::directory_iterator()),
+            1);
 }
 
 TEST_F(JoinTokenFileTest, RefusesSymlinksAndNonRegularFiles) {
@@ -85,7 +88,8 @@ TEST_F(JoinTokenFileTest, RefusesSymlinksAndNonRegularFiles) {
   auto st = JoinTokenRemover::CheckRewritable(link);
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
-  EXPECT_NE(st.error().message.find("is a symlink to " + real), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("is a symlink to " + real), std::string::npos)
+      << st.error().message;
   EXPECT_FALSE(JoinTokenRemover::RemoveJoinToken(link));
   std::stringstream ss;
   ss << std::ifstream(real).rdbuf();

@@ -23,11 +23,13 @@ class BootstrapServiceTest : public ::testing::Test {
     ca_.emplace(*identity::CertificateAuthority::Create("ca", clock_.Now()));
     key_.emplace(*identity::EcSigningKey::Generate());
     issuer_ = std::make_unique<JoinTokenIssuer>(
-        *store_, *key_, clock_, JoinTokenSettings{.issuer = "t", .endpoint = "127.0.0.1:1", .ca_pin = ca_->Pin()});
+        *store_, *key_, clock_,
+        JoinTokenSettings{.issuer = "t", .endpoint = "127.0.0.1:1", .ca_pin = ca_->Pin()});
     service_ = std::make_unique<BootstrapServiceImpl>(*store_, *ca_, clock_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-  Status Redeem(const std::string& token, const std::string& node, pb::ExchangeJoinTokenResponse* resp = nullptr) {
+  Status Redeem(const std::string& token, const std::string& node,
+                pb::ExchangeJoinTokenResponse* resp = nullptr) {
     pb::ExchangeJoinTokenRequest req;
     req.set_join_token(token);
     req.set_node_id(node);
@@ -45,10 +47,11 @@ class BootstrapServiceTest : public ::testing::Test {
 
 TEST_F(BootstrapServiceTest, MissingOrInvalidFieldsAreInvalidArgument) {
   auto t = issuer_->Create("", "", {});
-  for (auto [token, node, words] : {std::tuple{std::string(), std::string("n"), "join_token is required"},
-                                    std::tuple{t->token, std::string(), "node_id is required"},
-                                    std::tuple{t->token, std::string("a/b"), "\"a/b\" must match"},
-                                    std::tuple{t->token, std::string(65, 'x'), "must match"}}) {
+  for (auto [token, node, words] :
+       {std::tuple{std::string(), std::string("n"), "join_token is required"},
+        std::tuple{t->token, std::string(), "node_id is required"},
+        std::tuple{t->token, std::string("a/b"), "\"a/b\" must match"},
+        std::tuple{t->token, std::string(65, 'x'), "must match"}}) {
     auto st = Redeem(token, node);
     ASSERT_FALSE(st);
     EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
@@ -82,7 +85,8 @@ TEST_F(BootstrapServiceTest, RedeemsOnceAndMintsAKeystoreForTheNode) {
 TEST_F(BootstrapServiceTest, IssuerValidatesItsInputs) {
   EXPECT_EQ(issuer_->Create("bad id", "", {}).error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(issuer_->Create("", "bad tenant!", {}).error().code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(issuer_->Create("", "", std::chrono::hours(24 * 365)).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(issuer_->Create("", "", std::chrono::hours(24 * 365)).error().code,
+            ErrorCode::kInvalidArgument);
   auto t = issuer_->Create("", "", {});
   ASSERT_TRUE(t);
   auto stored = store_->FindJoinTokenByHash(JoinTokenIssuer::HashToken(t->token));

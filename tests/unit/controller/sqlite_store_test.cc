@@ -89,13 +89,15 @@ TEST_F(SqliteStoreTest, ConcurrentRedemptionsOnSeparateConnectionsHaveExactlyOne
   OpenStore()->InsertJoinToken(Token("race"));
   constexpr int kRacers = 8;
   std::vector<std::unique_ptr<SqliteStore>> stores;
-  for (int i = 0; i < kRacers; ++i) stores.push_back(OpenStore());
+  for (int i = 0; i < kRacers; ++i)
+    stores.push_back(OpenStore());
   std::atomic<int> wins{0}, refused{0};
   std::atomic<bool> go{false};
   std::vector<std::thread> threads;
   for (int i = 0; i < kRacers; ++i) {
     threads.emplace_back([&, i] {
-      while (!go) std::this_thread::yield();
+      while (!go)
+        std::this_thread::yield();
       auto r = stores[i]->ConsumeJoinToken("hash-race", "node-" + std::to_string(i), 2000);
       if (r) {
         ++wins;
@@ -105,7 +107,8 @@ TEST_F(SqliteStoreTest, ConcurrentRedemptionsOnSeparateConnectionsHaveExactlyOne
     });
   }
   go = true;
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
   EXPECT_EQ(wins.load(), 1);
   EXPECT_EQ(refused.load(), kRacers - 1);
 }
@@ -140,9 +143,7 @@ TEST_F(SqliteStoreTest, NodesPersistAcrossReopen) {
 
 TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerController) {
   OpenStore().reset();
-  {
-    auto store = OpenStore();
-  }
+  { auto store = OpenStore(); }
   // Simulate a newer schema.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);

@@ -13,7 +13,9 @@
 namespace edge::identity {
 namespace {
 
-Clock::WallTime Now() { return Clock::WallTime(std::chrono::seconds(1'800'000'000)); }
+Clock::WallTime Now() {
+  return Clock::WallTime(std::chrono::seconds(1'800'000'000));
+}
 
 std::string ExtText(X509* cert, int nid) {
   int idx = X509_get_ext_by_NID(cert, nid, -1);
@@ -23,7 +25,8 @@ std::string ExtText(X509* cert, int nid) {
   X509V3_EXT_print(bio.get(), ext, 0, 0);
   char* p = nullptr;
   long n = BIO_get_mem_data(bio.get(), &p);
-  return (X509_EXTENSION_get_critical(ext) ? "critical " : "") + std::string(p, static_cast<size_t>(n));
+  return (X509_EXTENSION_get_critical(ext) ? "critical " : "") +
+         std::string(p, static_cast<size_t>(n));
 }
 
 int64_t ValidityDays(X509* cert) {
@@ -73,7 +76,8 @@ TEST(CertificateAuthority, NodeCertMatchesWireSpec) {
 TEST(CertificateAuthority, IpNodeIdBecomesAnIpSan) {
   auto ca = CertificateAuthority::Create("ca", Now());
   auto issued = ca->IssueNodeCert("10.0.0.7", Now());
-  EXPECT_EQ(ExtText(CertFromPem(issued->cert_pem)->get(), NID_subject_alt_name), "IP Address:10.0.0.7");
+  EXPECT_EQ(ExtText(CertFromPem(issued->cert_pem)->get(), NID_subject_alt_name),
+            "IP Address:10.0.0.7");
 }
 
 TEST(CertificateAuthority, ServerCertAlwaysCoversLocalhost) {

@@ -7,9 +7,12 @@ namespace {
 
 // RFC 4648 §10 test vectors.
 TEST(Base64, Rfc4648Vectors) {
-  const std::pair<const char*, const char*> v[] = {{"", ""},         {"f", "Zg=="},
-                                                   {"fo", "Zm8="},   {"foo", "Zm9v"},
-                                                   {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+  const std::pair<const char*, const char*> v[] = {{"", ""},
+                                                   {"f", "Zg=="},
+                                                   {"fo", "Zm8="},
+                                                   {"foo", "Zm9v"},
+                                                   {"foob", "Zm9vYg=="},
+                                                   {"fooba", "Zm9vYmE="},
                                                    {"foobar", "Zm9vYmFy"}};
   for (auto [plain, enc] : v) {
     EXPECT_EQ(Base64Encode(plain), enc);

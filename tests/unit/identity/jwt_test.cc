@@ -9,7 +9,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Clock::WallTime At(int64_t secs) { return Clock::WallTime(std::chrono::seconds(secs)); }
+Clock::WallTime At(int64_t secs) {
+  return Clock::WallTime(std::chrono::seconds(secs));
+}
 
 class JwtTest : public ::testing::Test {
  protected:
@@ -43,7 +45,8 @@ TEST_F(JwtTest, StructureIsCompactEs256WithRawSignature) {
 TEST_F(JwtTest, TamperedPayloadFails) {
   auto t = Sign({{"sub", "edge-01"}, {"exp", 2000}});
   size_t d1 = t.find('.'), d2 = t.rfind('.');
-  std::string forged = t.substr(0, d1 + 1) + Base64UrlEncode(R"({"sub":"edge-99","exp":2000})") + t.substr(d2);
+  std::string forged =
+      t.substr(0, d1 + 1) + Base64UrlEncode(R"({"sub":"edge-99","exp":2000})") + t.substr(d2);
   auto r = VerifyJwtEs256(forged, pub_.get(), At(1000));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kUnauthenticated);
@@ -61,8 +64,10 @@ TEST_F(JwtTest, AlgNoneAndHs256AreRefused) {
 }
 
 TEST_F(JwtTest, TimeClaimsAndAudience) {
-  auto t = Sign({{"exp", 2000}, {"nbf", 1000}, {"iat", 1000}, {"aud", "edge-enrollment"}, {"iss", "ctl"}});
-  EXPECT_TRUE(VerifyJwtEs256(t, pub_.get(), At(1500), {.audience = "edge-enrollment", .issuer = "ctl"}));
+  auto t = Sign(
+      {{"exp", 2000}, {"nbf", 1000}, {"iat", 1000}, {"aud", "edge-enrollment"}, {"iss", "ctl"}});
+  EXPECT_TRUE(
+      VerifyJwtEs256(t, pub_.get(), At(1500), {.audience = "edge-enrollment", .issuer = "ctl"}));
   auto expired = VerifyJwtEs256(t, pub_.get(), At(2060));
   ASSERT_FALSE(expired);
   EXPECT_NE(expired.error().message.find("expired"), std::string::npos);

@@ -17,7 +17,9 @@
 namespace edge::identity {
 namespace {
 
-Clock::WallTime Now() { return std::chrono::system_clock::now(); }
+Clock::WallTime Now() {
+  return std::chrono::system_clock::now();
+}
 
 class KeystoreTest : public ::testing::Test {
  protected:
@@ -42,7 +44,8 @@ TEST(Pkcs12Password, Is32AlphanumericCharactersAndVaries) {
   for (int i = 0; i < 50; ++i) {
     auto p = GeneratePkcs12Password();
     ASSERT_EQ(p.size(), 32u);
-    for (char c : p) ASSERT_TRUE(std::isalnum(static_cast<unsigned char>(c))) << p;
+    for (char c : p)
+      ASSERT_TRUE(std::isalnum(static_cast<unsigned char>(c))) << p;
     seen.insert(p);
   }
   EXPECT_EQ(seen.size(), 50u);
@@ -71,12 +74,14 @@ TEST_F(KeystoreTest, OpenSsl3ReadsItWithoutLegacy) {
   const std::string p12 = dir_ + "/node.p12", pass = dir_ + "/node.p12.pass";
   ASSERT_TRUE(WriteFileAtomic(p12, der_));
   ASSERT_TRUE(WriteFileAtomic(pass, password_));
-  const std::string cmd = "openssl pkcs12 -in " + p12 + " -passin file:" + pass + " -info -noout 2>&1";
+  const std::string cmd =
+      "openssl pkcs12 -in " + p12 + " -passin file:" + pass + " -info -noout 2>&1";
   FILE* f = ::popen(cmd.c_str(), "r");
   ASSERT_NE(f, nullptr);
   std::string out;
   char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  while (size_t n = std::fread(buf, 1, sizeof buf, f))
+    out.append(buf, n);
   int rc = ::pclose(f);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("MAC: sha256"), std::string::npos) << out;
@@ -91,8 +96,10 @@ TEST_F(KeystoreTest, KeystoreFilesHaveTheirModesAndLoadBack) {
   ASSERT_TRUE(KeystoreFiles::Write(dir_, der_, password_, ca_->cert_pem()));
   EXPECT_TRUE(KeystoreFiles::Exists(dir_));
   struct stat st {};
-  for (auto [name, mode] : {std::pair{"certs", 0700u}, {"certs/node.p12", 0600u},
-                            {"certs/node.p12.pass", 0600u}, {"certs/ca.pem", 0644u}}) {
+  for (auto [name, mode] : {std::pair{"certs", 0700u},
+                            {"certs/node.p12", 0600u},
+                            {"certs/node.p12.pass", 0600u},
+                            {"certs/ca.pem", 0644u}}) {
     ASSERT_EQ(::stat((dir_ + "/" + name).c_str(), &st), 0) << name;
     EXPECT_EQ(st.st_mode & 0777, mode) << name;
   }
