@@ -3,6 +3,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <openssl/x509v3.h>
+
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "tests/controller/peer_identity.h"
@@ -32,6 +34,48 @@ Result<identity::EcSigningKey> LoadOrCreateTokenKey(const std::string& path) {
   if (auto st = WriteFileAtomic(path, *pem, {.mode = 0600}); !st)
     return std::unexpected(st.error());
   return key;
+}
+
+// The server certificate: data_dir/ca/server.key (0600) + server.crt (0644), reused while it
+// is issued by this CA, covers every configured name and has more than 30 days left.
+Result<identity::IssuedCert> LoadOrIssueServerCert(const identity::CertificateAuthority& ca,
+                                                   const std::string& dir,
+                                                   const std::vector<std::string>& names,
+                                                   Clock::WallTime now) {
+  const std::string key_path = dir + "/server.key", cert_path = dir + "/server.crt";
+  auto key_pem = ReadFile(key_path, 1 << 20);
+  auto cert_pem = ReadFile(cert_path, 1 << 20);
+  if (key_pem && cert_pem) {
+    auto cert = identity::CertFromPem(*cert_pem);
+    auto ca_cert = identity::CertFromPem(ca.cert_pem());
+    auto key = identity::PrivateKeyFromPem(*key_pem);
+    bool usable = cert && ca_cert && key && identity::IsIssuedBy(cert->get(), ca_cert->get()) &&
+                  X509_check_private_key(cert->get(), key->get()) == 1;
+    if (usable) {
+      time_t horizon = std::chrono::system_clock::to_time_t(now + std::chrono::hours(24 * 30));
+      usable = X509_cmp_time(X509_get0_notAfter(cert->get()), &horizon) > 0;
+    }
+    std::vector<std::string> wanted = {"localhost", "127.0.0.1"};
+    wanted.insert(wanted.end(), names.begin(), names.end());
+    for (const auto& n : wanted) {
+      if (!usable) break;
+      usable = X509_check_host(cert->get(), n.c_str(), n.size(), 0, nullptr) == 1 ||
+               X509_check_ip_asc(cert->get(), n.c_str(), 0) == 1;
+    }
+    ERR_clear_error();
+    if (usable) return identity::IssuedCert{*key_pem, *cert_pem, ""};
+    log::Get("controller")
+        ->info("server certificate in {} is stale or lacks a name: reissuing", dir);
+  }
+  auto issued = ca.IssueServerCert(names, now);
+  if (!issued) return issued;
+  if (auto st = WriteFileAtomic(key_path, issued->key_pem, {.mode = 0600}); !st) {
+    return std::unexpected(st.error());
+  }
+  if (auto st = WriteFileAtomic(cert_path, issued->cert_pem, {.mode = 0644}); !st) {
+    return std::unexpected(st.error());
+  }
+  return issued;
 }
 
 std::string ReplacePort(const std::string& hostport, int port) {
@@ -77,7 +121,8 @@ Status Controller::Start() {
 }
 
 Status Controller::StartGrpc() {
-  auto server_cert = ca_->IssueServerCert(config_.grpc.server_names, clock_.Now());
+  auto server_cert = LoadOrIssueServerCert(*ca_, config_.data_dir + "/ca",
+                                           config_.grpc.server_names, clock_.Now());
   if (!server_cert) return std::unexpected(server_cert.error());
   bootstrap_ = std::make_unique<BootstrapServiceImpl>(*store_, *ca_, clock_);
   node_cluster_ = std::make_unique<NodeClusterServiceImpl>(clock_);

@@ -253,6 +253,38 @@ TEST_F(EnrollTest, UnreachableControllerIsRetriedThenReported) {
   EXPECT_NE(r.err.find("gave up after 6 attempts"), std::string::npos) << r.err;
 }
 
+TEST(ControllerIdentity, CaAndServerCertAreCreatedOnceWithOwnerOnlyKeys) {
+  TempDir dir;
+  std::string pin, server_crt;
+  {
+    ControllerFixture ctl(dir);
+    pin = ctl.ca_pin();
+    for (auto [file, mode] : {std::pair{"ca/ca.key", 0600u},
+                              {"ca/ca.crt", 0644u},
+                              {"ca/server.key", 0600u},
+                              {"ca/server.crt", 0644u},
+                              {"ca/token.key", 0600u},
+                              {"controller.db", 0600u}}) {
+      struct stat st {};
+      ASSERT_EQ(::stat((ctl.data_dir() + "/" + file).c_str(), &st), 0) << file;
+      EXPECT_EQ(st.st_mode & 0777, mode) << file;
+    }
+    server_crt = ReadText(ctl.data_dir() + "/ca/server.crt");
+    auto openssl = RunCommand(
+        {"/usr/bin/openssl", "x509", "-in", ctl.data_dir() + "/ca/ca.crt", "-noout", "-text"});
+    EXPECT_NE(openssl.out.find("CA:TRUE"), std::string::npos) << openssl.out;
+    EXPECT_NE(openssl.out.find("Certificate Sign, CRL Sign"), std::string::npos) << openssl.out;
+    EXPECT_NE(openssl.out.find("prime256v1"), std::string::npos) << openssl.out;
+    auto leaf = RunCommand({"/usr/bin/openssl", "x509", "-in", ctl.data_dir() + "/ca/server.crt",
+                            "-noout", "-ext", "subjectAltName"});
+    EXPECT_NE(leaf.out.find("DNS:localhost, IP Address:127.0.0.1"), std::string::npos) << leaf.out;
+  }
+  ControllerFixture again(dir);
+  EXPECT_EQ(again.ca_pin(), pin) << "a restarted controller keeps its CA";
+  EXPECT_EQ(ReadText(again.data_dir() + "/ca/server.crt"), server_crt)
+      << "and its server certificate";
+}
+
 TEST_F(EnrollTest, RunEnrollsFirstThenServes) {
   auto [id, token] = ctl_->CreateToken("edge-01");
   const std::string data = dir_ / "agent", cfg = dir_ / "agent.yaml";
