@@ -1,0 +1,312 @@
+#include "sandbox/file_service.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <functional>
+
+#include "common/random.h"
+
+namespace edge::sandbox {
+namespace {
+
+std::string JoinRel(std::string_view dir, std::string_view name) {
+  if (dir.empty()) return std::string(name);
+  return std::string(dir) + "/" + std::string(name);
+}
+
+std::string RelPath(std::string_view path) {
+  auto parts = ScopedRoot::Normalize(path);
+  std::string out;
+  if (parts) {
+    for (const auto& p : *parts)
+      out = JoinRel(out, p);
+  }
+  return out;
+}
+
+std::string ModeString(mode_t m) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", static_cast<unsigned>(m & 07777));
+  return buf;
+}
+
+FileInfo InfoFrom(const struct stat& st, std::string rel) {
+  FileInfo fi;
+  fi.path = std::move(rel);
+  fi.size = static_cast<uint64_t>(st.st_size);
+  fi.mode = ModeString(st.st_mode);
+  fi.is_dir = S_ISDIR(st.st_mode);
+  fi.mod_time = Clock::WallTime(std::chrono::seconds(st.st_mtim.tv_sec) +
+                                std::chrono::duration_cast<Clock::WallTime::duration>(
+                                    std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  return fi;
+}
+
+// Removes everything inside the directory `dirfd` (not following symlinks), then nothing else.
+bool RemoveContents(int dirfd, int depth) {
+  if (depth > 256) {
+    errno = ELOOP;
+    return false;
+  }
+  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return false;
+  }
+  std::vector<std::string> names;
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  for (const auto& n : names) {
+    struct stat st {};
+    if (::fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+    if (S_ISDIR(st.st_mode)) {
+      int sub = ::openat(dirfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) return false;
+      bool ok = RemoveContents(sub, depth + 1);
+      ::close(sub);
+      if (!ok || ::unlinkat(dirfd, n.c_str(), AT_REMOVEDIR) != 0) return false;
+    } else if (::unlinkat(dirfd, n.c_str(), 0) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<mode_t> ParseOctalMode(std::string_view text, std::string_view field) {
+  auto bad = [&] {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(field) + " \"" + std::string(text) +
+                         "\" must be an octal permission such as \"0644\" (at most 4 digits 0-7)");
+  };
+  if (text.empty() || text.size() > 4) return bad();
+  mode_t m = 0;
+  for (char c : text) {
+    if (c < '0' || c > '7') return bad();
+    m = static_cast<mode_t>(m * 8 + static_cast<mode_t>(c - '0'));
+  }
+  return m;
+}
+
+Status FileService::Write(std::string_view path, std::string_view content,
+                          std::string_view mode_text) {
+  auto mode = ParseOctalMode(mode_text.empty() ? "0644" : mode_text);
+  if (!mode) return std::unexpected(mode.error());
+  auto parent = root_.OpenParent(path, /*create_parents=*/true, 0755);
+  if (!parent) return std::unexpected(parent.error());
+  auto& [dirfd, name] = *parent;
+  UniqueFd dir(::openat(dirfd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return std::unexpected(PathError(errno, path, "open directory of"));
+  const std::string tmp = "." + name.substr(0, 200) + ".tmp." + NewUuidV4().substr(0, 8);
+  UniqueFd fd(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                       *mode));
+  if (!fd) return std::unexpected(PathError(errno, path, "create"));
+  auto fail = [&](int err, const char* what) -> Status {
+    fd.Reset();
+    ::unlinkat(dir.get(), tmp.c_str(), 0);
+    return std::unexpected(PathError(err, path, what));
+  };
+  if (::fchmod(fd.get(), *mode) != 0) return fail(errno, "chmod");
+  size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno, "write");
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) return fail(errno, "fsync");
+  fd.Reset();
+  if (::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0)
+    return fail(errno, "replace");
+  ::fsync(dir.get());
+  return OkStatus();
+}
+
+Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
+                                      std::optional<uint64_t> length) const {
+  auto fd = root_.OpenBeneath(path, O_RDONLY);
+  if (!fd) return std::unexpected(fd.error());
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return std::unexpected(PathError(errno, path, "stat"));
+  if (S_ISDIR(st.st_mode)) return std::unexpected(PathError(EISDIR, path, "read"));
+  if (!S_ISREG(st.st_mode)) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "path \"" + std::string(path) + "\" is not a regular file");
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (offset > size) {
+    return MakeError(ErrorCode::kInvalidArgument, "offset " + std::to_string(offset) +
+                                                      " is past the end of \"" + std::string(path) +
+                                                      "\" (" + std::to_string(size) + " bytes)");
+  }
+  const uint64_t want = length ? std::min(*length, size - offset) : size - offset;
+  if (want > max_read_bytes_) {
+    return MakeError(ErrorCode::kResourceExhausted,
+                     "reading " + std::to_string(want) + " bytes of \"" + std::string(path) +
+                         "\" exceeds the limit of " + std::to_string(max_read_bytes_) +
+                         " bytes: read it in parts with offset and length");
+  }
+  std::string out(want, '\0');
+  uint64_t got = 0;
+  while (got < want) {
+    ssize_t n = ::pread(fd->get(), out.data() + got, want - got, static_cast<off_t>(offset + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return std::unexpected(PathError(errno, path, "read"));
+    }
+    if (n == 0) break;
+    got += static_cast<uint64_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+Result<FileInfo> FileService::Stat(std::string_view path) const {
+  auto fd = root_.OpenBeneath(path, O_PATH);
+  if (!fd) return std::unexpected(fd.error());
+  struct stat st {};
+  if (::fstat(fd->get(), &st) != 0) return std::unexpected(PathError(errno, path, "stat"));
+  return InfoFrom(st, RelPath(path));
+}
+
+Result<std::vector<FileInfo>> FileService::List(std::string_view path) const {
+  auto fd = root_.OpenBeneath(path, O_RDONLY | O_DIRECTORY);
+  if (!fd) return std::unexpected(fd.error());
+  int dup = ::dup(fd->get());
+  DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
+  if (d == nullptr) {
+    if (dup >= 0) ::close(dup);
+    return std::unexpected(PathError(errno, path, "list"));
+  }
+  const std::string base = RelPath(path);
+  std::vector<FileInfo> out;
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    struct stat st {};
+    if (::fstatat(fd->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    out.push_back(InfoFrom(st, JoinRel(base, n)));
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(),
+            [](const FileInfo& a, const FileInfo& b) { return a.path < b.path; });
+  return out;
+}
+
+Status FileService::Delete(std::string_view path, bool recursive) {
+  auto parent = root_.OpenParent(path, false);
+  if (!parent) return std::unexpected(parent.error());
+  auto& [dirfd, name] = *parent;
+  UniqueFd dir(::openat(dirfd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return std::unexpected(PathError(errno, path, "delete"));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlinkat(dir.get(), name.c_str(), 0) != 0)
+      return std::unexpected(PathError(errno, path, "delete"));
+    return OkStatus();
+  }
+  if (::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) == 0) return OkStatus();
+  if (errno != ENOTEMPTY && errno != EEXIST)
+    return std::unexpected(PathError(errno, path, "delete"));
+  if (!recursive) {
+    return MakeError(
+        ErrorCode::kFailedPrecondition,
+        "directory \"" + std::string(path) + "\" is not empty: set recursive to delete it");
+  }
+  UniqueFd sub(::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!sub || !RemoveContents(sub.get(), 0) ||
+      ::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0) {
+    return std::unexpected(PathError(errno, path, "delete"));
+  }
+  return OkStatus();
+}
+
+Status FileService::Move(std::string_view from, std::string_view to) {
+  auto src = root_.OpenParent(from, false);
+  if (!src) return std::unexpected(src.error());
+  auto dst = root_.OpenParent(to, true, 0755);
+  if (!dst) return std::unexpected(dst.error());
+  if (::renameat(src->first.get(), src->second.c_str(), dst->first.get(), dst->second.c_str()) !=
+      0) {
+    return std::unexpected(PathError(errno, from, "move"));
+  }
+  return OkStatus();
+}
+
+Status FileService::Chmod(std::string_view path, std::string_view mode_text) {
+  auto mode = ParseOctalMode(mode_text);
+  if (!mode) return std::unexpected(mode.error());
+  auto fd = root_.OpenBeneath(path, O_PATH);
+  if (!fd) return std::unexpected(fd.error());
+  // An O_PATH descriptor cannot be fchmod'ed; its /proc link names exactly the resolved inode.
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd->get());
+  if (::chmod(proc.c_str(), *mode) != 0) return std::unexpected(PathError(errno, path, "chmod"));
+  return OkStatus();
+}
+
+Result<std::vector<std::string>> FileService::Glob(std::string_view pattern,
+                                                   size_t max_matches) const {
+  auto parts = ScopedRoot::Normalize(pattern);
+  if (!parts) return std::unexpected(parts.error());
+  std::string pat;
+  for (const auto& p : *parts)
+    pat = JoinRel(pat, p);
+  if (pat.empty()) return MakeError(ErrorCode::kInvalidArgument, "pattern is empty");
+  const size_t depth_limit = parts->size();
+  std::vector<std::string> out;
+  std::function<bool(int, const std::string&, size_t)> walk = [&](int dirfd, const std::string& rel,
+                                                                  size_t depth) {
+    int dup = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
+    if (d == nullptr) {
+      if (dup >= 0) ::close(dup);
+      return true;
+    }
+    std::vector<std::string> names;
+    while (auto* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    ::closedir(d);
+    for (const auto& n : names) {
+      const std::string child = JoinRel(rel, n);
+      if (depth + 1 == depth_limit) {
+        if (::fnmatch(pat.c_str(), child.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0) {
+          out.push_back(child);
+          if (out.size() >= max_matches) return false;
+        }
+        continue;
+      }
+      struct stat st {};
+      if (::fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+        continue;
+      int sub = ::openat(dirfd, n.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub < 0) continue;
+      bool more = walk(sub, child, depth + 1);
+      ::close(sub);
+      if (!more) return false;
+    }
+    return true;
+  };
+  walk(root_.fd(), "", 0);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace edge::sandbox

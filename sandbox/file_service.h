@@ -1,0 +1,59 @@
+// File operations on one sandbox workspace (issue 4 "Files"): every path comes from the
+// wire and is resolved beneath the workspace root by ScopedRoot, so `..`, absolute paths and
+// symlinks (present or raced) cannot reach outside it. Writes are atomic (temp file in the
+// target directory, fsync, rename, fsync directory). Owns its ScopedRoot.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "sandbox/scoped_root.h"
+
+namespace edge::sandbox {
+
+struct FileInfo {
+  std::string path;  // relative to the root, "/"-separated
+  uint64_t size = 0;
+  std::string mode;  // permission bits as 4 octal digits, e.g. "0644"
+  bool is_dir = false;
+  Clock::WallTime mod_time;
+};
+
+// "0644", "644", "0755", "4755": up to 4 octal digits; INVALID_ARGUMENT naming `field` otherwise.
+Result<mode_t> ParseOctalMode(std::string_view text, std::string_view field = "mode");
+
+class FileService {
+ public:
+  explicit FileService(ScopedRoot root, uint64_t max_read_bytes = 64ull << 20)
+      : root_(std::move(root)), max_read_bytes_(max_read_bytes) {}
+
+  // Creates or replaces `path` atomically with `mode` (octal string; "" = "0644"), creating
+  // missing parent directories (0755).
+  Status Write(std::string_view path, std::string_view content, std::string_view mode = "");
+  // `length` nullopt = to the end; more than max_read_bytes is RESOURCE_EXHAUSTED.
+  Result<std::string> Read(std::string_view path, uint64_t offset = 0,
+                           std::optional<uint64_t> length = std::nullopt) const;
+  Result<FileInfo> Stat(std::string_view path) const;
+  // Entries of a directory, sorted by name (symlinks are reported, not followed).
+  Result<std::vector<FileInfo>> List(std::string_view path) const;
+  // A non-empty directory needs `recursive`; the root itself cannot be deleted.
+  Status Delete(std::string_view path, bool recursive);
+  Status Move(std::string_view from, std::string_view to);
+  Status Chmod(std::string_view path, std::string_view mode);
+  // Paths (relative to the root, sorted) matching a shell pattern such as "src/*.c"; at most
+  // `max_matches`. Symlinked directories are not descended.
+  Result<std::vector<std::string>> Glob(std::string_view pattern, size_t max_matches = 10000) const;
+
+  const ScopedRoot& root() const { return root_; }
+
+ private:
+  ScopedRoot root_;
+  uint64_t max_read_bytes_;
+};
+
+}  // namespace edge::sandbox

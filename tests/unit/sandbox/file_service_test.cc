@@ -1,0 +1,175 @@
+#include "sandbox/file_service.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace edge::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-files-XXXXXX";
+    base_ = ::mkdtemp(tmpl);
+    root_ = base_ + "/root";
+    outside_ = base_ + "/outside";
+    fs::create_directories(root_);
+    fs::create_directories(outside_);
+    std::ofstream(outside_ + "/secret") << "OUTSIDE";
+    fs::create_symlink(outside_, root_ + "/out");
+    files_.emplace(*ScopedRoot::Open(root_), 1024);
+  }
+  void TearDown() override { fs::remove_all(base_); }
+  static std::string Slurp(const std::string& p) {
+    std::stringstream ss;
+    ss << std::ifstream(p).rdbuf();
+    return ss.str();
+  }
+  static mode_t Mode(const std::string& p) {
+    struct stat st {};
+    ::lstat(p.c_str(), &st);
+    return st.st_mode & 07777;
+  }
+  std::string base_, root_, outside_;
+  std::optional<FileService> files_;
+};
+
+TEST(ParseOctalMode, AcceptsOctalRejectsTheRest) {
+  EXPECT_EQ(*ParseOctalMode("0644"), 0644u);
+  EXPECT_EQ(*ParseOctalMode("755"), 0755u);
+  EXPECT_EQ(*ParseOctalMode("4755"), 04755u);
+  for (const char* bad : {"", "0999", "rwxr-xr-x", "07777 ", "12345", "-644"}) {
+    auto r = ParseOctalMode(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find(std::string("\"") + bad + "\""), std::string::npos)
+        << r.error().message;
+  }
+}
+
+TEST_F(FileServiceTest, WriteCreatesParentsWithExactModeAndNoTempLeft) {
+  ASSERT_TRUE(files_->Write("/a/b/c.txt", "hello", "0640"));
+  EXPECT_EQ(Slurp(root_ + "/a/b/c.txt"), "hello");
+  EXPECT_EQ(Mode(root_ + "/a/b/c.txt"), 0640u);
+  ASSERT_TRUE(files_->Write("a/b/c.txt", "again"));
+  EXPECT_EQ(Slurp(root_ + "/a/b/c.txt"), "again");
+  EXPECT_EQ(Mode(root_ + "/a/b/c.txt"), 0644u) << "default mode";
+  EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/a/b"), fs::directory_iterator()), 1);
+}
+
+TEST_F(FileServiceTest, FailedWriteLeavesTargetAndNoTemp) {
+  fs::create_directories(root_ + "/d/x");
+  auto st = files_->Write("d", "data");
+  ASSERT_FALSE(st);
+  EXPECT_TRUE(fs::is_directory(root_ + "/d/x"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(root_), fs::directory_iterator()), 2)
+      << "d and out only";
+  EXPECT_EQ(files_->Write("x", "d", "0x1").error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(FileServiceTest, ReadWithOffsetLengthAndCap) {
+  ASSERT_TRUE(files_->Write("f", "0123456789"));
+  EXPECT_EQ(*files_->Read("f"), "0123456789");
+  EXPECT_EQ(*files_->Read("f", 3, 4), "3456");
+  EXPECT_EQ(*files_->Read("f", 8, 100), "89");
+  EXPECT_EQ(files_->Read("f", 11).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(files_->Write("big", std::string(2000, 'x')));
+  auto big = files_->Read("big");
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(big.error().message.find("1024"), std::string::npos);
+  EXPECT_EQ(files_->Read("big", 0, 1000)->size(), 1000u) << "a part under the cap is fine";
+  EXPECT_EQ(files_->Read("missing").error().code, ErrorCode::kNotFound);
+  fs::create_directories(root_ + "/dir");
+  EXPECT_EQ(files_->Read("dir").error().code, ErrorCode::kFailedPrecondition);
+}
+
+TEST_F(FileServiceTest, StatAndListDescribeEntries) {
+  ASSERT_TRUE(files_->Write("d/one", "1", "0600"));
+  ASSERT_TRUE(files_->Write("d/two", "22"));
+  fs::create_directories(root_ + "/d/sub");
+  auto st = files_->Stat("/d/two");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->path, "d/two");
+  EXPECT_EQ(st->size, 2u);
+  EXPECT_EQ(st->mode, "0644");
+  EXPECT_FALSE(st->is_dir);
+  auto list = files_->List("d");
+  ASSERT_TRUE(list) << list.error().ToString();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].path, "d/one");
+  EXPECT_EQ((*list)[0].mode, "0600");
+  EXPECT_EQ((*list)[1].path, "d/sub");
+  EXPECT_TRUE((*list)[1].is_dir);
+  auto root_list = files_->List("/");
+  ASSERT_TRUE(root_list);
+  EXPECT_EQ(root_list->size(), 2u) << "d and the symlink out (reported, not followed)";
+}
+
+TEST_F(FileServiceTest, DeleteNeedsRecursiveForNonEmptyDirsAndNeverTheRoot) {
+  ASSERT_TRUE(files_->Write("d/e/f", "x"));
+  auto st = files_->Delete("d", false);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.error().message.find("recursive"), std::string::npos);
+  ASSERT_TRUE(files_->Delete("d", true));
+  EXPECT_FALSE(fs::exists(root_ + "/d"));
+  EXPECT_EQ(files_->Delete("/", true).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(files_->Delete("nope", false).error().code, ErrorCode::kNotFound);
+  // Deleting the symlink removes the link, never what it points to.
+  ASSERT_TRUE(files_->Delete("out", true));
+  EXPECT_EQ(Slurp(outside_ + "/secret"), "OUTSIDE");
+}
+
+TEST_F(FileServiceTest, MoveAndChmod) {
+  ASSERT_TRUE(files_->Write("a", "x"));
+  ASSERT_TRUE(files_->Move("a", "dir/b"));
+  EXPECT_TRUE(fs::exists(root_ + "/dir/b"));
+  EXPECT_FALSE(fs::exists(root_ + "/a"));
+  ASSERT_TRUE(files_->Chmod("dir/b", "0600"));
+  EXPECT_EQ(Mode(root_ + "/dir/b"), 0600u);
+  EXPECT_EQ(files_->Chmod("dir/b", "u+x").error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(files_->Move("missing", "x").error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(FileServiceTest, NoOperationReachesOutsideTheRoot) {
+  const mode_t before = Mode(outside_ + "/secret");
+  EXPECT_EQ(files_->Read("out/secret").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Read("../outside/secret").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Write("out/new", "x").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Write("../escape", "x").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Chmod("out/secret", "0777").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Delete("out/secret", false).error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Move("out/secret", "stolen").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->List("out").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Stat("out/secret").error().code, ErrorCode::kPathOutsideRoot);
+  ASSERT_TRUE(files_->Write("mine", "x"));
+  EXPECT_EQ(files_->Move("mine", "out/mine").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(Slurp(outside_ + "/secret"), "OUTSIDE");
+  EXPECT_EQ(Mode(outside_ + "/secret"), before);
+  EXPECT_FALSE(fs::exists(outside_ + "/new"));
+  EXPECT_FALSE(fs::exists(outside_ + "/mine"));
+  EXPECT_FALSE(fs::exists(base_ + "/escape"));
+}
+
+TEST_F(FileServiceTest, GlobMatchesBeneathTheRootOnly) {
+  ASSERT_TRUE(files_->Write("src/a.c", ""));
+  ASSERT_TRUE(files_->Write("src/b.c", ""));
+  ASSERT_TRUE(files_->Write("src/c.h", ""));
+  ASSERT_TRUE(files_->Write("src/.hidden.c", ""));
+  EXPECT_EQ(*files_->Glob("src/*.c"), (std::vector<std::string>{"src/a.c", "src/b.c"}));
+  EXPECT_EQ(*files_->Glob("/*/c.h"), (std::vector<std::string>{"src/c.h"}));
+  EXPECT_TRUE(files_->Glob("out/*")->empty()) << "symlinked directories are not descended";
+  EXPECT_EQ(files_->Glob("../*").error().code, ErrorCode::kPathOutsideRoot);
+  EXPECT_EQ(files_->Glob("src/*.c", 1)->size(), 1u);
+}
+
+}  // namespace
+}  // namespace edge::sandbox
