@@ -12,17 +12,10 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "sandbox/sandbox_types.h"
 #include "sandbox/scoped_root.h"
 
 namespace edge::sandbox {
-
-struct FileInfo {
-  std::string path;  // relative to the root, "/"-separated
-  uint64_t size = 0;
-  std::string mode;  // permission bits as 4 octal digits, e.g. "0644"
-  bool is_dir = false;
-  Clock::WallTime mod_time;
-};
 
 // "0644", "644", "0755", "4755": up to 4 octal digits; INVALID_ARGUMENT naming `field` otherwise.
 Result<mode_t> ParseOctalMode(std::string_view text, std::string_view field = "mode");

@@ -1,0 +1,63 @@
+// LogBuffer: one sandbox's console log (issue 4). Bytes appended are split into lines
+// (a partial last line is held until its newline arrives) and kept in a ring bounded by a
+// line count and a byte count, oldest dropped first; every byte is also appended to a file
+// (usually <sandboxes_dir>/<id>/console.log, 0600, O_APPEND). On open, the ring is seeded
+// from the end of an existing file, so Tail() works across restarts. Thread-safe. Owns the
+// file descriptor.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "sandbox/unique_fd.h"
+
+namespace edge::sandbox {
+
+class LogBuffer {
+ public:
+  struct Options {
+    size_t max_lines = 1000;
+    size_t max_bytes = 1u << 20;        // sum of the lines' sizes in the ring
+    size_t max_line_bytes = 64u << 10;  // longer lines are cut into pieces of this size
+  };
+
+  // Opens (creating, 0600) `file_path` for appending; its directory must exist.
+  // INVALID_ARGUMENT for a zero bound.
+  static Result<std::unique_ptr<LogBuffer>> Open(const std::string& file_path, Options options);
+  static Result<std::unique_ptr<LogBuffer>> Open(const std::string& file_path) {
+    return Open(file_path, Options{});
+  }
+
+  // Appends raw output to the file and its complete lines (without "\n") to the ring.
+  Status Append(std::string_view bytes);
+  // The last `n` complete lines, oldest first (fewer when the ring holds fewer).
+  std::vector<std::string> Tail(size_t n) const;
+  // Moves a held partial line into the ring (e.g. when the process exits without "\n").
+  void FlushPartial();
+
+  size_t line_count() const;
+  size_t byte_count() const;
+  const std::string& file_path() const { return file_path_; }
+
+ private:
+  LogBuffer(std::string file_path, UniqueFd fd, Options options)
+      : file_path_(std::move(file_path)), fd_(std::move(fd)), options_(options) {}
+  void PushLineLocked(std::string line);
+  void IngestLocked(std::string_view bytes);
+
+  std::string file_path_;
+  UniqueFd fd_;
+  Options options_;
+  mutable std::mutex mu_;
+  std::deque<std::string> lines_;
+  size_t bytes_ = 0;
+  std::string partial_;
+};
+
+}  // namespace edge::sandbox
