@@ -1,0 +1,243 @@
+#include "sandbox/lease_table.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+namespace edge::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+class LeaseTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-lease-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    Reopen();
+  }
+  void TearDown() override {
+    table_.reset();
+    db_.reset();
+    fs::remove_all(dir_);
+  }
+  void Reopen() {
+    table_.reset();
+    db_.reset();
+    auto db = StateDb::Open(dir_);
+    ASSERT_TRUE(db) << db.error().ToString();
+    db_ = std::move(*db);
+    auto table = LeaseTable::Open(*db_);
+    ASSERT_TRUE(table) << table.error().ToString();
+    table_ = std::move(*table);
+  }
+  Lease Make(int64_t gen, std::string resource = "sbx-1", std::string holder = "worker-a") {
+    return Lease{std::move(resource), std::move(holder), gen, clock_.Now() + seconds(30)};
+  }
+  static void ExpectRejected(const Status& st, std::initializer_list<std::string_view> words) {
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code, ErrorCode::kLeaseRejected) << st.error().ToString();
+    for (auto w : words) {
+      EXPECT_NE(st.error().message.find(w), std::string::npos)
+          << "\"" << w << "\" not in: " << st.error().message;
+    }
+  }
+
+  std::string dir_;
+  ManualClock clock_;
+  std::unique_ptr<StateDb> db_;
+  std::unique_ptr<LeaseTable> table_;
+};
+
+TEST_F(LeaseTableTest, AcceptsAValidLeaseAndRecordsIt) {
+  Lease lease = Make(3);
+  ASSERT_TRUE(table_->Check(&lease, "worker-a", "sbx-1", clock_.Now()));
+  // Check alone records nothing.
+  EXPECT_EQ(table_->Get("sbx-1").error().code, ErrorCode::kNotFound);
+  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+  auto rec = table_->Get("sbx-1");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->highest_generation, 3);
+  ASSERT_TRUE(rec->current);
+  EXPECT_EQ(rec->current->holder_id, "worker-a");
+  EXPECT_EQ(rec->current->generation, 3);
+  EXPECT_EQ(ToEpochMillis(rec->current->expires_at), ToEpochMillis(lease.expires_at));
+  // The same generation again is fine (not lower than the highest).
+  EXPECT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+}
+
+TEST_F(LeaseTableTest, EachRuleRejectsWithItsOwnMessage) {
+  const auto now = clock_.Now();
+  ExpectRejected(table_->Check(nullptr, "worker-a", "sbx-1", now), {"lease is missing", "sbx-1"});
+
+  Lease foreign = Make(1, "sbx-1", "worker-b");
+  ExpectRejected(table_->Check(&foreign, "worker-a", "sbx-1", now),
+                 {"holder_id \"worker-b\"", "\"worker-a\""});
+
+  Lease blank = Make(1, "  ");
+  ExpectRejected(table_->Check(&blank, "worker-a", "  ", now), {"resource_id", "is blank"});
+  Lease empty = Make(1, "");
+  ExpectRejected(table_->Check(&empty, "worker-a", "", now), {"is blank"});
+
+  Lease other = Make(1, "sbx-2");
+  ExpectRejected(table_->Check(&other, "worker-a", "sbx-1", now),
+                 {"\"sbx-2\"", "does not match", "\"sbx-1\""});
+
+  Lease expired = Make(1);
+  expired.expires_at = now;  // expires_at <= now is expired
+  ExpectRejected(table_->Check(&expired, "worker-a", "sbx-1", now), {"expired", "sbx-1"});
+  expired.expires_at = now - seconds(1);
+  ExpectRejected(table_->Accept(&expired, "worker-a", "sbx-1", now), {"expired"});
+
+  Lease negative = Make(-1);
+  ExpectRejected(table_->Check(&negative, "worker-a", "sbx-1", now), {"-1", "negative"});
+
+  Lease high = Make(7);
+  ASSERT_TRUE(table_->Accept(&high, "worker-a", "sbx-1", now));
+  Lease low = Make(6);
+  ExpectRejected(table_->Check(&low, "worker-a", "sbx-1", now),
+                 {"generation 6", "lower than the highest accepted generation 7"});
+  ExpectRejected(table_->Accept(&low, "worker-a", "sbx-1", now), {"generation 6", "7"});
+  // None of the rejected leases changed the record.
+  auto rec = table_->Get("sbx-1");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->highest_generation, 7);
+  EXPECT_EQ(rec->current->generation, 7);
+}
+
+TEST_F(LeaseTableTest, GenerationsAreTrackedPerResource) {
+  Lease a = Make(10, "sbx-a");
+  ASSERT_TRUE(table_->Accept(&a, "worker-a", "sbx-a", clock_.Now()));
+  Lease b = Make(1, "sbx-b");
+  EXPECT_TRUE(table_->Accept(&b, "worker-a", "sbx-b", clock_.Now()));
+}
+
+TEST_F(LeaseTableTest, HighestGenerationSurvivesReopen) {
+  Lease lease = Make(5);
+  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+  Reopen();
+  auto rec = table_->Get("sbx-1");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->highest_generation, 5);
+  ASSERT_TRUE(rec->current);
+  EXPECT_EQ(rec->current->generation, 5);
+  Lease stale = Make(4);
+  ExpectRejected(table_->Accept(&stale, "worker-a", "sbx-1", clock_.Now()),
+                 {"generation 4", "highest accepted generation 5"});
+}
+
+TEST_F(LeaseTableTest, ReleaseKeepsTheFenceAndOnlyTheHolderReleases) {
+  Lease lease = Make(2);
+  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+  ExpectRejected(table_->Release("sbx-1", "worker-b"), {"held by \"worker-a\"", "\"worker-b\""});
+  ASSERT_TRUE(table_->Release("sbx-1", "worker-a"));
+  auto rec = table_->Get("sbx-1");
+  ASSERT_TRUE(rec);
+  EXPECT_FALSE(rec->current);
+  EXPECT_EQ(rec->highest_generation, 2);
+  auto again = table_->Release("sbx-1", "worker-a");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(again.error().message.find("sbx-1"), std::string::npos);
+  // A released resource still fences lower generations.
+  Lease old = Make(1);
+  ExpectRejected(table_->Accept(&old, "worker-a", "sbx-1", clock_.Now()), {"generation 1"});
+}
+
+TEST_F(LeaseTableTest, RenewNeedsACurrentLeaseAndExtendsIt) {
+  Lease renewed = Make(1);
+  ExpectRejected(table_->Renew(renewed, "worker-a", clock_.Now()), {"no current lease to renew"});
+  ASSERT_TRUE(table_->Accept(&renewed, "worker-a", "sbx-1", clock_.Now()));
+  clock_.Advance(seconds(20));
+  renewed.expires_at = clock_.Now() + seconds(60);
+  ASSERT_TRUE(table_->Renew(renewed, "worker-a", clock_.Now()));
+  clock_.Advance(seconds(30));  // past the first expiry, before the renewed one
+  auto expired = table_->ExpiredLeases(clock_.Now());
+  ASSERT_TRUE(expired);
+  EXPECT_TRUE(expired->empty());
+  Lease stale = renewed;
+  stale.generation = 0;
+  ExpectRejected(table_->Renew(stale, "worker-a", clock_.Now()), {"generation 0"});
+  Lease foreign = renewed;
+  foreign.holder_id = "worker-b";
+  ExpectRejected(table_->Renew(foreign, "worker-a", clock_.Now()), {"\"worker-b\""});
+}
+
+TEST_F(LeaseTableTest, ExpiredLeasesListsOnlyCurrentLeasesPastExpiry) {
+  Lease soon = Make(1, "sbx-soon");
+  soon.expires_at = clock_.Now() + seconds(5);
+  Lease later = Make(1, "sbx-later");
+  later.expires_at = clock_.Now() + seconds(50);
+  Lease released = Make(1, "sbx-released");
+  released.expires_at = clock_.Now() + seconds(1);
+  for (auto* l : {&soon, &later, &released})
+    ASSERT_TRUE(table_->Accept(l, "worker-a", l->resource_id, clock_.Now()));
+  ASSERT_TRUE(table_->Release("sbx-released", "worker-a"));
+
+  auto none = table_->ExpiredLeases(clock_.Now());
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  clock_.Advance(seconds(5));  // exactly at sbx-soon's expiry
+  auto one = table_->ExpiredLeases(clock_.Now());
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].resource_id, "sbx-soon");
+  clock_.Advance(seconds(100));
+  auto two = table_->ExpiredLeases(clock_.Now());
+  ASSERT_TRUE(two);
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].resource_id, "sbx-soon");
+  EXPECT_EQ((*two)[1].resource_id, "sbx-later");
+}
+
+TEST_F(LeaseTableTest, ConcurrentAcceptsNeverTakeALowerGenerationAfterAHigherOne) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 60;
+  std::vector<int64_t> gens;
+  for (int64_t g = 1; g <= kThreads * kPerThread; ++g)
+    gens.push_back(g);
+  std::shuffle(gens.begin(), gens.end(), std::mt19937(42));
+  // The highest generation known to be committed; a success for g after `floor` was read
+  // means g was accepted after floor, so g must not be lower.
+  std::atomic<int64_t> committed{0};
+  std::atomic<int> violations{0}, accepted{0}, other_errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        const int64_t g = gens[static_cast<size_t>(t * kPerThread + i)];
+        Lease lease = Make(g);
+        const int64_t floor = committed.load();
+        auto st = table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now());
+        if (st) {
+          ++accepted;
+          if (g < floor) ++violations;
+          int64_t cur = committed.load();
+          while (cur < g && !committed.compare_exchange_weak(cur, g)) {
+          }
+        } else if (st.error().code != ErrorCode::kLeaseRejected ||
+                   st.error().message.find("lower than the highest") == std::string::npos) {
+          ++other_errors;
+        }
+      }
+    });
+  }
+  for (auto& th : threads)
+    th.join();
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_EQ(other_errors.load(), 0);
+  EXPECT_GT(accepted.load(), 0);
+  auto rec = table_->Get("sbx-1");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->highest_generation, kThreads * kPerThread);
+  EXPECT_EQ(rec->current->generation, kThreads * kPerThread);
+}
+
+}  // namespace
+}  // namespace edge::sandbox
