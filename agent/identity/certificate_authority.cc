@@ -92,29 +92,44 @@ Result<CertificateAuthority> CertificateAuthority::FromPem(std::string_view key_
   return CertificateAuthority(std::move(*key), std::move(*cert), std::string(cert_pem));
 }
 
+Result<CertificateAuthority> CertificateAuthority::Load(const std::string& dir) {
+  auto key_pem = ReadFile(dir + "/ca.key", 1 << 20);
+  if (!key_pem) return std::unexpected(key_pem.error());
+  auto cert_pem = ReadFile(dir + "/ca.crt", 1 << 20);
+  if (!cert_pem) return std::unexpected(cert_pem.error());
+  auto ca = FromPem(*key_pem, *cert_pem);
+  if (!ca) return MakeError(ca.error().code, "CA in " + dir + ": " + ca.error().message);
+  return ca;
+}
+
+Status CertificateAuthority::Save(const std::string& dir) const {
+  const std::string key_path = dir + "/ca.key", cert_path = dir + "/ca.crt";
+  auto k = PrivateKeyToPem(key_.get());
+  if (!k) return std::unexpected(k.error());
+  if (auto st = MakeDirs(dir, 0700); !st) return st;
+  if (auto st = WriteFileAtomic(key_path, *k, {.mode = 0600}); !st) return st;
+  if (auto st = WriteFileAtomic(cert_path, cert_pem_, {.mode = 0644}); !st) {
+    ::unlink(key_path.c_str());
+    return st;
+  }
+  return OkStatus();
+}
+
 Result<CertificateAuthority> CertificateAuthority::LoadOrCreate(const std::string& dir,
                                                                 std::string_view common_name,
                                                                 Clock::WallTime now) {
   const std::string key_path = dir + "/ca.key", cert_path = dir + "/ca.crt";
-  auto key_pem = ReadFile(key_path, 1 << 20);
-  auto cert_pem = ReadFile(cert_path, 1 << 20);
-  if (key_pem && cert_pem) return FromPem(*key_pem, *cert_pem);
-  if (key_pem || cert_pem) {
+  const bool have_key = ::access(key_path.c_str(), F_OK) == 0;
+  const bool have_cert = ::access(cert_path.c_str(), F_OK) == 0;
+  if (have_key && have_cert) return Load(dir);
+  if (have_key || have_cert) {
     return MakeError(ErrorCode::kFailedPrecondition,
                      "only one of " + key_path + " and " + cert_path +
                          " exists: restore the other or remove both to create a new CA");
   }
   auto ca = Create(common_name, now);
   if (!ca) return ca;
-  auto k = PrivateKeyToPem(ca->key_.get());
-  if (!k) return std::unexpected(k.error());
-  if (auto st = MakeDirs(dir, 0700); !st) return std::unexpected(st.error());
-  if (auto st = WriteFileAtomic(key_path, *k, {.mode = 0600}); !st)
-    return std::unexpected(st.error());
-  if (auto st = WriteFileAtomic(cert_path, ca->cert_pem_, {.mode = 0644}); !st) {
-    ::unlink(key_path.c_str());
-    return std::unexpected(st.error());
-  }
+  if (auto st = ca->Save(dir); !st) return std::unexpected(st.error());
   return ca;
 }
 

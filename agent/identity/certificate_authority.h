@@ -28,6 +28,11 @@ class CertificateAuthority {
                                                    std::string_view common_name,
                                                    Clock::WallTime now);
   static Result<CertificateAuthority> FromPem(std::string_view key_pem, std::string_view cert_pem);
+  // Loads `dir`/ca.key and `dir`/ca.crt. NOT_FOUND when either is missing.
+  static Result<CertificateAuthority> Load(const std::string& dir);
+  // Writes `dir`/ca.key (PKCS#8 PEM, 0600) and `dir`/ca.crt (0644) atomically, creating `dir`
+  // 0700. If the certificate cannot be written the key written by this call is removed.
+  Status Save(const std::string& dir) const;
 
   // Server certificate: EKU serverAuth, SANs from `names` (DNS names, or IPs when they parse
   // as one) plus localhost and 127.0.0.1; `days` of validity.

@@ -2,9 +2,12 @@
 
 #include <grpcpp/security/tls_certificate_verifier.h>
 #include <grpcpp/security/tls_credentials_options.h>
+#include <openssl/x509v3.h>
+
+#include <cctype>
 
 #include "agent/identity/certificate_authority.h"
-#include "agent/identity/encoding.h"
+#include "agent/identity/join_token_claims.h"
 #include "agent/identity/openssl_util.h"
 #include "common/secure_compare.h"
 
@@ -46,10 +49,20 @@ Status CheckServerChainAgainstPin(const std::string& chain_pem, const std::strin
     return MakeError(ErrorCode::kUnauthenticated, "the controller presented no certificate chain");
   }
   X509* leaf = (*certs)[0].get();
+  // A certificate of the pinned CA that is not for TLS servers (a node's clientAuth
+  // certificate, say) must not let its holder pose as the controller.
+  if (X509_check_purpose(leaf, X509_PURPOSE_SSL_SERVER, 0) != 1) {
+    ERR_clear_error();
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "the controller's certificate is not a TLS server certificate (no "
+                     "serverAuth extended key usage): refusing it as the controller");
+  }
+  std::string want(ca_pin);
+  for (char& ch : want)
+    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   for (auto& c : *certs) {
-    std::string pin = "sha256:" + HexEncode(Sha256(CertToDer(c.get())));
-    if (!ConstantTimeEquals(pin, ca_pin)) continue;
-    if (c.get() == leaf || IsIssuedBy(leaf, c.get())) return OkStatus();
+    if (!ConstantTimeEquals(CaPin(c.get()), want)) continue;
+    if (c.get() != leaf && IsIssuedBy(leaf, c.get())) return OkStatus();
   }
   return MakeError(ErrorCode::kUnauthenticated,
                    "the controller's certificate chain does not lead to the CA pinned by the join "
@@ -59,12 +72,17 @@ Status CheckServerChainAgainstPin(const std::string& chain_pem, const std::strin
                        "connection is being intercepted");
 }
 
+grpc::SslCredentialsOptions MtlsOptions(const TlsIdentity& identity) {
+  grpc::SslCredentialsOptions opts;
+  opts.pem_root_certs = identity.ca_pem;
+  opts.pem_private_key = identity.key_pem;
+  opts.pem_cert_chain = identity.cert_chain_pem;
+  return opts;
+}
+
 std::shared_ptr<grpc::Channel> ChannelFactory::Mtls(const std::string& target,
                                                     const std::string& server_name_override) const {
-  grpc::SslCredentialsOptions opts;
-  opts.pem_root_certs = identity_.ca_pem;
-  opts.pem_private_key = identity_.key_pem;
-  opts.pem_cert_chain = identity_.cert_chain_pem;
+  grpc::SslCredentialsOptions opts = MtlsOptions(identity_);
   grpc::ChannelArguments args;
   if (!server_name_override.empty()) args.SetSslTargetNameOverride(server_name_override);
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(opts), args);

@@ -53,8 +53,13 @@ class ChannelFactory {
   TlsIdentity identity_;
 };
 
-// The check the bootstrap channel applies: OK when `chain_pem` (server leaf first) contains
-// a certificate whose pin is `ca_pin` and which issued the leaf; the reason otherwise.
+// The TLS material of an enrolled node as gRPC wants it: the keystore's key and certificate
+// chain (leaf first) and certs/ca.pem as the only root.
+grpc::SslCredentialsOptions MtlsOptions(const TlsIdentity& identity);
+
+// The check the bootstrap channel applies: OK when the leaf of `chain_pem` (server leaf first)
+// is a TLS server certificate (serverAuth) and another certificate in the chain has the pin
+// `ca_pin` (hex case-insensitive) and issued the leaf; UNAUTHENTICATED with the reason otherwise.
 Status CheckServerChainAgainstPin(const std::string& chain_pem, const std::string& ca_pin);
 
 }  // namespace edge::identity

@@ -1,10 +1,9 @@
 #include "agent/identity/encoding.h"
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 
 #include <array>
+#include <cstdlib>
 
 namespace edge::identity {
 namespace {
@@ -120,17 +119,28 @@ std::optional<std::string> HexDecode(std::string_view text) {
 
 std::string Sha256(std::string_view bytes) {
   std::string out(32, '\0');
-  SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
-         reinterpret_cast<unsigned char*>(out.data()));
+  unsigned int len = 0;
+  // Only fails when the library cannot allocate; a wrong digest must never be returned.
+  if (EVP_Digest(bytes.data(), bytes.size(), reinterpret_cast<unsigned char*>(out.data()), &len,
+                 EVP_sha256(), nullptr) != 1 ||
+      len != 32) {
+    std::abort();
+  }
   return out;
 }
 
 std::string HmacSha256(std::string_view key, std::string_view message) {
   std::string out(32, '\0');
-  unsigned int len = 32;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-       reinterpret_cast<unsigned char*>(out.data()), &len);
+  size_t len = 0;
+  // EVP_Q_mac refuses a null key pointer even for an empty key (RFC 2104 allows one).
+  static const unsigned char kEmpty = 0;
+  const void* k = key.empty() ? static_cast<const void*>(&kEmpty) : key.data();
+  if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, k, key.size(),
+                reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+                reinterpret_cast<unsigned char*>(out.data()), out.size(), &len) == nullptr ||
+      len != 32) {
+    std::abort();
+  }
   return out;
 }
 

@@ -127,9 +127,14 @@ Result<JwtParts> VerifyJwtEs256(std::string_view token, EVP_PKEY* public_key, Cl
                                 const JwtVerifyOptions& options) {
   auto parts = DecodeJwtUnverified(token);
   if (!parts) return MakeError(ErrorCode::kUnauthenticated, parts.error().message);
-  if (parts->header.value("alg", "") != "ES256") {
-    return MakeError(ErrorCode::kUnauthenticated, "JWT alg \"" + parts->header.value("alg", "") +
-                                                      "\" is not accepted (only ES256)");
+  // Only ES256: "none", HMAC and anything else (or a non-string alg) are refused, so a
+  // token cannot choose how it is checked (algorithm confusion).
+  const auto alg_it = parts->header.find("alg");
+  const std::string alg =
+      alg_it != parts->header.end() && alg_it->is_string() ? alg_it->get<std::string>() : "";
+  if (alg != "ES256") {
+    return MakeError(ErrorCode::kUnauthenticated,
+                     "JWT alg \"" + alg.substr(0, 32) + "\" is not accepted (only ES256)");
   }
   size_t d2 = token.rfind('.');
   auto raw = Base64UrlDecode(token.substr(d2 + 1));
@@ -156,7 +161,8 @@ Result<JwtParts> VerifyJwtEs256(std::string_view token, EVP_PKEY* public_key, Cl
   auto exp = num("exp");
   if (!exp || *exp == INT64_MIN)
     return MakeError(ErrorCode::kUnauthenticated, "JWT has no integer exp claim");
-  if (t >= *exp + leeway)
+  // t and leeway are small: t - leeway cannot overflow, whatever exp says.
+  if (t - leeway >= *exp)
     return MakeError(ErrorCode::kUnauthenticated, "JWT expired at " + std::to_string(*exp));
   if (auto nbf = num("nbf"); nbf && (*nbf == INT64_MIN || t + leeway < *nbf)) {
     return MakeError(ErrorCode::kUnauthenticated,

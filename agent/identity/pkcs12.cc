@@ -16,7 +16,9 @@ struct StackFree {
 }  // namespace
 
 Result<std::string> CreatePkcs12(std::string_view key_pem, std::string_view cert_pem,
-                                 std::string_view ca_pem, const std::string& password) {
+                                 std::string_view ca_pem, const std::string& password,
+                                 const std::string& friendly_name) {
+  static_assert(PKCS12_DEFAULT_ITER >= 2048, "PBKDF2 / MAC iteration count below 2048");
   auto key = PrivateKeyFromPem(key_pem);
   if (!key) return std::unexpected(key.error());
   auto cert = CertFromPem(cert_pem);
@@ -28,8 +30,8 @@ Result<std::string> CreatePkcs12(std::string_view key_pem, std::string_view cert
     sk_X509_push(chain.get(), c.release());
   // mac_iter -1: no MAC yet; it is added below with SHA-256.
   std::unique_ptr<PKCS12, P12Free> p12(PKCS12_create_ex(
-      password.c_str(), "cert", key->get(), cert->get(), chain.get(), NID_aes_256_cbc,
-      NID_aes_256_cbc, PKCS12_DEFAULT_ITER, -1, 0, nullptr, nullptr));
+      password.c_str(), friendly_name.c_str(), key->get(), cert->get(), chain.get(),
+      NID_aes_256_cbc, NID_aes_256_cbc, PKCS12_DEFAULT_ITER, -1, 0, nullptr, nullptr));
   if (!p12 || PKCS12_set_mac(p12.get(), password.c_str(), -1, nullptr, 0, PKCS12_DEFAULT_ITER,
                              EVP_sha256()) != 1) {
     return MakeError(ErrorCode::kInternal, "create PKCS#12: " + OpenSslErrors());

@@ -124,6 +124,23 @@ TEST_F(CaDirTest, HalfACaIsRefused) {
   EXPECT_NE(r.error().message.find("only one of"), std::string::npos);
 }
 
+TEST_F(CaDirTest, SaveThenLoadGivesTheSameCaThatStillIssues) {
+  auto ca = CertificateAuthority::Create("saved", Now());
+  ASSERT_TRUE(ca);
+  ASSERT_TRUE(ca->Save(dir_ + "/x/ca"));
+  auto loaded = CertificateAuthority::Load(dir_ + "/x/ca");
+  ASSERT_TRUE(loaded) << loaded.error().ToString();
+  EXPECT_EQ(loaded->Pin(), ca->Pin());
+  auto leaf = loaded->IssueNodeCert("edge-09", Now());
+  ASSERT_TRUE(leaf);
+  auto leaf_cert = CertFromPem(leaf->cert_pem);
+  auto ca_cert = CertFromPem(ca->cert_pem());
+  EXPECT_TRUE(IsIssuedBy(leaf_cert->get(), ca_cert->get()));
+  auto missing = CertificateAuthority::Load(dir_ + "/nowhere");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+}
+
 TEST(CertificateAuthority, MismatchedKeyIsRefused) {
   auto a = CertificateAuthority::Create("a", Now());
   auto b = CertificateAuthority::Create("b", Now());

@@ -82,6 +82,18 @@ TEST_F(JwtTest, TimeClaimsAndAudience) {
   EXPECT_FALSE(VerifyJwtEs256(Sign({{"sub", "x"}}), pub_.get(), At(1))) << "exp is required";
 }
 
+TEST_F(JwtTest, NonStringAlgAndExtremeTimesAreRefusedCleanly) {
+  std::string claims = Base64UrlEncode(R"({"exp":2000})");
+  for (const char* hdr : {R"({"alg":1})", R"({"alg":null})", R"({})", R"({"alg":["ES256"]})"}) {
+    auto r = VerifyJwtEs256(Base64UrlEncode(hdr) + "." + claims + ".", pub_.get(), At(1000));
+    ASSERT_FALSE(r) << hdr;
+    EXPECT_EQ(r.error().code, ErrorCode::kUnauthenticated);
+    EXPECT_NE(r.error().message.find("only ES256"), std::string::npos) << r.error().message;
+  }
+  // exp at INT64_MAX must not overflow the leeway arithmetic (UBSan would abort).
+  EXPECT_TRUE(VerifyJwtEs256(Sign({{"exp", INT64_MAX}}), pub_.get(), At(1000)));
+}
+
 TEST_F(JwtTest, WrongKeyFails) {
   auto other = EcSigningKey::Generate();
   auto other_pub = PublicKeyFromPem(*other->PublicPem());

@@ -137,5 +137,60 @@ TEST_F(KeystoreTest, ServerChainPinCheck) {
   EXPECT_FALSE(CheckServerChainAgainstPin("garbage", ca_->Pin()));
 }
 
+TEST_F(KeystoreTest, PinCheckRefusesANodeCertificatePosingAsTheController) {
+  // Another enrolled node holds a certificate of the same CA, but for clientAuth only.
+  auto st = CheckServerChainAgainstPin(leaf_.cert_pem + ca_->cert_pem(), ca_->Pin());
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_NE(st.error().message.find("not a TLS server certificate"), std::string::npos);
+  // The CA certificate itself is not a server certificate either.
+  EXPECT_FALSE(CheckServerChainAgainstPin(ca_->cert_pem(), ca_->Pin()));
+}
+
+TEST_F(KeystoreTest, PinHexIsCaseInsensitive) {
+  auto server = ca_->IssueServerCert({}, Now());
+  std::string upper = ca_->Pin();
+  for (size_t i = 7; i < upper.size(); ++i)
+    upper[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(upper[i])));
+  EXPECT_TRUE(CheckServerChainAgainstPin(server->cert_pem + ca_->cert_pem(), upper));
+}
+
+TEST_F(KeystoreTest, MtlsOptionsComeFromTheKeystore) {
+  ASSERT_TRUE(KeystoreFiles::Write(dir_, der_, password_, ca_->cert_pem()));
+  auto id = KeystoreFiles::Load(dir_);
+  ASSERT_TRUE(id);
+  auto opts = MtlsOptions(*id);
+  EXPECT_EQ(opts.pem_root_certs, ca_->cert_pem()) << "ca.pem is the only root";
+  EXPECT_EQ(opts.pem_cert_chain, leaf_.cert_pem + ca_->cert_pem());
+  EXPECT_EQ(*PrivateKeyToPem(PrivateKeyFromPem(opts.pem_private_key)->get()),
+            *PrivateKeyToPem(PrivateKeyFromPem(leaf_.key_pem)->get()));
+}
+
+TEST_F(KeystoreTest, FriendlyNameIsStored) {
+  auto der = CreatePkcs12(leaf_.key_pem, leaf_.cert_pem, ca_->cert_pem(), password_, "node-key");
+  ASSERT_TRUE(der);
+  const std::string p12 = dir_ + "/f.p12", pass = dir_ + "/f.pass";
+  ASSERT_TRUE(WriteFileAtomic(p12, *der));
+  ASSERT_TRUE(WriteFileAtomic(pass, password_));
+  const std::string cmd =
+      "openssl pkcs12 -in " + p12 + " -passin file:" + pass + " -nodes -nokeys -clcerts 2>&1";
+  FILE* f = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f))
+    out.append(buf, n);
+  EXPECT_EQ(::pclose(f), 0) << out;
+  EXPECT_NE(out.find("friendlyName: node-key"), std::string::npos) << out;
+  // Default name is "cert" (wire.md §1).
+  ASSERT_TRUE(WriteFileAtomic(p12, der_));
+  f = ::popen(cmd.c_str(), "r");
+  out.clear();
+  while (size_t n = std::fread(buf, 1, sizeof buf, f))
+    out.append(buf, n);
+  EXPECT_EQ(::pclose(f), 0) << out;
+  EXPECT_NE(out.find("friendlyName: cert"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace edge::identity
