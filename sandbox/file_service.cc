@@ -138,15 +138,21 @@ Status FileService::Write(std::string_view path, std::string_view content,
 
 Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
                                       std::optional<uint64_t> length) const {
-  auto fd = root_.OpenBeneath(path, O_RDONLY);
-  if (!fd) return std::unexpected(fd.error());
+  // Resolved O_PATH first: opening a FIFO or a device for reading could block or have side
+  // effects, so only a regular file is then reopened (through its /proc link, which names
+  // exactly the resolved inode) for reading.
+  auto pathfd = root_.OpenBeneath(path, O_PATH);
+  if (!pathfd) return std::unexpected(pathfd.error());
   struct stat st {};
-  if (::fstat(fd->get(), &st) != 0) return std::unexpected(PathError(errno, path, "stat"));
+  if (::fstat(pathfd->get(), &st) != 0) return std::unexpected(PathError(errno, path, "stat"));
   if (S_ISDIR(st.st_mode)) return std::unexpected(PathError(EISDIR, path, "read"));
   if (!S_ISREG(st.st_mode)) {
     return MakeError(ErrorCode::kFailedPrecondition,
                      "path \"" + std::string(path) + "\" is not a regular file");
   }
+  const std::string proc = "/proc/self/fd/" + std::to_string(pathfd->get());
+  UniqueFd fd(::open(proc.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::unexpected(PathError(errno, path, "open"));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (offset > size) {
     return MakeError(ErrorCode::kInvalidArgument, "offset " + std::to_string(offset) +
@@ -163,7 +169,7 @@ Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
   std::string out(want, '\0');
   uint64_t got = 0;
   while (got < want) {
-    ssize_t n = ::pread(fd->get(), out.data() + got, want - got, static_cast<off_t>(offset + got));
+    ssize_t n = ::pread(fd.get(), out.data() + got, want - got, static_cast<off_t>(offset + got));
     if (n < 0) {
       if (errno == EINTR) continue;
       return std::unexpected(PathError(errno, path, "read"));
@@ -184,9 +190,11 @@ Result<FileInfo> FileService::Stat(std::string_view path) const {
 }
 
 Result<std::vector<FileInfo>> FileService::List(std::string_view path) const {
-  auto fd = root_.OpenBeneath(path, O_RDONLY | O_DIRECTORY);
+  // Resolved O_PATH first: that is how the walk resolver tells a symlink (PATH_OUTSIDE_ROOT)
+  // from a file that is not a directory; the directory itself is then opened for reading.
+  auto fd = root_.OpenBeneath(path, O_PATH | O_DIRECTORY);
   if (!fd) return std::unexpected(fd.error());
-  int dup = ::dup(fd->get());
+  int dup = ::openat(fd->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
   if (d == nullptr) {
     if (dup >= 0) ::close(dup);
@@ -293,6 +301,8 @@ Result<std::vector<std::string>> FileService::Glob(std::string_view pattern,
         }
         continue;
       }
+      // Only directories whose name matches this level of the pattern can hold matches.
+      if (::fnmatch((*parts)[depth].c_str(), n.c_str(), FNM_PERIOD) != 0) continue;
       struct stat st {};
       if (::fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
         continue;

@@ -4,18 +4,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace edge::sandbox {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FileServiceTest : public ::testing::Test {
+class FileServiceTest : public ::testing::TestWithParam<ResolveMode> {
  protected:
   void SetUp() override {
+    if (GetParam() == ResolveMode::kOpenat2 && !ScopedRoot::KernelHasOpenat2()) {
+      GTEST_SKIP() << "kernel has no openat2";
+    }
     char tmpl[] = "/tmp/edge-files-XXXXXX";
     base_ = ::mkdtemp(tmpl);
     root_ = base_ + "/root";
@@ -24,9 +29,11 @@ class FileServiceTest : public ::testing::Test {
     fs::create_directories(outside_);
     std::ofstream(outside_ + "/secret") << "OUTSIDE";
     fs::create_symlink(outside_, root_ + "/out");
-    files_.emplace(*ScopedRoot::Open(root_), 1024);
+    files_.emplace(*ScopedRoot::Open(root_, GetParam()), 1024);
   }
-  void TearDown() override { fs::remove_all(base_); }
+  void TearDown() override {
+    if (!base_.empty()) fs::remove_all(base_);
+  }
   static std::string Slurp(const std::string& p) {
     std::stringstream ss;
     ss << std::ifstream(p).rdbuf();
@@ -54,7 +61,7 @@ TEST(ParseOctalMode, AcceptsOctalRejectsTheRest) {
   }
 }
 
-TEST_F(FileServiceTest, WriteCreatesParentsWithExactModeAndNoTempLeft) {
+TEST_P(FileServiceTest, WriteCreatesParentsWithExactModeAndNoTempLeft) {
   ASSERT_TRUE(files_->Write("/a/b/c.txt", "hello", "0640"));
   EXPECT_EQ(Slurp(root_ + "/a/b/c.txt"), "hello");
   EXPECT_EQ(Mode(root_ + "/a/b/c.txt"), 0640u);
@@ -64,7 +71,7 @@ TEST_F(FileServiceTest, WriteCreatesParentsWithExactModeAndNoTempLeft) {
   EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/a/b"), fs::directory_iterator()), 1);
 }
 
-TEST_F(FileServiceTest, FailedWriteLeavesTargetAndNoTemp) {
+TEST_P(FileServiceTest, FailedWriteLeavesTargetAndNoTemp) {
   fs::create_directories(root_ + "/d/x");
   auto st = files_->Write("d", "data");
   ASSERT_FALSE(st);
@@ -74,7 +81,7 @@ TEST_F(FileServiceTest, FailedWriteLeavesTargetAndNoTemp) {
   EXPECT_EQ(files_->Write("x", "d", "0x1").error().code, ErrorCode::kInvalidArgument);
 }
 
-TEST_F(FileServiceTest, ReadWithOffsetLengthAndCap) {
+TEST_P(FileServiceTest, ReadWithOffsetLengthAndCap) {
   ASSERT_TRUE(files_->Write("f", "0123456789"));
   EXPECT_EQ(*files_->Read("f"), "0123456789");
   EXPECT_EQ(*files_->Read("f", 3, 4), "3456");
@@ -91,7 +98,7 @@ TEST_F(FileServiceTest, ReadWithOffsetLengthAndCap) {
   EXPECT_EQ(files_->Read("dir").error().code, ErrorCode::kFailedPrecondition);
 }
 
-TEST_F(FileServiceTest, StatAndListDescribeEntries) {
+TEST_P(FileServiceTest, StatAndListDescribeEntries) {
   ASSERT_TRUE(files_->Write("d/one", "1", "0600"));
   ASSERT_TRUE(files_->Write("d/two", "22"));
   fs::create_directories(root_ + "/d/sub");
@@ -113,7 +120,7 @@ TEST_F(FileServiceTest, StatAndListDescribeEntries) {
   EXPECT_EQ(root_list->size(), 2u) << "d and the symlink out (reported, not followed)";
 }
 
-TEST_F(FileServiceTest, DeleteNeedsRecursiveForNonEmptyDirsAndNeverTheRoot) {
+TEST_P(FileServiceTest, DeleteNeedsRecursiveForNonEmptyDirsAndNeverTheRoot) {
   ASSERT_TRUE(files_->Write("d/e/f", "x"));
   auto st = files_->Delete("d", false);
   ASSERT_FALSE(st);
@@ -128,7 +135,7 @@ TEST_F(FileServiceTest, DeleteNeedsRecursiveForNonEmptyDirsAndNeverTheRoot) {
   EXPECT_EQ(Slurp(outside_ + "/secret"), "OUTSIDE");
 }
 
-TEST_F(FileServiceTest, MoveAndChmod) {
+TEST_P(FileServiceTest, MoveAndChmod) {
   ASSERT_TRUE(files_->Write("a", "x"));
   ASSERT_TRUE(files_->Move("a", "dir/b"));
   EXPECT_TRUE(fs::exists(root_ + "/dir/b"));
@@ -139,7 +146,7 @@ TEST_F(FileServiceTest, MoveAndChmod) {
   EXPECT_EQ(files_->Move("missing", "x").error().code, ErrorCode::kNotFound);
 }
 
-TEST_F(FileServiceTest, NoOperationReachesOutsideTheRoot) {
+TEST_P(FileServiceTest, NoOperationReachesOutsideTheRoot) {
   const mode_t before = Mode(outside_ + "/secret");
   EXPECT_EQ(files_->Read("out/secret").error().code, ErrorCode::kPathOutsideRoot);
   EXPECT_EQ(files_->Read("../outside/secret").error().code, ErrorCode::kPathOutsideRoot);
@@ -159,7 +166,7 @@ TEST_F(FileServiceTest, NoOperationReachesOutsideTheRoot) {
   EXPECT_FALSE(fs::exists(base_ + "/escape"));
 }
 
-TEST_F(FileServiceTest, GlobMatchesBeneathTheRootOnly) {
+TEST_P(FileServiceTest, GlobMatchesBeneathTheRootOnly) {
   ASSERT_TRUE(files_->Write("src/a.c", ""));
   ASSERT_TRUE(files_->Write("src/b.c", ""));
   ASSERT_TRUE(files_->Write("src/c.h", ""));
@@ -170,6 +177,69 @@ TEST_F(FileServiceTest, GlobMatchesBeneathTheRootOnly) {
   EXPECT_EQ(files_->Glob("../*").error().code, ErrorCode::kPathOutsideRoot);
   EXPECT_EQ(files_->Glob("src/*.c", 1)->size(), 1u);
 }
+
+TEST_P(FileServiceTest, ReadRefusesSpecialFilesWithoutOpeningThem) {
+  // Opening a FIFO for reading would block until a writer came: Read must not open it.
+  ASSERT_EQ(::mkfifo((root_ + "/fifo").c_str(), 0600), 0);
+  auto r = files_->Read("fifo");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(r.error().message.find("\"fifo\" is not a regular file"), std::string::npos);
+}
+
+TEST_P(FileServiceTest, GlobOnlyDescendsMatchingDirectories) {
+  ASSERT_TRUE(files_->Write("src/a/x.c", ""));
+  ASSERT_TRUE(files_->Write("src/b/y.c", ""));
+  ASSERT_TRUE(files_->Write("lib/a/z.c", ""));
+  ASSERT_TRUE(files_->Write(".git/a/w.c", ""));
+  EXPECT_EQ(*files_->Glob("src/*/*.c"), (std::vector<std::string>{"src/a/x.c", "src/b/y.c"}));
+  EXPECT_EQ(*files_->Glob("*/a/*.c"), (std::vector<std::string>{"lib/a/z.c", "src/a/x.c"}))
+      << "hidden directories are matched only by a pattern starting with a dot";
+  EXPECT_EQ(*files_->Glob(".*/a/*.c"), (std::vector<std::string>{".git/a/w.c"}));
+  EXPECT_EQ(files_->Glob("").error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_P(FileServiceTest, SwappedSymlinkNeverLetsAWriteOrReadOutside) {
+  // One thread keeps replacing root/swap between a real directory and a symlink to the
+  // outside directory; meanwhile files are written into and read from swap/. Nothing may
+  // appear outside and the outside secret may never be returned.
+  fs::create_directories(root_ + "/real");
+  std::ofstream(root_ + "/real/secret") << "inside";
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    const std::string swap = root_ + "/swap", link = root_ + "/swap.lnk";
+    while (!stop) {
+      ::symlink(outside_.c_str(), link.c_str());
+      ::rename(link.c_str(), swap.c_str());  // swap -> outside
+      ::unlink(swap.c_str());
+      ::rename((root_ + "/real").c_str(), swap.c_str());  // swap is the real directory
+      ::rename(swap.c_str(), (root_ + "/real").c_str());
+    }
+  });
+  int leaks = 0, reads = 0, writes = 0;
+  for (int i = 0; i < 3000; ++i) {
+    auto r = files_->Read("swap/secret");
+    if (r) {
+      ++reads;
+      if (*r == "OUTSIDE") ++leaks;
+    }
+    if (files_->Write("swap/w" + std::to_string(i % 50), "x")) ++writes;
+    (void)files_->Chmod("swap/secret", "0777");
+  }
+  stop = true;
+  swapper.join();
+  EXPECT_EQ(leaks, 0);
+  EXPECT_EQ(std::distance(fs::directory_iterator(outside_), fs::directory_iterator()), 1)
+      << "only the secret is outside";
+  EXPECT_EQ(Mode(outside_ + "/secret"), 0644u);
+  EXPECT_GT(reads + writes, 0) << "the race never let a legitimate call through";
+}
+
+INSTANTIATE_TEST_SUITE_P(Resolvers, FileServiceTest,
+                         ::testing::Values(ResolveMode::kOpenat2, ResolveMode::kWalk),
+                         [](const auto& info) {
+                           return info.param == ResolveMode::kOpenat2 ? "openat2" : "walk";
+                         });
 
 }  // namespace
 }  // namespace edge::sandbox
