@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace edge::sandbox {
 namespace {
@@ -107,6 +109,26 @@ TEST_F(LogBufferTest, RejectsBadBoundsAndPaths) {
   ASSERT_FALSE(link);
   EXPECT_EQ(link.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(link.error().message.find("link.log"), std::string::npos);
+}
+
+TEST_F(LogBufferTest, ConcurrentAppendsKeepLinesWhole) {
+  auto buf = Open({.max_lines = 10000, .max_bytes = 1u << 20, .max_line_bytes = 1024});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i)
+        ASSERT_TRUE(
+            buf->Append("thread-" + std::to_string(t) + "-line-" + std::to_string(i) + "\n"));
+    });
+  }
+  for (auto& th : threads)
+    th.join();
+  auto lines = buf->Tail(100000);
+  ASSERT_EQ(lines.size(), 800u);
+  for (const auto& l : lines)
+    EXPECT_EQ(l.rfind("thread-", 0), 0u) << l;
+  const std::string text = FileText();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 800);
 }
 
 }  // namespace

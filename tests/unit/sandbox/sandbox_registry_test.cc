@@ -266,5 +266,16 @@ TEST_F(SandboxRegistryTest, OpenRejectsBadOptions) {
   EXPECT_NE(nodir.error().message.find("sandboxes_dir"), std::string::npos);
 }
 
+TEST_F(SandboxRegistryTest, MetadataMustBeUtf8) {
+  auto req = Req("sbx-1");
+  req.metadata = {{"k", std::string("\xff\xfe")}};
+  auto r = reg_->Spawn(req);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("metadata of sandbox \"sbx-1\""), std::string::npos);
+  EXPECT_EQ(reg_->Get("sbx-1").error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(fs::exists(dir_ + "/sandboxes/sbx-1"));
+}
+
 }  // namespace
 }  // namespace edge::sandbox

@@ -185,5 +185,21 @@ TEST_F(StateDbTest, ConcurrentTransactionsDoNotLoseUpdates) {
   EXPECT_EQ((*rows)[0].Int(0), 200);
 }
 
+TEST_F(StateDbTest, ASecondConnectionWaitsOutItsBusyTimeoutThenFails) {
+  auto first = StateDb::Open(dir_);
+  ASSERT_TRUE(first);
+  auto second = StateDb::Open(dir_, {.busy_timeout = std::chrono::milliseconds(50)});
+  ASSERT_TRUE(second);
+  auto held = (*first)->Begin();
+  ASSERT_TRUE(held);
+  auto blocked = (*second)->Begin();
+  ASSERT_FALSE(blocked);
+  EXPECT_EQ(blocked.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(blocked.error().message.find("agent.db"), std::string::npos);
+  ASSERT_TRUE(held->Commit());
+  auto after = (*second)->Begin();
+  EXPECT_TRUE(after) << "the lock is free once the first transaction ends";
+}
+
 }  // namespace
 }  // namespace edge::sandbox
