@@ -47,6 +47,11 @@ TEST_F(StateDbTest, OpensAgentDbPrivatelyInWalMode) {
                              {std::string("schema_migrations")});
   ASSERT_TRUE(tables);
   EXPECT_EQ(tables->size(), 1u);
+  // The write-ahead log and its index are as private as the database.
+  ASSERT_TRUE((*db)->Migrate("comp", {{1, "CREATE TABLE w (a)"}}));
+  ASSERT_TRUE(fs::exists(dir_ + "/state/agent.db-wal"));
+  EXPECT_EQ(Mode(dir_ + "/state/agent.db-wal"), 0600u);
+  EXPECT_EQ(Mode(dir_ + "/state/agent.db-shm"), 0600u);
 }
 
 TEST_F(StateDbTest, RejectsEmptyDataDirAndSymlinkedDatabase) {
