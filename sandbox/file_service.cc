@@ -48,12 +48,27 @@ FileInfo InfoFrom(const struct stat& st, std::string rel) {
   return fi;
 }
 
-// Removes everything inside the directory `dirfd` (not following symlinks), then nothing else.
-bool RemoveContents(int dirfd, int depth) {
-  if (depth > 256) {
-    errno = ELOOP;
-    return false;
-  }
+// Opens the subdirectory `name` of `dirfd` for reading without following a symlink. A
+// directory without read or search permission (a sandbox may chmod its own dirs to 0) is made
+// 0700 first, through the /proc link of an O_PATH descriptor so that exactly that inode
+// changes even if the name is swapped meanwhile.
+int OpenSubdirForRemoval(int dirfd, const std::string& name) {
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0 || errno != EACCES) return fd;
+  UniqueFd path(::openat(dirfd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!path) return -1;
+  const std::string proc = "/proc/self/fd/" + std::to_string(path.get());
+  if (::chmod(proc.c_str(), 0700) != 0) return -1;
+  return ::openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+// Directories nested deeper than this below the one being emptied are moved up into it and
+// removed by a later pass, so any depth is removed with a bounded number of open fds.
+constexpr int kMaxRemoveDepth = 64;
+
+// One pass removing everything inside the directory `dirfd` (not following symlinks);
+// sets `*hoisted` when it moved a too-deep directory up into `top` for the next pass.
+bool RemovePass(int top, int dirfd, int depth, bool* hoisted) {
   int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return false;
   DIR* d = ::fdopendir(fd);
@@ -70,17 +85,32 @@ bool RemoveContents(int dirfd, int depth) {
   for (const auto& n : names) {
     struct stat st {};
     if (::fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
-    if (S_ISDIR(st.st_mode)) {
-      int sub = ::openat(dirfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (sub < 0) return false;
-      bool ok = RemoveContents(sub, depth + 1);
-      ::close(sub);
-      if (!ok || ::unlinkat(dirfd, n.c_str(), AT_REMOVEDIR) != 0) return false;
-    } else if (::unlinkat(dirfd, n.c_str(), 0) != 0) {
-      return false;
+    if (!S_ISDIR(st.st_mode)) {
+      if (::unlinkat(dirfd, n.c_str(), 0) != 0) return false;
+      continue;
     }
+    if (depth >= kMaxRemoveDepth) {
+      const std::string up = ".edge-rm-" + NewUuidV4();
+      if (::renameat(dirfd, n.c_str(), top, up.c_str()) != 0) return false;
+      *hoisted = true;
+      continue;
+    }
+    UniqueFd sub(OpenSubdirForRemoval(dirfd, n));
+    if (!sub || !RemovePass(top, sub.get(), depth + 1, hoisted)) return false;
+    if (::unlinkat(dirfd, n.c_str(), AT_REMOVEDIR) != 0) return false;
   }
   return true;
+}
+
+// Removes everything inside the directory `dirfd`, at any depth; errno is set on failure.
+bool RemoveContents(int dirfd) {
+  for (int pass = 0; pass < 1 << 20; ++pass) {
+    bool hoisted = false;
+    if (!RemovePass(dirfd, dirfd, 0, &hoisted)) return false;
+    if (!hoisted) return true;
+  }
+  errno = ELOOP;
+  return false;
 }
 
 }  // namespace
@@ -237,8 +267,8 @@ Status FileService::Delete(std::string_view path, bool recursive) {
         ErrorCode::kFailedPrecondition,
         "directory \"" + std::string(path) + "\" is not empty: set recursive to delete it");
   }
-  UniqueFd sub(::openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!sub || !RemoveContents(sub.get(), 0) ||
+  UniqueFd sub(OpenSubdirForRemoval(dir.get(), name));
+  if (!sub || !RemoveContents(sub.get()) ||
       ::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0) {
     return std::unexpected(PathError(errno, path, "delete"));
   }

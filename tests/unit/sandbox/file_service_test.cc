@@ -235,6 +235,34 @@ TEST_P(FileServiceTest, SwappedSymlinkNeverLetsAWriteOrReadOutside) {
   EXPECT_GT(reads + writes, 0) << "the race never let a legitimate call through";
 }
 
+TEST_P(FileServiceTest, RecursiveDeleteRemovesTreesOfAnyDepth) {
+  // Deeper than any fixed recursion limit: a sandbox must not be able to make its
+  // workspace undeletable by nesting directories.
+  std::string deep = root_ + "/deep";
+  for (int i = 0; i < 600; ++i)
+    deep += "/d";
+  fs::create_directories(deep);
+  std::ofstream(deep + "/leaf") << "x";
+  fs::create_symlink(outside_, deep + "/out");
+  auto st = files_->Delete("deep", true);
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_FALSE(fs::exists(root_ + "/deep"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(root_), fs::directory_iterator()), 1)
+      << "nothing hoisted is left behind; only the symlink out remains";
+  EXPECT_EQ(Slurp(outside_ + "/secret"), "OUTSIDE");
+}
+
+TEST_P(FileServiceTest, RecursiveDeleteRemovesDirectoriesWithoutPermissions) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions; run as non-root";
+  fs::create_directories(root_ + "/locked/inner");
+  std::ofstream(root_ + "/locked/inner/f") << "x";
+  ::chmod((root_ + "/locked/inner").c_str(), 0);
+  ::chmod((root_ + "/locked").c_str(), 0);
+  auto st = files_->Delete("locked", true);
+  ASSERT_TRUE(st) << st.error().ToString();
+  EXPECT_FALSE(fs::exists(root_ + "/locked"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Resolvers, FileServiceTest,
                          ::testing::Values(ResolveMode::kOpenat2, ResolveMode::kWalk),
                          [](const auto& info) {
