@@ -56,6 +56,9 @@ Result<TlsIdentity> KeystoreFiles::Load(const std::string& data_dir) {
   if (!password) return std::unexpected(password.error());
   auto ca = ReadFile(dir + "/ca.pem", 1 << 20);
   if (!ca) return std::unexpected(ca.error());
+  // The password is [A-Za-z0-9]; a trailing newline added by an editor is not part of it.
+  while (!password->empty() && (password->back() == '\n' || password->back() == '\r'))
+    password->pop_back();
   auto contents = ParsePkcs12(*der, *password);
   if (!contents) {
     return MakeError(contents.error().code, dir + "/node.p12: " + contents.error().message);

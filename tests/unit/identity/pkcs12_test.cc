@@ -113,6 +113,19 @@ TEST_F(KeystoreTest, KeystoreFilesHaveTheirModesAndLoadBack) {
             3);
 }
 
+TEST_F(KeystoreTest, LoadToleratesATrailingNewlineInThePasswordFileButNotAWrongPassword) {
+  ASSERT_TRUE(KeystoreFiles::Write(dir_, der_, password_, ca_->cert_pem()));
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/certs/node.p12.pass", password_ + "\n"));
+  EXPECT_TRUE(KeystoreFiles::Load(dir_));
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/certs/node.p12.pass", "x" + password_));
+  auto r = KeystoreFiles::Load(dir_);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnauthenticated);
+  EXPECT_NE(r.error().message.find("node.p12"), std::string::npos);
+  EXPECT_NE(r.error().message.find("password is wrong"), std::string::npos);
+  EXPECT_EQ(r.error().message.find(password_), std::string::npos) << "never echo the password";
+}
+
 TEST_F(KeystoreTest, FailedWriteLeavesNoPartialKeystore) {
   // ca.pem's place is taken by a non-empty directory: the last rename fails.
   std::filesystem::create_directories(dir_ + "/certs/ca.pem/x");
