@@ -1,0 +1,810 @@
+#include "sandbox/process_runner.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include "common/log.h"
+
+extern char** environ;
+
+namespace edge::sandbox {
+namespace {
+
+namespace asio = boost::asio;
+using Strand = asio::strand<asio::io_context::executor_type>;
+
+std::string Errno(int err) {
+  return std::strerror(err);
+}
+
+int PidfdOpen(pid_t pid) {
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+}
+
+// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); 0 when unknown.
+uint64_t ProcStartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  // Fields after the command start at field 3 (state); start time is field 22.
+  for (int i = 3; i <= 22; ++i) {
+    if (!(rest >> field)) return 0;
+  }
+  return std::strtoull(field.c_str(), nullptr, 10);
+}
+
+bool IsExecutableFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+Result<std::string> ResolveExecutable(const std::string& name, const std::string& path_var) {
+  if (name.find('/') != std::string::npos) {
+    if (!IsExecutableFile(name)) {
+      return MakeError(ErrorCode::kNotFound,
+                       "argv[0] '" + name + "' is not an executable file: " + Errno(errno));
+    }
+    return name;
+  }
+  size_t start = 0;
+  while (start <= path_var.size()) {
+    size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    std::string dir = path_var.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    if (IsExecutableFile(candidate)) return candidate;
+    start = end + 1;
+  }
+  return MakeError(ErrorCode::kNotFound,
+                   "command '" + name + "' not found in PATH '" + path_var + "'");
+}
+
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
+Result<std::optional<RunAs>> ResolveRunAs(const std::string& user) {
+  if (user.empty()) return std::optional<RunAs>{};
+  std::vector<char> buf(16384);
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  bool numeric = user.find_first_not_of("0123456789") == std::string::npos;
+  int rc = numeric ? ::getpwuid_r(static_cast<uid_t>(std::strtoul(user.c_str(), nullptr, 10)), &pw,
+                                  buf.data(), buf.size(), &found)
+                   : ::getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found);
+  if (rc != 0 || found == nullptr) {
+    return MakeError(ErrorCode::kNotFound, "run_as user '" + user + "' not found");
+  }
+  RunAs out;
+  out.uid = pw.pw_uid;
+  out.gid = pw.pw_gid;
+  if (::geteuid() != 0) {
+    if (out.uid != ::geteuid()) {
+      return MakeError(ErrorCode::kPermissionDenied,
+                       "run_as user '" + user +
+                           "' needs the agent to run as root (it runs as uid " +
+                           std::to_string(::geteuid()) + ")");
+    }
+    return std::optional<RunAs>{};  // already that user: nothing to change
+  }
+  int ngroups = 64;
+  out.groups.resize(ngroups);
+  if (::getgrouplist(pw.pw_name, pw.pw_gid, out.groups.data(), &ngroups) < 0) {
+    out.groups.resize(ngroups);
+    ::getgrouplist(pw.pw_name, pw.pw_gid, out.groups.data(), &ngroups);
+  }
+  out.groups.resize(ngroups > 0 ? ngroups : 0);
+  return std::optional<RunAs>(std::move(out));
+}
+
+bool HasNul(const std::string& s) {
+  return s.find('\0') != std::string::npos;
+}
+
+// Writes `v` in decimal into `out` (async-signal-safe); returns the length.
+size_t FormatDecimal(long v, char* out) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && n < sizeof(tmp));
+  for (size_t i = 0; i < n; ++i)
+    out[i] = tmp[n - 1 - i];
+  return n;
+}
+
+const char* StageName(int stage) {
+  switch (stage) {
+    case 1:
+      return "setsid";
+    case 2:
+      return "prctl(PR_SET_PDEATHSIG)";
+    case 3:
+      return "joining the pids cgroup";
+    case 4:
+      return "chdir to cwd";
+    case 5:
+      return "setrlimit(RLIMIT_NPROC)";
+    case 6:
+      return "setgroups";
+    case 7:
+      return "setgid";
+    case 8:
+      return "setuid";
+    case 9:
+      return "dup2 of stdio";
+    case 10:
+      return "execve";
+    default:
+      return "child setup";
+  }
+}
+
+void KillCgroupProcs(const std::string& dir) {
+  std::ifstream in(dir + "/cgroup.procs");
+  pid_t pid;
+  while (in >> pid)
+    ::kill(pid, SIGKILL);
+}
+
+}  // namespace
+
+struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
+  struct Child;
+
+  Impl(asio::io_context& io, Clock& clock, Options options)
+      : io(io), clock(clock), options(std::move(options)) {}
+
+  asio::io_context& io;
+  Clock& clock;
+  Options options;
+  std::atomic<uint64_t> seq{0};
+  std::once_flag cgroup_once;
+  bool cgroup_ok = false;
+
+  mutable std::mutex mu;
+  std::map<pid_t, std::shared_ptr<Child>> live;
+  bool shutting_down = false;
+  bool destroyed = false;
+  std::vector<std::function<void()>> reaped_waiters;
+
+  bool CgroupAvailable() {
+    std::call_once(cgroup_once, [this] {
+      if (options.pids_cgroup_root.empty()) return;
+      std::string base = options.pids_cgroup_root + "/edge-agent";
+      if (::access(options.pids_cgroup_root.c_str(), W_OK) != 0) return;
+      if (::mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) return;
+      cgroup_ok = ::access((base + "/cgroup.procs").c_str(), W_OK) == 0;
+    });
+    return cgroup_ok;
+  }
+
+  void Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink, DoneCallback done);
+  void Forget(pid_t pid);
+};
+
+struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
+  Child(std::shared_ptr<Impl> impl, asio::io_context& io)
+      : impl(std::move(impl)),
+        strand(asio::make_strand(io)),
+        pidfd(strand),
+        out{asio::posix::stream_descriptor(strand), asio::posix::stream_descriptor(strand)},
+        in(strand),
+        deadline(strand),
+        grace(strand),
+        drain(strand) {}
+
+  std::shared_ptr<Impl> impl;
+  Strand strand;
+  pid_t pid = 0;
+  asio::posix::stream_descriptor pidfd;
+  std::array<asio::posix::stream_descriptor, 2> out;
+  asio::posix::stream_descriptor in;
+  asio::steady_timer deadline, grace, drain;
+  std::string stdin_data;
+  ProcessSpec spec;
+  OutputSink sink;
+  DoneCallback done;
+  CancelRegistration cancel_reg;
+  std::string ledger_file;
+  std::string cgroup_dir;
+  Clock::MonoTime started{};
+
+  std::atomic<bool> reaped{false};
+  bool exited = false;
+  bool terminating = false;
+  bool finished = false;
+  bool drain_expired = false;
+  std::array<bool, 2> eof{false, false};
+  std::array<std::array<char, OutputChunk::kMaxChunkBytes>, 2> buf{};
+  std::deque<OutputChunk> queue;
+  bool in_flight = false;
+  uint64_t total = 0;
+  ProcessResult result;
+
+  bool LeaderExited() const {
+    struct pollfd p {};
+    p.fd = const_cast<asio::posix::stream_descriptor&>(pidfd).native_handle();
+    p.events = POLLIN;
+    return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+  }
+
+  void Start() {
+    auto self = shared_from_this();
+    pidfd.async_wait(asio::posix::stream_descriptor::wait_read,
+                     [self](const boost::system::error_code& ec) {
+                       if (!ec) self->OnExit();
+                     });
+    ReadMore(0);
+    ReadMore(1);
+    if (in.is_open()) {
+      asio::async_write(in, asio::buffer(stdin_data),
+                        [self](const boost::system::error_code&, size_t) {
+                          boost::system::error_code ignored;
+                          self->in.close(ignored);
+                          self->stdin_data.clear();
+                        });
+    }
+    if (spec.timeout.count() > 0) {
+      deadline.expires_after(spec.timeout);
+      deadline.async_wait([self](const boost::system::error_code& ec) {
+        if (ec || self->exited || self->LeaderExited()) return;
+        self->result.timed_out = true;
+        self->Terminate();
+      });
+    }
+  }
+
+  void OnCancel(const std::string& reason) {
+    if (exited || finished || LeaderExited()) return;
+    if (!result.cancelled && !result.timed_out) {
+      result.cancelled = true;
+      result.cancel_reason = reason;
+    }
+    Terminate();
+  }
+
+  void Terminate() {
+    if (exited || terminating || reaped.load()) return;
+    terminating = true;
+    if (spec.kill_grace.count() <= 0) {
+      ::kill(-pid, SIGKILL);
+      return;
+    }
+    ::kill(-pid, SIGTERM);
+    ArmKill(spec.kill_grace);
+  }
+
+  void ArmKill(std::chrono::milliseconds after) {
+    auto self = shared_from_this();
+    grace.expires_after(after);
+    grace.async_wait([self](const boost::system::error_code& ec) {
+      if (ec || self->exited || self->reaped.load()) return;
+      ::kill(-self->pid, SIGKILL);
+    });
+  }
+
+  void ReadMore(int s) {
+    if (eof[s] || !out[s].is_open()) return;
+    auto self = shared_from_this();
+    out[s].async_read_some(asio::buffer(buf[s]), [self, s](const boost::system::error_code& ec,
+                                                           size_t n) { self->OnRead(s, ec, n); });
+  }
+
+  void OnRead(int s, const boost::system::error_code& ec, size_t n) {
+    if (finished) return;
+    if (ec) {
+      eof[s] = true;
+      MaybeFinish();
+      return;
+    }
+    uint64_t room = spec.max_output_bytes > total ? spec.max_output_bytes - total : 0;
+    size_t take = static_cast<size_t>(std::min<uint64_t>(n, room));
+    if (take < n) {
+      result.output_truncated = true;
+      if (spec.on_output_cap == OutputCapPolicy::kStop) Terminate();
+    }
+    if (take == 0) {
+      ReadMore(s);  // past the cap: keep draining so the child never blocks on us
+      return;
+    }
+    total += take;
+    (s == 0 ? result.stdout_bytes : result.stderr_bytes) += take;
+    queue.push_back(OutputChunk{s == 0 ? OutputStream::kStdout : OutputStream::kStderr,
+                                std::string(buf[s].data(), take)});
+    Deliver();
+  }
+
+  void Deliver() {
+    if (in_flight || queue.empty()) return;
+    OutputChunk chunk = std::move(queue.front());
+    queue.pop_front();
+    in_flight = true;
+    int s = chunk.stream == OutputStream::kStdout ? 0 : 1;
+    auto self = shared_from_this();
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    auto ack = [self, s, once] {
+      if (once->exchange(true)) return;
+      asio::post(self->strand, [self, s] { self->OnAck(s); });
+    };
+    if (!sink) {
+      ack();
+      return;
+    }
+    sink(std::move(chunk), std::move(ack));
+  }
+
+  void OnAck(int s) {
+    in_flight = false;
+    if (finished) return;
+    ReadMore(s);
+    Deliver();
+    MaybeFinish();
+  }
+
+  void OnExit() {
+    if (reaped.exchange(true)) return;  // the runner's destructor reaped it
+    // The leader is a zombie, so its pid (= the group id) cannot be reused yet: kill what is
+    // left of its group, then reap it.
+    ::kill(-pid, SIGKILL);
+    int status = 0;
+    struct rusage ru {};
+    pid_t r;
+    do {
+      r = ::wait4(pid, &status, 0, &ru);
+    } while (r < 0 && errno == EINTR);
+    exited = true;
+    result.wall_time =
+        std::chrono::duration_cast<std::chrono::milliseconds>(impl->clock.Monotonic() - started);
+    if (r == pid) {
+      if (WIFEXITED(status)) {
+        result.exit_code = WEXITSTATUS(status);
+      } else if (WIFSIGNALED(status)) {
+        result.signal = WTERMSIG(status);
+      }
+      result.peak_rss_kb = ru.ru_maxrss;
+    }
+    if (!cgroup_dir.empty()) KillCgroupProcs(cgroup_dir);
+    if (!ledger_file.empty()) ::unlink(ledger_file.c_str());
+    boost::system::error_code ignored;
+    deadline.cancel();
+    grace.cancel();
+    pidfd.close(ignored);
+    ArmDrain();
+    MaybeFinish();
+  }
+
+  // Pipes still open after the leader exit are held by processes that left the group;
+  // give them a moment, then stop reading (never while the consumer holds a chunk).
+  void ArmDrain() {
+    auto self = shared_from_this();
+    drain.expires_after(std::chrono::milliseconds(500));
+    drain.async_wait([self](const boost::system::error_code& ec) {
+      if (ec || self->finished) return;
+      if (self->in_flight || !self->queue.empty()) {
+        self->ArmDrain();
+        return;
+      }
+      self->drain_expired = true;
+      self->MaybeFinish();
+    });
+  }
+
+  void MaybeFinish() {
+    if (finished || !exited) return;
+    bool drained = eof[0] && eof[1] && !in_flight && queue.empty();
+    if (!drained && !drain_expired) return;
+    finished = true;
+    boost::system::error_code ignored;
+    drain.cancel();
+    for (auto& d : out)
+      d.close(ignored);
+    in.close(ignored);
+    queue.clear();
+    cancel_reg.Reset();
+    if (!cgroup_dir.empty()) {
+      KillCgroupProcs(cgroup_dir);
+      ::rmdir(cgroup_dir.c_str());  // best effort: KillStaleGroups retries leftovers
+    }
+    auto cb = std::move(done);
+    ProcessResult r = result;
+    impl->Forget(pid);
+    if (cb) cb(std::move(r));
+  }
+};
+
+void ProcessRunner::Impl::Forget(pid_t pid) {
+  std::vector<std::function<void()>> waiters;
+  {
+    std::lock_guard lock(mu);
+    live.erase(pid);
+    if (shutting_down && live.empty()) waiters.swap(reaped_waiters);
+  }
+  for (auto& w : waiters)
+    w();
+}
+
+void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink,
+                                DoneCallback done) {
+  auto fail = [&](Error e) { done(std::unexpected(std::move(e))); };
+  {
+    std::lock_guard lock(mu);
+    if (shutting_down || destroyed) {
+      return fail(Error{ErrorCode::kDraining, "process runner is shutting down"});
+    }
+  }
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return fail(Error{ErrorCode::kInvalidArgument, "argv: must not be empty"});
+  }
+  for (const auto& a : spec.argv) {
+    if (HasNul(a)) return fail(Error{ErrorCode::kInvalidArgument, "argv: contains a NUL byte"});
+  }
+  if (spec.cwd.empty() || spec.cwd[0] != '/') {
+    return fail(
+        Error{ErrorCode::kInvalidArgument, "cwd '" + spec.cwd + "': must be an absolute path"});
+  }
+  struct stat st {};
+  if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return fail(Error{ErrorCode::kNotFound, "cwd '" + spec.cwd + "': not an existing directory"});
+  }
+  if (spec.max_processes < 0) {
+    return fail(Error{ErrorCode::kInvalidArgument,
+                      "max_processes " + std::to_string(spec.max_processes) + ": must be >= 0"});
+  }
+  // The environment: explicit map over allow-listed variables, PATH defaulted.
+  std::map<std::string, std::string> env;
+  for (const auto& name : spec.env_allow) {
+    if (const char* v = ::getenv(name.c_str())) env[name] = v;
+  }
+  for (const auto& [k, v] : spec.env) {
+    if (k.empty() || k.find('=') != std::string::npos || HasNul(k) || HasNul(v)) {
+      return fail(Error{ErrorCode::kInvalidArgument,
+                        "env name '" + k + "': must be non-empty without '=' or NUL"});
+    }
+    env[k] = v;
+  }
+  if (!env.contains("PATH")) env["PATH"] = ProcessSpec::kDefaultPath;
+  auto exe = ResolveExecutable(spec.argv[0], env["PATH"]);
+  if (!exe) return fail(exe.error());
+  auto run_as = ResolveRunAs(spec.run_as);
+  if (!run_as) return fail(run_as.error());
+
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env)
+    env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& s : env_strings)
+    envp.push_back(s.data());
+  envp.push_back(nullptr);
+  for (auto& s : spec.argv)
+    argv.push_back(s.data());
+  argv.push_back(nullptr);
+
+  // Descriptors: all close-on-exec in the parent; the child dup2s what it needs.
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1}, st_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {out_pipe, err_pipe, in_pipe, st_pipe}) {
+      for (int i = 0; i < 2; ++i) {
+        if (p[i] >= 0) ::close(p[i]);
+        p[i] = -1;
+      }
+    }
+  };
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      ::pipe2(st_pipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    return fail(Error{ErrorCode::kInternal, "pipe2: " + Errno(e)});
+  }
+  if (spec.stdin_data) {
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
+      int e = errno;
+      close_all();
+      return fail(Error{ErrorCode::kInternal, "pipe2: " + Errno(e)});
+    }
+  } else {
+    in_pipe[0] = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in_pipe[0] < 0) {
+      int e = errno;
+      close_all();
+      return fail(Error{ErrorCode::kInternal, "open /dev/null: " + Errno(e)});
+    }
+  }
+
+  std::string cgroup_dir;
+  int cgroup_fd = -1;
+  if (spec.max_processes > 0 && CgroupAvailable()) {
+    cgroup_dir = options.pids_cgroup_root + "/edge-agent/" + std::to_string(::getpid()) + "-" +
+                 std::to_string(seq.fetch_add(1));
+    if (::mkdir(cgroup_dir.c_str(), 0755) == 0) {
+      std::ofstream max(cgroup_dir + "/pids.max");
+      max << spec.max_processes;
+      max.close();
+      cgroup_fd = ::open((cgroup_dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    }
+    if (cgroup_fd < 0) {
+      ::rmdir(cgroup_dir.c_str());
+      cgroup_dir.clear();
+    }
+  }
+
+  const RunAs* user = run_as->has_value() ? &**run_as : nullptr;
+  bool set_nproc = spec.max_processes > 0 && user != nullptr && user->uid != 0;
+  const char* exe_path = exe->c_str();
+  const char* cwd = spec.cwd.c_str();
+  pid_t parent = ::getpid();
+  rlim_t nproc = static_cast<rlim_t>(spec.max_processes);
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    close_all();
+    if (cgroup_fd >= 0) ::close(cgroup_fd);
+    if (!cgroup_dir.empty()) ::rmdir(cgroup_dir.c_str());
+    return fail(Error{ErrorCode::kResourceExhausted, "fork: " + Errno(e)});
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only until execve.
+    int status_fd = st_pipe[1];
+    auto die = [status_fd](int stage) {
+      int report[2] = {stage, errno};
+      ssize_t w = ::write(status_fd, report, sizeof(report));
+      (void)w;
+      ::_exit(127);
+    };
+    if (::setsid() < 0) die(1);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(2);
+    if (::getppid() != parent) ::_exit(127);  // the agent is already gone
+    if (cgroup_fd >= 0) {
+      char num[24];
+      size_t n = FormatDecimal(::getpid(), num);
+      if (::write(cgroup_fd, num, n) != static_cast<ssize_t>(n)) die(3);
+    }
+    if (::chdir(cwd) != 0) die(4);
+    if (set_nproc) {
+      struct rlimit rl {
+        nproc, nproc
+      };
+      if (::setrlimit(RLIMIT_NPROC, &rl) != 0) die(5);
+    }
+    if (user != nullptr) {
+      if (::setgroups(user->groups.size(), user->groups.data()) != 0) die(6);
+      if (::setgid(user->gid) != 0) die(7);
+      if (::setuid(user->uid) != 0) die(8);
+    }
+    if (::dup2(in_pipe[0], 0) < 0 || ::dup2(out_pipe[1], 1) < 0 || ::dup2(err_pipe[1], 2) < 0) {
+      die(9);
+    }
+    if (status_fd != 3) {
+      if (::dup3(status_fd, 3, O_CLOEXEC) < 0) die(9);
+      status_fd = 3;
+    }
+    ::syscall(SYS_close_range, 4u, ~0u, 0u);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig)
+      ::sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execve(exe_path, argv.data(), envp.data());
+    die(10);
+  }
+
+  // Parent.
+  ::close(st_pipe[1]);
+  st_pipe[1] = -1;
+  ::close(out_pipe[1]);
+  out_pipe[1] = -1;
+  ::close(err_pipe[1]);
+  err_pipe[1] = -1;
+  ::close(in_pipe[0]);
+  in_pipe[0] = -1;
+  if (cgroup_fd >= 0) ::close(cgroup_fd);
+  int report[2] = {0, 0};
+  ssize_t got;
+  do {
+    got = ::read(st_pipe[0], report, sizeof(report));
+  } while (got < 0 && errno == EINTR);
+  if (got > 0) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    close_all();
+    if (!cgroup_dir.empty()) ::rmdir(cgroup_dir.c_str());
+    ErrorCode code = ErrorCode::kInternal;
+    if (report[0] == 10 && (report[1] == ENOENT)) code = ErrorCode::kNotFound;
+    if (report[1] == EACCES || report[1] == EPERM) code = ErrorCode::kPermissionDenied;
+    if (report[1] == EAGAIN) code = ErrorCode::kResourceExhausted;
+    return fail(Error{code, "starting '" + spec.argv[0] + "': " + StageName(report[0]) +
+                                " failed: " + Errno(report[1])});
+  }
+  ::close(st_pipe[0]);
+  st_pipe[0] = -1;
+
+  auto child = std::make_shared<Child>(shared_from_this(), io);
+  child->pid = pid;
+  child->started = clock.Monotonic();
+  child->result.pid = pid;
+  int pfd = PidfdOpen(pid);
+  if (pfd < 0) {
+    int e = errno;
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    close_all();
+    return fail(Error{ErrorCode::kInternal, "pidfd_open: " + Errno(e)});
+  }
+  child->pidfd.assign(pfd);
+  child->out[0].assign(std::exchange(out_pipe[0], -1));
+  child->out[1].assign(std::exchange(err_pipe[0], -1));
+  if (in_pipe[1] >= 0) {
+    child->in.assign(std::exchange(in_pipe[1], -1));
+    child->stdin_data = std::move(*spec.stdin_data);
+  }
+  child->cgroup_dir = std::move(cgroup_dir);
+  if (!options.state_dir.empty()) {
+    child->ledger_file = options.state_dir + "/pg-" + std::to_string(pid);
+    std::ofstream ledger(child->ledger_file, std::ios::trunc);
+    ledger << pid << " " << ProcStartTime(pid) << " " << child->cgroup_dir << "\n";
+  }
+  child->spec = std::move(spec);
+  child->sink = std::move(sink);
+  child->done = std::move(done);
+  {
+    std::lock_guard lock(mu);
+    live[pid] = child;
+  }
+  std::weak_ptr<Child> weak = child;
+  child->cancel_reg = cancel.OnCancel([weak](const std::string& reason) {
+    if (auto c = weak.lock()) asio::post(c->strand, [c, reason] { c->OnCancel(reason); });
+  });
+  asio::post(child->strand, [child] { child->Start(); });
+}
+
+ProcessRunner::ProcessRunner(asio::io_context& io, Clock& clock, Options options)
+    : impl_(std::make_shared<Impl>(io, clock, std::move(options))) {
+  struct sigaction old {};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+    ::signal(SIGPIPE, SIG_IGN);
+  }
+  if (!impl_->options.state_dir.empty()) {
+    ::mkdir(impl_->options.state_dir.c_str(), 0700);
+  }
+}
+
+ProcessRunner::~ProcessRunner() {
+  std::map<pid_t, std::shared_ptr<Impl::Child>> live;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->destroyed = true;
+    live.swap(impl_->live);
+  }
+  for (auto& [pid, child] : live) {
+    if (child->reaped.exchange(true)) continue;
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    if (!child->cgroup_dir.empty()) {
+      KillCgroupProcs(child->cgroup_dir);
+      ::rmdir(child->cgroup_dir.c_str());
+    }
+    if (!child->ledger_file.empty()) ::unlink(child->ledger_file.c_str());
+  }
+}
+
+void ProcessRunner::Run(ProcessSpec spec, CancelToken cancel, OutputSink sink, DoneCallback done) {
+  auto impl = impl_;
+  asio::post(impl->io, [impl, spec = std::move(spec), cancel = std::move(cancel),
+                        sink = std::move(sink), done = std::move(done)]() mutable {
+    impl->Spawn(std::move(spec), std::move(cancel), std::move(sink), std::move(done));
+  });
+}
+
+void ProcessRunner::Shutdown(std::chrono::milliseconds grace, std::function<void()> all_reaped) {
+  std::vector<std::shared_ptr<Impl::Child>> children;
+  bool none = false;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->shutting_down = true;
+    for (auto& [pid, c] : impl_->live)
+      children.push_back(c);
+    none = impl_->live.empty();
+    if (!none && all_reaped) impl_->reaped_waiters.push_back(std::move(all_reaped));
+  }
+  if (none) {
+    if (all_reaped) asio::post(impl_->io, std::move(all_reaped));
+    return;
+  }
+  for (auto& c : children) {
+    asio::post(c->strand, [c, grace] {
+      if (c->terminating && !c->exited) {
+        c->ArmKill(grace);  // already stopping: SIGKILL within `grace` at the latest
+        return;
+      }
+      c->spec.kill_grace = grace;
+      c->OnCancel("agent shutdown");
+    });
+  }
+}
+
+size_t ProcessRunner::running() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->live.size();
+}
+
+Result<size_t> ProcessRunner::KillStaleGroups(const Options& options) {
+  size_t killed = 0;
+  if (!options.state_dir.empty()) {
+    DIR* dir = ::opendir(options.state_dir.c_str());
+    if (dir == nullptr && errno != ENOENT) {
+      return MakeError(ErrorCode::kInternal,
+                       "state_dir '" + options.state_dir + "': opendir: " + Errno(errno));
+    }
+    std::vector<std::string> files;
+    if (dir != nullptr) {
+      while (struct dirent* e = ::readdir(dir)) {
+        std::string name = e->d_name;
+        if (name.rfind("pg-", 0) == 0) files.push_back(options.state_dir + "/" + name);
+      }
+      ::closedir(dir);
+    }
+    for (const auto& file : files) {
+      std::ifstream in(file);
+      long pgid = 0;
+      uint64_t start = 0;
+      std::string cgroup;
+      in >> pgid >> start;
+      std::getline(in >> std::ws, cgroup);
+      if (pgid > 1) {
+        uint64_t now_start = ProcStartTime(static_cast<pid_t>(pgid));
+        // The leader is gone (0) or is still ours (same start time): the group is ours.
+        if (now_start == 0 || now_start == start) {
+          if (::kill(static_cast<pid_t>(-pgid), SIGKILL) == 0) ++killed;
+        }
+      }
+      if (!cgroup.empty()) {
+        KillCgroupProcs(cgroup);
+        ::rmdir(cgroup.c_str());
+      }
+      ::unlink(file.c_str());
+    }
+  }
+  return killed;
+}
+
+}  // namespace edge::sandbox

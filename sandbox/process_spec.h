@@ -1,0 +1,52 @@
+// ProcessSpec: everything ProcessRunner needs to start one command. A plain value built by
+// the executor (or a provider wrapping it, e.g. bwrap); it owns nothing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace edge::sandbox {
+
+// What happens when a command's output reaches max_output_bytes.
+enum class OutputCapPolicy {
+  kDrop,  // keep the child running, read and discard the rest (default)
+  kStop,  // stop the child's process group as for a cancel
+};
+
+struct ProcessSpec {
+  // argv[0] is a path, or a name looked up in the child's PATH (the spec's PATH, else
+  // kDefaultPath). Use ShellArgv() for `sh -c` with the worker contract's quoting.
+  std::vector<std::string> argv;
+  // The child's environment is clean: only `env`, plus the variables named in `env_allow`
+  // copied from the agent's environment (`env` wins), plus PATH=kDefaultPath when unset.
+  std::map<std::string, std::string> env;
+  std::vector<std::string> env_allow;
+  // Absolute path of an existing directory (the caller checks it lies inside the sandbox).
+  std::string cwd;
+  // Bytes written to the child's stdin, which is then closed; nullopt = stdin is /dev/null.
+  std::optional<std::string> stdin_data;
+  // Wall-clock limit from the start; 0 = none. Expiry: SIGTERM to the group, then SIGKILL.
+  std::chrono::milliseconds timeout{0};
+  // Time between SIGTERM and SIGKILL of the group on cancel, deadline or shutdown.
+  std::chrono::milliseconds kill_grace{std::chrono::seconds(10)};
+  // User name (or numeric uid) to run as; empty = the agent's own user. Needs root unless
+  // it names the agent's own user.
+  std::string run_as;
+  // Output bytes (stdout + stderr) delivered to the sink; beyond it output is dropped and
+  // the result says output_truncated.
+  uint64_t max_output_bytes = 64ull << 20;
+  OutputCapPolicy on_output_cap = OutputCapPolicy::kDrop;
+  // Processes the command may have at once; 0 = no limit. Applied through RLIMIT_NPROC
+  // when the child runs as a non-root user, and through a cgroup-v1 `pids` group when the
+  // runner's cgroup root is writable.
+  int max_processes = 0;
+
+  static constexpr const char* kDefaultPath =
+      "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+};
+
+}  // namespace edge::sandbox

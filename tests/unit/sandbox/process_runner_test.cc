@@ -1,0 +1,642 @@
+#include "sandbox/process_runner.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "sandbox/shell_quote.h"
+
+namespace edge::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+struct Outcome {
+  std::optional<Result<ProcessResult>> result;
+  std::string out, err;
+  std::vector<OutputChunk> chunks;
+  int done_calls = 0;
+};
+
+// A process is gone when /proc has no entry for it or it is a zombie.
+bool ProcessGone(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return true;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  return close == std::string::npos || text.substr(close + 2, 1) == "Z";
+}
+
+// Live (non-zombie) processes whose process group is `pgid`.
+std::vector<pid_t> GroupMembers(pid_t pgid) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    rest >> state >> ppid >> pgrp;
+    if (pgrp == pgid && state != "Z") out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// Polls (real child processes take real time) until `pred` holds or `limit` passes.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds limit = 5s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+class ProcessRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-proc-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    dir_ = fs::canonical(dir_);
+    runner_.emplace(io_, clock_, ProcessRunner::Options{dir_ + "/state", ""});
+  }
+  void TearDown() override {
+    runner_.reset();
+    fs::remove_all(dir_);
+    // Every child was reaped: this process has none left.
+    errno = 0;
+    EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
+    EXPECT_EQ(errno, ECHILD);
+  }
+
+  ProcessSpec Spec(std::vector<std::string> argv) {
+    ProcessSpec s;
+    s.argv = std::move(argv);
+    s.cwd = dir_;
+    return s;
+  }
+  ProcessSpec Sh(const std::string& script) { return Spec({"/bin/sh", "-c", script}); }
+
+  Outcome RunSync(ProcessSpec spec, CancelToken cancel = {},
+                  std::function<void(const OutputChunk&)> on_chunk = {}) {
+    Outcome run;
+    io_.restart();
+    runner_->Run(
+        std::move(spec), std::move(cancel),
+        [&](OutputChunk c, std::function<void()> ack) {
+          if (on_chunk) on_chunk(c);
+          (c.stream == OutputStream::kStdout ? run.out : run.err) += c.data;
+          run.chunks.push_back(std::move(c));
+          ack();
+        },
+        [&](Result<ProcessResult> r) {
+          ++run.done_calls;
+          run.result = std::move(r);
+        });
+    io_.run();
+    return run;
+  }
+
+  std::string dir_;
+  asio::io_context io_;
+  SystemClock clock_;
+  std::optional<ProcessRunner> runner_;
+};
+
+TEST_F(ProcessRunnerTest, EchoExitCodeAndRusage) {
+  Outcome run = RunSync(Sh("echo hello; echo oops >&2; exit 3"));
+  ASSERT_TRUE(run.result && run.result->has_value()) << run.result->error().ToString();
+  const ProcessResult& r = **run.result;
+  EXPECT_EQ(run.done_calls, 1);
+  EXPECT_EQ(run.out, "hello\n");
+  EXPECT_EQ(run.err, "oops\n");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_FALSE(r.cancelled);
+  EXPECT_FALSE(r.output_truncated);
+  EXPECT_EQ(r.stdout_bytes, 6u);
+  EXPECT_EQ(r.stderr_bytes, 5u);
+  EXPECT_GT(r.peak_rss_kb, 0);
+  EXPECT_GT(r.pid, 0);
+  EXPECT_LT(r.wall_time, 10s);
+}
+
+TEST_F(ProcessRunnerTest, ArgvRunsWithoutShellAndPathLookup) {
+  Outcome run = RunSync(Spec({"echo", "$HOME", "a b", "it's"}));
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ(run.out, "$HOME a b it's\n");
+  EXPECT_EQ((*run.result)->exit_code, 0);
+}
+
+TEST_F(ProcessRunnerTest, ShellModeQuotesArgs) {
+  Outcome run = RunSync(Spec(ShellArgv("printf '%s|'", {"a b", "it's", "$(id)"})));
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ(run.out, "a b|it's|$(id)|");
+}
+
+TEST_F(ProcessRunnerTest, BadSpecsAreRejected) {
+  Outcome empty = RunSync(Spec({}));
+  ASSERT_FALSE(empty.result->has_value());
+  EXPECT_EQ(empty.result->error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(empty.result->error().message.find("argv"), std::string::npos);
+
+  ProcessSpec rel = Spec({"true"});
+  rel.cwd = "relative/dir";
+  Outcome r2 = RunSync(rel);
+  ASSERT_FALSE(r2.result->has_value());
+  EXPECT_EQ(r2.result->error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r2.result->error().message.find("relative/dir"), std::string::npos);
+  EXPECT_NE(r2.result->error().message.find("absolute"), std::string::npos);
+
+  ProcessSpec missing_cwd = Spec({"true"});
+  missing_cwd.cwd = dir_ + "/nope";
+  Outcome r3 = RunSync(missing_cwd);
+  ASSERT_FALSE(r3.result->has_value());
+  EXPECT_EQ(r3.result->error().code, ErrorCode::kNotFound);
+
+  Outcome r4 = RunSync(Spec({"edge-no-such-command-xyz"}));
+  ASSERT_FALSE(r4.result->has_value());
+  EXPECT_EQ(r4.result->error().code, ErrorCode::kNotFound);
+  EXPECT_NE(r4.result->error().message.find("edge-no-such-command-xyz"), std::string::npos);
+  EXPECT_NE(r4.result->error().message.find("PATH"), std::string::npos);
+
+  ProcessSpec bad_env = Spec({"true"});
+  bad_env.env["A=B"] = "x";
+  Outcome r5 = RunSync(bad_env);
+  ASSERT_FALSE(r5.result->has_value());
+  EXPECT_EQ(r5.result->error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r5.result->error().message.find("A=B"), std::string::npos);
+
+  Outcome r6 = RunSync(Spec({"/bin/sh", std::string("-c\0x", 4)}));
+  ASSERT_FALSE(r6.result->has_value());
+  EXPECT_EQ(r6.result->error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r6.result->error().message.find("NUL"), std::string::npos);
+}
+
+TEST_F(ProcessRunnerTest, EnvironmentIsCleanPlusAllowList) {
+  ::setenv("EDGE_TEST_SECRET", "leak", 1);
+  ::setenv("EDGE_TEST_ALLOWED", "passed", 1);
+  ProcessSpec spec = Spec({"/usr/bin/env"});
+  spec.env = {{"FOO", "bar baz"}};
+  spec.env_allow = {"EDGE_TEST_ALLOWED", "EDGE_TEST_UNSET"};
+  Outcome run = RunSync(spec);
+  ::unsetenv("EDGE_TEST_SECRET");
+  ::unsetenv("EDGE_TEST_ALLOWED");
+  ASSERT_TRUE(run.result->has_value());
+  std::set<std::string> lines;
+  std::istringstream in(run.out);
+  for (std::string l; std::getline(in, l);)
+    lines.insert(l);
+  EXPECT_EQ(lines, (std::set<std::string>{"EDGE_TEST_ALLOWED=passed", "FOO=bar baz",
+                                          std::string("PATH=") + ProcessSpec::kDefaultPath}));
+}
+
+TEST_F(ProcessRunnerTest, WorkingDirectory) {
+  fs::create_directories(dir_ + "/sub dir");
+  ProcessSpec spec = Spec({"/bin/pwd"});
+  spec.cwd = dir_ + "/sub dir";
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ(run.out, dir_ + "/sub dir\n");
+}
+
+TEST_F(ProcessRunnerTest, StdinBytesAndClosedStdin) {
+  ProcessSpec spec = Spec({"/bin/cat"});
+  spec.stdin_data = std::string("abc\0def\n", 8);
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ(run.out, std::string("abc\0def\n", 8));
+
+  ProcessSpec big = Spec({"/usr/bin/wc", "-c"});
+  big.stdin_data = std::string(1 << 20, 'x');
+  Outcome r2 = RunSync(big);
+  ASSERT_TRUE(r2.result->has_value());
+  EXPECT_EQ(r2.out, "1048576\n");
+
+  // No stdin: cat sees end of file at once instead of waiting forever.
+  ProcessSpec closed = Spec({"/bin/cat"});
+  closed.timeout = 20s;
+  Outcome r3 = RunSync(closed);
+  ASSERT_TRUE(r3.result->has_value());
+  EXPECT_FALSE((*r3.result)->timed_out);
+  EXPECT_EQ(r3.out, "");
+
+  // A child that ignores its stdin does not block the runner or kill the agent (SIGPIPE).
+  ProcessSpec ignore = Spec({"/bin/true"});
+  ignore.stdin_data = std::string(4 << 20, 'y');
+  Outcome r4 = RunSync(ignore);
+  ASSERT_TRUE(r4.result->has_value());
+  EXPECT_EQ((*r4.result)->exit_code, 0);
+}
+
+TEST_F(ProcessRunnerTest, DeadlineStopsTheChild) {
+  ProcessSpec spec = Spec({"/bin/sleep", "30"});
+  spec.timeout = 200ms;
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_TRUE((*run.result)->timed_out);
+  EXPECT_FALSE((*run.result)->cancelled);
+  EXPECT_EQ((*run.result)->signal, SIGTERM);
+  EXPECT_EQ((*run.result)->exit_code, -1);
+  EXPECT_LT((*run.result)->wall_time, 5s);
+}
+
+TEST_F(ProcessRunnerTest, CancelStopsTheChild) {
+  CancelSource source;
+  Outcome run = RunSync(Sh("echo ready; exec sleep 30"), source.token(), [&](const OutputChunk& c) {
+    if (c.data.find("ready") != std::string::npos) source.Cancel("operator asked");
+  });
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_TRUE((*run.result)->cancelled);
+  EXPECT_EQ((*run.result)->cancel_reason, "operator asked");
+  EXPECT_FALSE((*run.result)->timed_out);
+  EXPECT_EQ((*run.result)->signal, SIGTERM);
+}
+
+TEST_F(ProcessRunnerTest, CancelledBeforeStartStopsAtOnce) {
+  CancelSource source;
+  source.Cancel("too late");
+  ProcessSpec spec = Spec({"/bin/sleep", "30"});
+  Outcome run = RunSync(spec, source.token());
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_TRUE((*run.result)->cancelled);
+  EXPECT_EQ((*run.result)->cancel_reason, "too late");
+  EXPECT_LT((*run.result)->wall_time, 5s);
+}
+
+TEST_F(ProcessRunnerTest, TreeIgnoringSigtermIsKilledAfterGrace) {
+  // The leader and a background child both ignore SIGTERM; the child prints its pid.
+  ProcessSpec spec = Sh("trap '' TERM; sleep 30 & echo $!; wait");
+  spec.timeout = 200ms;
+  spec.kill_grace = 300ms;
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_TRUE((*run.result)->timed_out);
+  EXPECT_EQ((*run.result)->signal, SIGKILL);
+  EXPECT_GE((*run.result)->wall_time, 450ms);
+  EXPECT_LT((*run.result)->wall_time, 5s);
+  pid_t bg = std::stoi(run.out);
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(bg); })) << "background child " << bg;
+  EXPECT_TRUE(GroupMembers((*run.result)->pid).empty());
+}
+
+TEST_F(ProcessRunnerTest, LeftoverGroupMembersAreKilledWhenLeaderExits) {
+  Outcome run = RunSync(Sh("sleep 30 >/dev/null 2>&1 & echo $!"));
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ((*run.result)->exit_code, 0);
+  pid_t bg = std::stoi(run.out);
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(bg); }));
+}
+
+TEST_F(ProcessRunnerTest, DeadlineVersusExitRace) {
+  for (int i = 0; i < 60; ++i) {
+    ProcessSpec spec = Spec({"/bin/true"});
+    spec.timeout = std::chrono::milliseconds(1 + i % 5);
+    spec.kill_grace = 50ms;
+    Outcome run = RunSync(spec);
+    ASSERT_EQ(run.done_calls, 1);
+    ASSERT_TRUE(run.result->has_value());
+    const ProcessResult& r = **run.result;
+    if (!r.timed_out) {
+      EXPECT_EQ(r.exit_code, 0) << "iteration " << i;
+    } else {
+      EXPECT_TRUE(r.signal != 0 || r.exit_code == 0) << "iteration " << i;
+    }
+  }
+}
+
+TEST_F(ProcessRunnerTest, CancelVersusExitRace) {
+  for (int i = 0; i < 60; ++i) {
+    CancelSource source;
+    ProcessSpec spec = Spec({"/bin/true"});
+    spec.kill_grace = 50ms;
+    Outcome run;
+    io_.restart();
+    runner_->Run(spec, source.token(), {}, [&](Result<ProcessResult> r) {
+      ++run.done_calls;
+      run.result = std::move(r);
+    });
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(200 * (i % 10)));
+      source.Cancel("race");
+    });
+    io_.run();
+    canceller.join();
+    ASSERT_EQ(run.done_calls, 1);
+    ASSERT_TRUE(run.result->has_value());
+    const ProcessResult& r = **run.result;
+    if (!r.cancelled) {
+      EXPECT_EQ(r.exit_code, 0) << "iteration " << i;
+    } else {
+      EXPECT_EQ(r.cancel_reason, "race");
+    }
+  }
+}
+
+long SelfRssKb() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+TEST_F(ProcessRunnerTest, OutputCapHoldsAndMemoryStaysFlat) {
+  ProcessSpec spec = Spec({"/usr/bin/yes", "0123456789abcdef0123456789abcdef"});
+  spec.max_output_bytes = 1 << 20;
+  spec.timeout = 1500ms;
+  long before = SelfRssKb();
+  uint64_t seen = 0;
+  size_t biggest = 0;
+  Outcome run;
+  io_.restart();
+  runner_->Run(
+      spec, {},
+      [&](OutputChunk c, std::function<void()> ack) {
+        seen += c.data.size();
+        biggest = std::max(biggest, c.data.size());
+        ack();
+      },
+      [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  io_.run();
+  long after = SelfRssKb();
+  ASSERT_TRUE(run.result->has_value());
+  const ProcessResult& r = **run.result;
+  EXPECT_TRUE(r.output_truncated);
+  EXPECT_TRUE(r.timed_out);  // kDrop: the child kept running until its deadline
+  EXPECT_EQ(seen, 1u << 20);
+  EXPECT_EQ(r.stdout_bytes, 1u << 20);
+  EXPECT_LE(biggest, OutputChunk::kMaxChunkBytes);
+  // yes writes far more than 1 MiB in 1.5 s; none of it may accumulate here.
+  EXPECT_LT(after - before, 32 * 1024) << "RSS grew from " << before << " to " << after << " KiB";
+}
+
+TEST_F(ProcessRunnerTest, OutputCapWithStopPolicyEndsTheChild) {
+  ProcessSpec spec = Spec({"/usr/bin/yes"});
+  spec.max_output_bytes = 100000;
+  spec.on_output_cap = OutputCapPolicy::kStop;
+  spec.timeout = 30s;
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_TRUE((*run.result)->output_truncated);
+  EXPECT_FALSE((*run.result)->timed_out);
+  EXPECT_EQ((*run.result)->signal, SIGTERM);
+  EXPECT_EQ(run.out.size(), 100000u);
+}
+
+TEST_F(ProcessRunnerTest, BackPressureHoldsTheChildUntilAcked) {
+  // 4 MiB through a consumer that acks only when told: while a chunk is held, nothing more
+  // is read, so the child blocks on the full pipe instead of finishing.
+  ProcessSpec spec = Spec({"/usr/bin/head", "-c", "4194304", "/dev/zero"});
+  std::vector<std::function<void()>> pending;
+  uint64_t seen = 0;
+  size_t chunks = 0;
+  Outcome run;
+  io_.restart();
+  runner_->Run(
+      spec, {},
+      [&](OutputChunk c, std::function<void()> ack) {
+        seen += c.data.size();
+        ++chunks;
+        EXPECT_LE(c.data.size(), OutputChunk::kMaxChunkBytes);
+        pending.push_back(std::move(ack));
+      },
+      [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  io_.run_for(500ms);
+  EXPECT_EQ(chunks, 1u);  // one chunk in flight, nothing more read
+  EXPECT_FALSE(run.result.has_value());
+  EXPECT_EQ(runner_->running(), 1u);
+  while (!run.result) {
+    auto acks = std::move(pending);
+    pending.clear();
+    for (auto& a : acks)
+      a();
+    io_.run_one_for(2s);
+  }
+  io_.run();
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ((*run.result)->exit_code, 0);
+  EXPECT_EQ(seen, 4194304u);
+}
+
+TEST_F(ProcessRunnerTest, ChunksKeepTheOrderOfTheStream) {
+  Outcome run = RunSync(Spec({"/usr/bin/seq", "1", "200000"}));
+  ASSERT_TRUE(run.result->has_value());
+  std::string expected;
+  for (int i = 1; i <= 200000; ++i)
+    expected += std::to_string(i) + "\n";
+  EXPECT_EQ(run.out, expected);
+  EXPECT_GT(run.chunks.size(), 1u);
+}
+
+TEST_F(ProcessRunnerTest, NoDescriptorLeaksIntoChildren) {
+  int leaky = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  ASSERT_GE(leaky, 0);
+  Outcome run = RunSync(Spec({"/bin/ls", "/proc/self/fd"}));
+  ::close(leaky);
+  ::close(p[0]);
+  ::close(p[1]);
+  ASSERT_TRUE(run.result->has_value());
+  // 0-2 are stdio; 3 is the directory ls itself opened to list /proc/self/fd.
+  EXPECT_EQ(run.out, "0\n1\n2\n3\n");
+}
+
+TEST_F(ProcessRunnerTest, RunAsUser) {
+  if (::geteuid() != 0) {
+    ProcessSpec spec = Spec({"/usr/bin/id", "-u"});
+    spec.run_as = "root";
+    Outcome run = RunSync(spec);
+    ASSERT_FALSE(run.result->has_value());
+    EXPECT_EQ(run.result->error().code, ErrorCode::kPermissionDenied);
+    EXPECT_NE(run.result->error().message.find("root"), std::string::npos);
+    return;
+  }
+  ProcessSpec spec = Spec({"/usr/bin/id", "-u"});
+  spec.run_as = "nobody";
+  spec.cwd = "/";
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
+  EXPECT_EQ(run.out, std::to_string(::getpwnam("nobody")->pw_uid) + "\n");
+
+  ProcessSpec unknown = Spec({"/usr/bin/id"});
+  unknown.run_as = "edge-no-such-user";
+  Outcome r2 = RunSync(unknown);
+  ASSERT_FALSE(r2.result->has_value());
+  EXPECT_EQ(r2.result->error().code, ErrorCode::kNotFound);
+  EXPECT_NE(r2.result->error().message.find("edge-no-such-user"), std::string::npos);
+}
+
+TEST_F(ProcessRunnerTest, ForkBombIsContained) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "RLIMIT_NPROC is applied through run_as, which needs root; not root here";
+  }
+  // Runs as nobody so RLIMIT_NPROC applies (it is not enforced for root); the pids cgroup
+  // applies too when writable.
+  fs::permissions(dir_, fs::perms::all);
+  ProcessSpec spec = Sh("b() { b | b & }; b; sleep 2");
+  spec.run_as = "nobody";
+  spec.max_processes = 16;
+  spec.timeout = 3s;
+  spec.kill_grace = 200ms;
+  ProcessRunner cg_runner(io_, clock_, ProcessRunner::Options{dir_ + "/state2"});
+  Outcome run;
+  io_.restart();
+  cg_runner.Run(spec, {}, {}, [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  io_.run();
+  ASSERT_TRUE(run.result.has_value());
+  ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
+  EXPECT_LT((*run.result)->wall_time, 10s);
+  pid_t pgid = (*run.result)->pid;
+  EXPECT_TRUE(WaitFor([&] { return GroupMembers(pgid).empty(); }))
+      << GroupMembers(pgid).size() << " bomb processes left";
+}
+
+TEST_F(ProcessRunnerTest, ProcessLimitRefusesExtraProcesses) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "RLIMIT_NPROC is applied through run_as, which needs root; not root here";
+  }
+  fs::permissions(dir_, fs::perms::all);
+  ProcessSpec spec = Sh("for i in 1 2 3 4 5 6 7 8 9 10; do sleep 5 & done; wait");
+  spec.run_as = "nobody";
+  spec.max_processes = 4;
+  spec.timeout = 20s;
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_FALSE((*run.result)->timed_out);
+  EXPECT_NE(run.err.find("fork"), std::string::npos) << run.err;
+}
+
+TEST_F(ProcessRunnerTest, ShutdownStopsEverythingAndRefusesNewWork) {
+  std::vector<Result<ProcessResult>> results;
+  int ready = 0;
+  io_.restart();
+  for (int i = 0; i < 2; ++i) {
+    runner_->Run(
+        Sh("trap '' TERM; echo ready; sleep 30"), {},
+        [&](OutputChunk, std::function<void()> ack) {
+          ++ready;
+          ack();
+        },
+        [&](Result<ProcessResult> r) { results.push_back(std::move(r)); });
+  }
+  while (ready < 2)
+    io_.run_one_for(1s);
+  bool reaped = false;
+  runner_->Shutdown(200ms, [&] { reaped = true; });
+  io_.run();
+  EXPECT_TRUE(reaped);
+  ASSERT_EQ(results.size(), 2u);
+  for (auto& r : results) {
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->cancelled);
+    EXPECT_EQ(r->cancel_reason, "agent shutdown");
+    EXPECT_EQ(r->signal, SIGKILL);
+  }
+  Outcome after = RunSync(Spec({"/bin/true"}));
+  ASSERT_FALSE(after.result->has_value());
+  EXPECT_EQ(after.result->error().code, ErrorCode::kDraining);
+}
+
+TEST_F(ProcessRunnerTest, DestroyingTheRunnerKillsAndReapsChildren) {
+  io_.restart();
+  bool called = false;
+  runner_->Run(Spec({"/bin/sleep", "30"}), {}, {}, [&](Result<ProcessResult>) { called = true; });
+  while (runner_->running() < 1)
+    io_.run_one_for(1s);
+  runner_.reset();
+  EXPECT_FALSE(called);
+  // TearDown asserts no child is left unreaped.
+}
+
+// The agent is killed with -9 while a tree runs; PDEATHSIG kills the leader, the ledger lets
+// the next start kill the rest of the group.
+TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // orphans come back to us to be reaped
+  std::string state = dir_ + "/agent-state";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    ::close(ready[0]);
+    asio::io_context io;
+    ProcessRunner runner(io, SystemClock::Instance(), ProcessRunner::Options{state, ""});
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c", "sleep 300 & sleep 300"};
+    spec.cwd = "/";
+    runner.Run(spec, {}, {}, [](Result<ProcessResult>) {});
+    while (runner.running() < 1)
+      io.run_one_for(std::chrono::seconds(1));
+    io.run_for(200ms);  // let sh start its background sleep
+    char ok = 1;
+    ssize_t w = ::write(ready[1], &ok, 1);
+    (void)w;
+    io.run_for(std::chrono::seconds(60));
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  ::close(ready[0]);
+  // The recorded group.
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(state))
+    files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  pid_t pgid = 0;
+  std::ifstream(files[0]) >> pgid;
+  ASSERT_GT(pgid, 0);
+  struct Cleanup {  // whatever happens below, leave nothing behind
+    pid_t pgid;
+    ~Cleanup() {
+      ::kill(-pgid, SIGKILL);
+      while (::waitpid(-1, nullptr, 0) > 0) {
+      }
+      ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    }
+  } cleanup{pgid};
+  // sh and its two sleeps.
+  ASSERT_TRUE(WaitFor([&] { return GroupMembers(pgid).size() == 3; }))
+      << "pgid " << pgid << " members " << GroupMembers(pgid).size();
+
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
+  // PDEATHSIG took the leader (sh); its sleeps survived as orphans.
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(pgid); }));
+  EXPECT_EQ(GroupMembers(pgid).size(), 2u);
+
+  auto killed = ProcessRunner::KillStaleGroups(ProcessRunner::Options{state, ""});
+  ASSERT_TRUE(killed.has_value());
+  EXPECT_EQ(*killed, 1u);
+  EXPECT_TRUE(WaitFor([&] { return GroupMembers(pgid).empty(); }));
+  EXPECT_TRUE(fs::is_empty(state));
+}
+
+}  // namespace
+}  // namespace edge::sandbox
