@@ -1,0 +1,39 @@
+// ExecutorOptions: everything the Executor is configured with. Plain structs; the daemon
+// translates edge::config (sandbox.*, tools, security_contexts, node/worker id) into these,
+// so the sandbox library knows nothing of the config library.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sandbox/idempotency_store.h"
+#include "sandbox/security_context.h"
+#include "sandbox/tool_registry.h"
+
+namespace edge::sandbox {
+
+struct ExecutorOptions {
+  std::string data_dir;      // state/agent.db and state/process-groups live here
+  std::string sandbox_root;  // "" = <data_dir>/sandboxes; the default workspace is _default/root
+  std::string provider = "local";  // "local" | "bwrap"
+  std::string bwrap_path = "/usr/bin/bwrap";
+  bool bwrap_network = false;  // bwrap: keep the host network
+  size_t max_sandboxes = 10;
+  size_t max_concurrent = 64;  // invocations running at once, all contexts together
+  std::chrono::milliseconds default_timeout{std::chrono::seconds(60)};
+  uint64_t max_output_bytes = 64ull << 20;
+  std::chrono::milliseconds kill_grace{std::chrono::seconds(10)};
+  std::string own_id;                  // node / worker id: the lease holder this agent accepts
+  std::string agent_version;           // reported by sysinfo
+  std::vector<std::string> env_allow;  // agent variables passed to every command
+  std::map<std::string, ToolConfig> tools;
+  std::map<std::string, SecurityContextConfig> security_contexts;
+  std::string pids_cgroup_root = "/sys/fs/cgroup/pids";  // "" = never use cgroups
+  IdempotencyStore::Options idempotency;
+};
+
+}  // namespace edge::sandbox

@@ -1,0 +1,329 @@
+#include "sandbox/tool_registry.h"
+
+#include <cmath>
+#include <ctime>
+
+namespace edge::sandbox {
+namespace {
+
+using json = nlohmann::json;
+
+const std::map<std::string, ToolKind>& Builtins() {
+  static const std::map<std::string, ToolKind> kBuiltins = {{"exec", ToolKind::kExec},
+                                                            {"file.read", ToolKind::kFileRead},
+                                                            {"file.write", ToolKind::kFileWrite},
+                                                            {"file.list", ToolKind::kFileList},
+                                                            {"file.stat", ToolKind::kFileStat},
+                                                            {"file.delete", ToolKind::kFileDelete},
+                                                            {"sysinfo", ToolKind::kSysinfo}};
+  return kBuiltins;
+}
+
+Status RequireObject(const json& args, std::string_view tool) {
+  if (args.is_null() || args.is_object()) return OkStatus();
+  return MakeError(
+      ErrorCode::kInvalidArgument,
+      "args of " + std::string(tool) + ": must be a JSON object, got " + args.type_name());
+}
+
+Result<std::string> OptString(const json& args, const char* field, std::string_view tool,
+                              bool required) {
+  if (args.is_null() || !args.contains(field) || args.at(field).is_null()) {
+    if (required) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string(tool) + " arg '" + field + "': missing (a string is required)");
+    }
+    return std::string();
+  }
+  const json& v = args.at(field);
+  if (!v.is_string()) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string(tool) + " arg '" + field +
+                                                      "': must be a string, got " + v.type_name());
+  }
+  const auto& s = v.get_ref<const std::string&>();
+  if (s.find('\0') != std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(tool) + " arg '" + field + "': must not contain a NUL byte");
+  }
+  return s;
+}
+
+Result<std::optional<uint64_t>> OptUint(const json& args, const char* field,
+                                        std::string_view tool) {
+  if (args.is_null() || !args.contains(field) || args.at(field).is_null()) {
+    return std::optional<uint64_t>{};
+  }
+  const json& v = args.at(field);
+  if (v.is_number_unsigned()) return std::optional<uint64_t>(v.get<uint64_t>());
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) {
+    return std::optional<uint64_t>(static_cast<uint64_t>(v.get<int64_t>()));
+  }
+  return MakeError(
+      ErrorCode::kInvalidArgument,
+      std::string(tool) + " arg '" + field + "': must be a non-negative integer, got " + v.dump());
+}
+
+}  // namespace
+
+Result<ToolRegistry> ToolRegistry::Make(const std::map<std::string, ToolConfig>& config_tools) {
+  ToolRegistry reg;
+  for (const auto& [name, kind] : Builtins()) {
+    reg.tools_.emplace(name, ToolDefinition{name, kind, std::nullopt, {}, {}});
+  }
+  for (const auto& [name, cfg] : config_tools) {
+    if (name.empty()) {
+      return MakeError(ErrorCode::kInvalidArgument, "tools: a tool name is empty");
+    }
+    if (Builtins().contains(name)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "tools." + name + ": the name is taken by a built-in tool");
+    }
+    auto tmpl = ToolTemplate::Parse(cfg.command);
+    if (!tmpl) {
+      return MakeError(ErrorCode::kInvalidArgument, "tools." + name + "." + tmpl.error().message);
+    }
+    if (cfg.timeout.count() < 0) {
+      return MakeError(ErrorCode::kInvalidArgument, "tools." + name + ".timeout: must be >= 0");
+    }
+    reg.tools_.emplace(name, ToolDefinition{name, ToolKind::kConfig, std::move(*tmpl), cfg.timeout,
+                                            cfg.security_context});
+  }
+  return reg;
+}
+
+std::vector<std::string> ToolRegistry::List() const {
+  std::vector<std::string> out;
+  for (const auto& [name, def] : tools_)
+    out.push_back(name);
+  return out;
+}
+
+Result<const ToolDefinition*> ToolRegistry::Find(std::string_view name) const {
+  auto it = tools_.find(name);
+  if (it == tools_.end()) {
+    return MakeError(ErrorCode::kNotFound, "tool '" + std::string(name) + "' is not known");
+  }
+  return &it->second;
+}
+
+Result<ExecArgs> ToolRegistry::ParseExecArgs(const json& args) {
+  if (auto st = RequireObject(args, "exec"); !st) return std::unexpected(st.error());
+  ExecArgs out;
+  auto command = OptString(args, "command", "exec", true);
+  if (!command) return std::unexpected(command.error());
+  if (command->empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "exec arg 'command': must not be empty");
+  }
+  out.command = *command;
+  if (!args.is_null() && args.contains("args") && !args.at("args").is_null()) {
+    const json& a = args.at("args");
+    if (!a.is_array()) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          std::string("exec arg 'args': must be an array of strings, got ") + a.type_name());
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!a[i].is_string() || a[i].get_ref<const std::string&>().find('\0') != std::string::npos) {
+        return MakeError(ErrorCode::kInvalidArgument, "exec arg 'args[" + std::to_string(i) +
+                                                          "]': must be a string without NUL");
+      }
+      out.args.push_back(a[i].get<std::string>());
+    }
+  }
+  auto mode = OptString(args, "mode", "exec", false);
+  if (!mode) return std::unexpected(mode.error());
+  if (*mode == "" || *mode == "shell") {
+    out.shell = true;
+  } else if (*mode == "argv") {
+    out.shell = false;
+  } else {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "exec arg 'mode': '" + *mode + "' is not one of \"\", \"shell\", \"argv\"");
+  }
+  auto cwd = OptString(args, "cwd", "exec", false);
+  if (!cwd) return std::unexpected(cwd.error());
+  out.cwd = *cwd;
+  if (!args.is_null() && args.contains("env") && !args.at("env").is_null()) {
+    const json& e = args.at("env");
+    if (!e.is_object()) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          std::string("exec arg 'env': must be an object of strings, got ") + e.type_name());
+    }
+    for (const auto& [k, v] : e.items()) {
+      if (!v.is_string()) {
+        return MakeError(ErrorCode::kInvalidArgument,
+                         "exec arg 'env." + k + "': must be a string, got " + v.type_name());
+      }
+      out.env[k] = v.get<std::string>();
+    }
+  }
+  if (!args.is_null() && args.contains("stdin") && !args.at("stdin").is_null()) {
+    auto in = OptString(args, "stdin", "exec", true);
+    if (!in) return std::unexpected(in.error());
+    out.stdin_data = *in;
+  }
+  if (!args.is_null() && args.contains("timeout") && !args.at("timeout").is_null()) {
+    auto t = ParseDurationArg(args.at("timeout"), "exec arg 'timeout'");
+    if (!t) return std::unexpected(t.error());
+    out.timeout = *t;
+  }
+  return out;
+}
+
+Result<FileArgs> ToolRegistry::ParseFileArgs(ToolKind kind, const json& args) {
+  const char* tool = kind == ToolKind::kFileRead    ? "file.read"
+                     : kind == ToolKind::kFileWrite ? "file.write"
+                     : kind == ToolKind::kFileList  ? "file.list"
+                     : kind == ToolKind::kFileStat  ? "file.stat"
+                                                    : "file.delete";
+  if (auto st = RequireObject(args, tool); !st) return std::unexpected(st.error());
+  FileArgs out;
+  auto path = OptString(args, "path", tool, kind != ToolKind::kFileList);
+  if (!path) return std::unexpected(path.error());
+  out.path = *path;
+  if (kind == ToolKind::kFileRead) {
+    auto off = OptUint(args, "offset", tool);
+    if (!off) return std::unexpected(off.error());
+    out.offset = off->value_or(0);
+    auto len = OptUint(args, "length", tool);
+    if (!len) return std::unexpected(len.error());
+    out.length = *len;
+  }
+  if (kind == ToolKind::kFileWrite) {
+    auto content = OptString(args, "content", tool, true);
+    if (!content) return std::unexpected(content.error());
+    auto decoded = Base64Decode(*content, "file.write arg 'content'");
+    if (!decoded) return std::unexpected(decoded.error());
+    out.content = std::move(*decoded);
+    auto mode = OptString(args, "mode", tool, false);
+    if (!mode) return std::unexpected(mode.error());
+    out.mode = *mode;
+  }
+  if (kind == ToolKind::kFileDelete && !args.is_null() && args.contains("recursive") &&
+      !args.at("recursive").is_null()) {
+    if (!args.at("recursive").is_boolean()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string("file.delete arg 'recursive': must be a bool, got ") +
+                           args.at("recursive").type_name());
+    }
+    out.recursive = args.at("recursive").get<bool>();
+  }
+  return out;
+}
+
+Result<std::chrono::milliseconds> ParseDurationArg(const json& value, std::string_view field) {
+  auto bad = [&](const std::string& why) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(field) + ": " + value.dump() + " " + why);
+  };
+  if (value.is_number()) {
+    double secs = value.get<double>();
+    if (!std::isfinite(secs) || secs < 0 || secs > 1e9) {
+      return bad("must be a number of seconds >= 0");
+    }
+    return std::chrono::milliseconds(static_cast<int64_t>(std::llround(secs * 1000)));
+  }
+  if (!value.is_string()) return bad("must be seconds or a duration such as \"30s\"");
+  const std::string& s = value.get_ref<const std::string&>();
+  if (s.empty()) return bad("must not be empty");
+  double total_ms = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t start = i;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.'))
+      ++i;
+    if (i == start) return bad("is not a duration such as \"1m30s\"");
+    double n = std::strtod(s.substr(start, i - start).c_str(), nullptr);
+    size_t ustart = i;
+    while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i])))
+      ++i;
+    std::string unit = s.substr(ustart, i - ustart);
+    double mult = unit == "ms"  ? 1
+                  : unit == "s" ? 1000
+                  : unit == "m" ? 60000
+                  : unit == "h" ? 3600000
+                                : -1;
+    if (mult < 0) return bad("has unit '" + unit + "' (use ms, s, m or h)");
+    total_ms += n * mult;
+  }
+  if (total_ms > 1e12) return bad("is too long");
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
+}
+
+std::string Base64Encode(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63],
+            kAlphabet[v & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    uint32_t v = uint8_t(bytes[i]) << 16;
+    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
+    out += {kAlphabet[v >> 18], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+Result<std::string> Base64Decode(std::string_view text, std::string_view field) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (text.size() % 4 != 0) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string(field) + ": base64 length " +
+                                                      std::to_string(text.size()) +
+                                                      " is not a multiple of 4");
+  }
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int pad = 0;
+    uint32_t v = 0;
+    for (size_t j = 0; j < 4; ++j) {
+      char c = text[i + j];
+      if (c == '=' && i + 4 == text.size() && j >= 2) {
+        ++pad;
+        v <<= 6;
+        continue;
+      }
+      int d = value(c);
+      if (d < 0 || pad > 0) {
+        return MakeError(
+            ErrorCode::kInvalidArgument,
+            std::string(field) + ": invalid base64 character at offset " + std::to_string(i + j));
+      }
+      v = (v << 6) | static_cast<uint32_t>(d);
+    }
+    out.push_back(static_cast<char>(v >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((v >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(v & 0xff));
+  }
+  return out;
+}
+
+json FileInfoToJson(const FileInfo& info) {
+  std::time_t t = std::chrono::system_clock::to_time_t(info.mod_time);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return json{{"path", info.path},
+              {"size", info.size},
+              {"mode", info.mode},
+              {"is_dir", info.is_dir},
+              {"mod_time", buf}};
+}
+
+}  // namespace edge::sandbox

@@ -1,0 +1,102 @@
+// ToolRegistry: the tools this agent offers (the edge stream advertises List()) and how a
+// call's JSON args become a typed request. Built-ins: exec, file.read, file.write, file.list,
+// file.stat, file.delete, sysinfo; plus the tools from config (`tools.<name>`: argv template,
+// timeout, security context). Running them is the Executor's job; this class only knows
+// names, kinds and arg shapes, with the same INVALID_ARGUMENT messages on every door.
+// Immutable after Make.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "sandbox/sandbox_types.h"
+#include "sandbox/tool_template.h"
+
+namespace edge::sandbox {
+
+enum class ToolKind {
+  kExec,
+  kFileRead,
+  kFileWrite,
+  kFileList,
+  kFileStat,
+  kFileDelete,
+  kSysinfo,
+  kConfig
+};
+
+// A config tool (`tools.<name>`).
+struct ToolConfig {
+  std::vector<std::string> command;      // argv template with {arg} placeholders
+  std::chrono::milliseconds timeout{0};  // 0 = the executor's default
+  std::string security_context;          // "" = the call's context (or "default")
+};
+
+struct ToolDefinition {
+  std::string name;
+  ToolKind kind = ToolKind::kExec;
+  std::optional<ToolTemplate> command;  // kConfig only
+  std::chrono::milliseconds timeout{0};
+  std::string security_context;
+};
+
+// exec {command, args:[..], mode: ""|"shell"|"argv", cwd, env:{..}, stdin, timeout}
+struct ExecArgs {
+  std::string command;
+  std::vector<std::string> args;
+  bool shell = true;  // "" / "shell": sh -c with quoted args; "argv": [command, args...]
+  std::string cwd;    // relative to the workspace ("" = its root)
+  std::map<std::string, std::string> env;
+  std::optional<std::string> stdin_data;
+  std::chrono::milliseconds timeout{0};  // 0 = not given
+};
+
+struct FileArgs {
+  std::string path;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  std::string content;  // decoded from base64 (file.write)
+  std::string mode;     // file.write, "" = 0644
+  bool recursive = false;
+};
+
+class ToolRegistry {
+ public:
+  // INVALID_ARGUMENT naming the tool: a config tool named like a built-in, an empty name,
+  // or a bad argv template.
+  static Result<ToolRegistry> Make(const std::map<std::string, ToolConfig>& config_tools);
+
+  // Every tool name, sorted.
+  std::vector<std::string> List() const;
+  // NOT_FOUND naming the tool.
+  Result<const ToolDefinition*> Find(std::string_view name) const;
+
+  static Result<ExecArgs> ParseExecArgs(const nlohmann::json& args);
+  // The args of file.read / write / list / stat / delete.
+  static Result<FileArgs> ParseFileArgs(ToolKind kind, const nlohmann::json& args);
+
+ private:
+  std::map<std::string, ToolDefinition, std::less<>> tools_;
+};
+
+// A duration from JSON: a number of seconds (may be fractional) or a Go-style string such as
+// "30s", "1m30s", "500ms", "1h". INVALID_ARGUMENT naming `field` for anything else or < 0.
+Result<std::chrono::milliseconds> ParseDurationArg(const nlohmann::json& value,
+                                                   std::string_view field);
+
+// RFC 4648 standard base64 with padding.
+std::string Base64Encode(std::string_view bytes);
+// INVALID_ARGUMENT naming `field` for a character outside the alphabet or bad padding.
+Result<std::string> Base64Decode(std::string_view text, std::string_view field);
+
+// {path, size, mode, is_dir, mod_time (RFC 3339 UTC)} as on the worker contract.
+nlohmann::json FileInfoToJson(const FileInfo& info);
+
+}  // namespace edge::sandbox

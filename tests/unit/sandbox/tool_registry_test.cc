@@ -1,0 +1,162 @@
+#include "sandbox/tool_registry.h"
+
+#include <gtest/gtest.h>
+
+#include "sandbox/sysinfo.h"
+
+namespace edge::sandbox {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+TEST(ToolRegistryTest, ListsBuiltinsAndConfigTools) {
+  auto reg = ToolRegistry::Make({{"grep", ToolConfig{{"grep", "{pattern}"}, 5s, ""}}});
+  ASSERT_TRUE(reg.has_value());
+  EXPECT_EQ(reg->List(), (std::vector<std::string>{"exec", "file.delete", "file.list", "file.read",
+                                                   "file.stat", "file.write", "grep", "sysinfo"}));
+  auto grep = reg->Find("grep");
+  ASSERT_TRUE(grep.has_value());
+  EXPECT_EQ((*grep)->kind, ToolKind::kConfig);
+  EXPECT_EQ((*grep)->timeout, 5s);
+  auto missing = reg->Find("nmap");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(missing.error().message.find("'nmap'"), std::string::npos);
+}
+
+TEST(ToolRegistryTest, ConfigToolsCannotShadowBuiltinsOrHaveBadTemplates) {
+  auto shadow = ToolRegistry::Make({{"exec", ToolConfig{{"sh"}, 0s, ""}}});
+  ASSERT_FALSE(shadow.has_value());
+  EXPECT_EQ(shadow.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(shadow.error().message.find("tools.exec"), std::string::npos);
+  EXPECT_NE(shadow.error().message.find("built-in"), std::string::npos);
+  auto bad = ToolRegistry::Make({{"t", ToolConfig{{"echo", "{unclosed"}, 0s, ""}}});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message.find("tools.t"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("unclosed"), std::string::npos);
+}
+
+TEST(ToolRegistryTest, ExecArgs) {
+  auto a = ToolRegistry::ParseExecArgs(json{{"command", "ls"},
+                                            {"args", {"-l", "a b"}},
+                                            {"mode", "argv"},
+                                            {"cwd", "sub"},
+                                            {"env", {{"K", "V"}}},
+                                            {"stdin", "in"},
+                                            {"timeout", "1m30s"}});
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  EXPECT_EQ(a->command, "ls");
+  EXPECT_EQ(a->args, (std::vector<std::string>{"-l", "a b"}));
+  EXPECT_FALSE(a->shell);
+  EXPECT_EQ(a->cwd, "sub");
+  EXPECT_EQ(a->env.at("K"), "V");
+  EXPECT_EQ(a->stdin_data, "in");
+  EXPECT_EQ(a->timeout, 90s);
+  auto shell = ToolRegistry::ParseExecArgs(json{{"command", "ls"}, {"timeout", 2.5}});
+  ASSERT_TRUE(shell.has_value());
+  EXPECT_TRUE(shell->shell);
+  EXPECT_EQ(shell->timeout, 2500ms);
+  EXPECT_FALSE(shell->stdin_data.has_value());
+
+  struct Bad {
+    json args;
+    std::string words;
+  };
+  for (const Bad& b :
+       {Bad{json::object(), "'command': missing"}, Bad{json{{"command", 3}}, "'command'"},
+        Bad{json{{"command", ""}}, "'command'"},
+        Bad{json{{"command", "x"}, {"mode", "bash"}}, "'bash'"},
+        Bad{json{{"command", "x"}, {"args", "a"}}, "'args'"},
+        Bad{json{{"command", "x"}, {"args", {1}}}, "'args[0]'"},
+        Bad{json{{"command", "x"}, {"env", {{"K", 1}}}}, "'env.K'"},
+        Bad{json{{"command", "x"}, {"timeout", "10 parsecs"}}, "timeout"},
+        Bad{json{{"command", "x"}, {"timeout", -1}}, "timeout"}, Bad{json::array(), "object"}}) {
+    auto r = ToolRegistry::ParseExecArgs(b.args);
+    ASSERT_FALSE(r.has_value()) << b.args.dump();
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find(b.words), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(ToolRegistryTest, FileArgs) {
+  auto read = ToolRegistry::ParseFileArgs(ToolKind::kFileRead,
+                                          json{{"path", "a.txt"}, {"offset", 2}, {"length", 3}});
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->offset, 2u);
+  EXPECT_EQ(read->length, 3u);
+  auto write = ToolRegistry::ParseFileArgs(
+      ToolKind::kFileWrite, json{{"path", "b"}, {"content", "aGVsbG8="}, {"mode", "0600"}});
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->content, "hello");
+  EXPECT_EQ(write->mode, "0600");
+  auto list = ToolRegistry::ParseFileArgs(ToolKind::kFileList, json::object());
+  ASSERT_TRUE(list.has_value());
+  EXPECT_EQ(list->path, "");
+  auto del =
+      ToolRegistry::ParseFileArgs(ToolKind::kFileDelete, json{{"path", "d"}, {"recursive", true}});
+  ASSERT_TRUE(del.has_value());
+  EXPECT_TRUE(del->recursive);
+
+  auto no_path = ToolRegistry::ParseFileArgs(ToolKind::kFileStat, json::object());
+  ASSERT_FALSE(no_path.has_value());
+  EXPECT_NE(no_path.error().message.find("file.stat arg 'path': missing"), std::string::npos);
+  auto neg = ToolRegistry::ParseFileArgs(ToolKind::kFileRead, json{{"path", "a"}, {"offset", -1}});
+  ASSERT_FALSE(neg.has_value());
+  EXPECT_NE(neg.error().message.find("'offset'"), std::string::npos);
+  auto bad64 =
+      ToolRegistry::ParseFileArgs(ToolKind::kFileWrite, json{{"path", "a"}, {"content", "a*=="}});
+  ASSERT_FALSE(bad64.has_value());
+  EXPECT_NE(bad64.error().message.find("'content'"), std::string::npos);
+  auto rec =
+      ToolRegistry::ParseFileArgs(ToolKind::kFileDelete, json{{"path", "a"}, {"recursive", "yes"}});
+  ASSERT_FALSE(rec.has_value());
+  EXPECT_NE(rec.error().message.find("'recursive'"), std::string::npos);
+}
+
+// RFC 4648 §10 test vectors.
+TEST(ToolRegistryTest, Base64Rfc4648Vectors) {
+  const std::pair<const char*, const char*> kVectors[] = {{"", ""},
+                                                          {"f", "Zg=="},
+                                                          {"fo", "Zm8="},
+                                                          {"foo", "Zm9v"},
+                                                          {"foob", "Zm9vYg=="},
+                                                          {"fooba", "Zm9vYmE="},
+                                                          {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : kVectors) {
+    EXPECT_EQ(Base64Encode(plain), encoded);
+    auto d = Base64Decode(encoded, "x");
+    ASSERT_TRUE(d.has_value());
+    EXPECT_EQ(*d, plain);
+  }
+  EXPECT_EQ(Base64Encode(std::string("\xff\xfe\x00", 3)), "//4A");
+  for (const char* bad : {"Zg=", "Z===", "Zg=a", "Zm9v!A==", "=Zg="}) {
+    auto d = Base64Decode(bad, "content");
+    ASSERT_FALSE(d.has_value()) << bad;
+    EXPECT_EQ(d.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(d.error().message.find("content"), std::string::npos);
+  }
+}
+
+TEST(ToolRegistryTest, FileInfoJsonHasContractFields) {
+  FileInfo info{"dir/a.txt", 12, "0644", false, Clock::WallTime(std::chrono::seconds(1700000000))};
+  EXPECT_EQ(FileInfoToJson(info), (json{{"path", "dir/a.txt"},
+                                        {"size", 12},
+                                        {"mode", "0644"},
+                                        {"is_dir", false},
+                                        {"mod_time", "2023-11-14T22:13:20Z"}}));
+}
+
+TEST(ToolRegistryTest, SysinfoReportsHostFacts) {
+  json s = CollectSysinfo("1.2.3");
+  EXPECT_EQ(s["os"], "linux");
+  EXPECT_EQ(s["agent_version"], "1.2.3");
+  EXPECT_FALSE(s["kernel"].get<std::string>().empty());
+  EXPECT_FALSE(s["arch"].get<std::string>().empty());
+  EXPECT_GE(s["cpu_count"].get<long>(), 1);
+  EXPECT_GT(s["memory_total_bytes"].get<uint64_t>(), 0u);
+  EXPECT_GT(s["uptime_secs"].get<long>(), 0);
+}
+
+}  // namespace
+}  // namespace edge::sandbox
