@@ -217,7 +217,8 @@ struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   }
 
   void Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink, DoneCallback done);
-  void Forget(pid_t pid);
+  // Drops the child; false when the runner was destroyed meanwhile.
+  bool Forget(pid_t pid);
 };
 
 struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
@@ -445,20 +446,22 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     }
     auto cb = std::move(done);
     ProcessResult r = result;
-    impl->Forget(pid);
-    if (cb) cb(std::move(r));
+    // After the runner is destroyed its owner may be gone too: no callback then.
+    if (impl->Forget(pid) && cb) cb(std::move(r));
   }
 };
 
-void ProcessRunner::Impl::Forget(pid_t pid) {
+bool ProcessRunner::Impl::Forget(pid_t pid) {
   std::vector<std::function<void()>> waiters;
   {
     std::lock_guard lock(mu);
+    if (destroyed) return false;
     live.erase(pid);
     if (shutting_down && live.empty()) waiters.swap(reaped_waiters);
   }
   for (auto& w : waiters)
     w();
+  return true;
 }
 
 void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink,

@@ -1,0 +1,718 @@
+#include "sandbox/executor.h"
+
+#include <sys/stat.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <filesystem>
+
+#include "common/atomic_file.h"
+#include "sandbox/file_service.h"
+#include "sandbox/scoped_root.h"
+#include "sandbox/shell_quote.h"
+#include "sandbox/sysinfo.h"
+
+namespace edge::sandbox {
+namespace {
+
+using json = nlohmann::json;
+using std::chrono::milliseconds;
+
+constexpr const char* kDefaultSandbox = "_default";
+constexpr const char* kShutdownReason = "agent shutdown";
+
+InvokeResult ErrorResult(std::string command_id, Error error) {
+  InvokeResult r;
+  r.command_id = std::move(command_id);
+  r.outcome = Outcome::kError;
+  r.error = std::move(error);
+  return r;
+}
+
+}  // namespace
+
+std::string_view OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kError:
+      return "error";
+    case Outcome::kTimedOut:
+      return "timed_out";
+    case Outcome::kCancelled:
+      return "cancelled";
+  }
+  return "error";
+}
+
+json InvokeResult::ToJson() const {
+  return json{{"command_id", command_id},
+              {"outcome", OutcomeName(outcome)},
+              {"exit_code", exit_code},
+              {"signal", signal},
+              {"payload", payload},
+              {"error_code", ErrorCodeName(error.code)},
+              {"error_message", error.message},
+              {"duration_ms", duration.count()},
+              {"output_truncated", output_truncated},
+              {"peak_rss_kb", peak_rss_kb},
+              {"reason", reason}};
+}
+
+Result<InvokeResult> InvokeResult::FromJson(const json& j) {
+  try {
+    InvokeResult r;
+    r.command_id = j.at("command_id").get<std::string>();
+    std::string outcome = j.at("outcome").get<std::string>();
+    if (outcome == "ok") {
+      r.outcome = Outcome::kOk;
+    } else if (outcome == "error") {
+      r.outcome = Outcome::kError;
+    } else if (outcome == "timed_out") {
+      r.outcome = Outcome::kTimedOut;
+    } else if (outcome == "cancelled") {
+      r.outcome = Outcome::kCancelled;
+    } else {
+      return MakeError(ErrorCode::kInvalidArgument, "outcome '" + outcome + "' is not known");
+    }
+    r.exit_code = j.at("exit_code").get<int>();
+    r.signal = j.at("signal").get<int>();
+    r.payload = j.at("payload");
+    r.error.code = ErrorCodeFromName(j.at("error_code").get<std::string>());
+    r.error.message = j.at("error_message").get<std::string>();
+    r.duration = milliseconds(j.at("duration_ms").get<int64_t>());
+    r.output_truncated = j.at("output_truncated").get<bool>();
+    r.peak_rss_kb = j.at("peak_rss_kb").get<long>();
+    r.reason = j.at("reason").get<std::string>();
+    return r;
+  } catch (const json::exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument, std::string("stored result: ") + e.what());
+  }
+}
+
+struct Executor::Inflight {
+  uint64_t id = 0;
+  std::string command_id;
+  std::string context;
+  std::string resource;  // the sandbox id ("" = default workspace) its lease is for
+  bool has_lease = false;
+  CancelSource source;
+  CancelRegistration external;
+  DoneCallback done;
+  Clock::MonoTime started{};
+};
+
+Executor::Executor(boost::asio::io_context& io, Clock& clock, ExecutorOptions options,
+                   ToolRegistry tools, SecurityContexts contexts,
+                   std::shared_ptr<Provider> provider)
+    : io_(io),
+      clock_(clock),
+      options_(std::move(options)),
+      tools_(std::move(tools)),
+      contexts_(std::move(contexts)),
+      provider_(std::move(provider)) {}
+
+Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Clock& clock,
+                                                 ExecutorOptions options) {
+  if (options.data_dir.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "data_dir: must not be empty");
+  }
+  if (options.own_id.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "own_id: the node/worker id must not be empty");
+  }
+  if (options.max_output_bytes == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "sandbox.max_output_bytes: must be > 0");
+  }
+  if (options.max_concurrent == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "max_concurrent: must be > 0");
+  }
+  if (options.sandbox_root.empty()) options.sandbox_root = options.data_dir + "/sandboxes";
+  auto provider = MakeProvider(options.provider, options.bwrap_path);
+  if (!provider) {
+    return MakeError(ErrorCode::kInvalidArgument, "sandbox." + provider.error().message);
+  }
+  auto tools = ToolRegistry::Make(options.tools);
+  if (!tools) return std::unexpected(tools.error());
+  auto contexts = SecurityContexts::Make(options.security_contexts);
+  if (!contexts) return std::unexpected(contexts.error());
+  for (const auto& [name, tool] : options.tools) {
+    if (!tool.security_context.empty() && !contexts->Find(tool.security_context)) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "tools." + name + ".security_context: '" + tool.security_context + "' is not configured");
+    }
+  }
+  std::unique_ptr<Executor> ex(new Executor(io, clock, std::move(options), std::move(*tools),
+                                            std::move(*contexts), std::move(*provider)));
+  const ExecutorOptions& o = ex->options_;
+  auto db = StateDb::Open(o.data_dir);
+  if (!db) return std::unexpected(db.error());
+  ex->db_ = std::move(*db);
+  auto leases = LeaseTable::Open(*ex->db_);
+  if (!leases) return std::unexpected(leases.error());
+  ex->leases_ = std::move(*leases);
+  auto idem = IdempotencyStore::Open(*ex->db_, clock, o.idempotency);
+  if (!idem) return std::unexpected(idem.error());
+  ex->idempotency_ = std::move(*idem);
+  auto registry = SandboxRegistry::Open(*ex->db_, clock, {o.sandbox_root, o.max_sandboxes});
+  if (!registry) return std::unexpected(registry.error());
+  ex->registry_ = std::move(*registry);
+
+  ProcessRunner::Options runner_options{o.data_dir + "/state/process-groups", o.pids_cgroup_root};
+  auto stale = ProcessRunner::KillStaleGroups(runner_options);
+  if (!stale) return std::unexpected(stale.error());
+  ex->runner_ = std::make_unique<ProcessRunner>(io, clock, runner_options);
+
+  ex->default_workspace_ = ex->registry_->RootDir(kDefaultSandbox);
+  std::error_code ec;
+  std::filesystem::create_directories(ex->default_workspace_, ec);
+  if (ec) {
+    return MakeError(ErrorCode::kInternal,
+                     "default workspace '" + ex->default_workspace_ + "': " + ec.message());
+  }
+  ::chmod(ex->registry_->SandboxDir(kDefaultSandbox).c_str(), 0700);
+  return ex;
+}
+
+Executor::~Executor() {
+  runner_.reset();  // kills and reaps every child
+}
+
+// ---- admission ---------------------------------------------------------------------------
+
+void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_chunk,
+                      DoneCallback done) {
+  const std::string command_id = request.command_id;
+  auto refuse = [&](Error e) { done(ErrorResult(command_id, std::move(e))); };
+
+  // Repeated command ids first: a stored result is returned even while draining.
+  if (!command_id.empty()) {
+    auto stored = idempotency_->Lookup(command_id);
+    if (!stored) return refuse(stored.error());
+    if (stored->has_value()) {
+      auto parsed = InvokeResult::FromJson(json::parse(**stored, nullptr, false));
+      if (parsed) {
+        parsed->replayed = true;
+        return done(std::move(*parsed));
+      }
+    }
+  }
+  auto tool = tools_.Find(request.tool);
+  if (!tool) return refuse(tool.error());
+  std::string ctx_name =
+      request.security_context.empty() ? (*tool)->security_context : request.security_context;
+  auto ctx = contexts_.Find(ctx_name);
+  if (!ctx) return refuse(ctx.error());
+  ctx_name = (*ctx)->name();
+  if (auto st = (*ctx)->CheckTool(request.tool); !st) return refuse(st.error());
+
+  auto job = std::make_shared<Inflight>();
+  {
+    std::lock_guard lock(mu_);
+    if (draining_) {
+      return refuse(Error{ErrorCode::kDraining,
+                          "the agent is draining: tool '" + request.tool + "' was not started"});
+    }
+    if (!command_id.empty() && running_ids_.contains(command_id)) {
+      return refuse(
+          Error{ErrorCode::kAlreadyExists, "command_id '" + command_id + "' is already running"});
+    }
+    if (inflight_.size() >= options_.max_concurrent) {
+      return refuse(Error{ErrorCode::kResourceExhausted,
+                          "max_concurrent " + std::to_string(options_.max_concurrent) +
+                              " invocations already running"});
+    }
+    int cap = (*ctx)->config().limits.max_concurrent;
+    if (cap > 0 && per_context_[ctx_name] >= cap) {
+      return refuse(Error{ErrorCode::kResourceExhausted,
+                          "security context '" + ctx_name + "' max_concurrent " +
+                              std::to_string(cap) + " invocations already running"});
+    }
+    job->id = next_job_++;
+    job->command_id = command_id;
+    job->context = ctx_name;
+    job->resource = request.sandbox_id;
+    job->has_lease = request.lease.has_value();
+    job->done = std::move(done);
+    job->started = clock_.Monotonic();
+    inflight_[job->id] = job;
+    if (!command_id.empty()) running_ids_.insert(command_id);
+    ++per_context_[ctx_name];
+  }
+  // From here on every path ends in Finish (which stores the result).
+  auto workspace = Workspace(request.sandbox_id);
+  if (!workspace) return Finish(job, ErrorResult(command_id, workspace.error()));
+  if (request.lease) {
+    std::string resource = request.sandbox_id.empty() ? kDefaultSandbox : request.sandbox_id;
+    job->resource = resource;
+    if (auto st = AcceptLease(&*request.lease, resource); !st) {
+      return Finish(job, ErrorResult(command_id, st.error()));
+    }
+  }
+  std::weak_ptr<Inflight> weak = job;
+  job->external = cancel.OnCancel([weak](const std::string& reason) {
+    if (auto j = weak.lock()) j->source.Cancel(reason);
+  });
+  const ToolDefinition& def = **tool;
+  if (def.kind == ToolKind::kExec || def.kind == ToolKind::kConfig) {
+    return RunProcess(job, def, **ctx, request, *workspace, std::move(on_chunk));
+  }
+  if (job->source.cancelled()) {
+    InvokeResult r;
+    r.command_id = command_id;
+    r.outcome = Outcome::kCancelled;
+    r.reason = job->source.token().reason();
+    r.error = Error{ErrorCode::kCancelled, "cancelled before it started: " + r.reason};
+    return Finish(job, std::move(r));
+  }
+  InvokeResult r = RunFileTool(def, request, *workspace);
+  r.command_id = command_id;
+  Finish(job, std::move(r));
+}
+
+void Executor::Exec(std::string sandbox_id, json args, std::optional<Lease> lease,
+                    std::string command_id, CancelToken cancel, ChunkSink on_chunk,
+                    DoneCallback done) {
+  InvokeRequest req;
+  req.command_id = std::move(command_id);
+  req.tool = "exec";
+  req.args = std::move(args);
+  req.sandbox_id = std::move(sandbox_id);
+  req.lease = std::move(lease);
+  Invoke(std::move(req), std::move(cancel), std::move(on_chunk), std::move(done));
+}
+
+// ---- running -----------------------------------------------------------------------------
+
+void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& tool,
+                          const SecurityContext& ctx, const InvokeRequest& request,
+                          const std::string& workspace, ChunkSink on_chunk) {
+  const std::string& command_id = request.command_id;
+  ProcessSpec spec;
+  milliseconds requested{0};
+  std::string cwd_rel;
+  if (tool.kind == ToolKind::kExec) {
+    auto args = ToolRegistry::ParseExecArgs(request.args);
+    if (!args) return Finish(job, ErrorResult(command_id, args.error()));
+    spec.argv = args->shell ? ShellArgv(args->command, args->args)
+                            : std::vector<std::string>{args->command};
+    if (!args->shell) spec.argv.insert(spec.argv.end(), args->args.begin(), args->args.end());
+    spec.env = args->env;
+    spec.stdin_data = args->stdin_data;
+    requested = args->timeout;
+    cwd_rel = args->cwd;
+  } else {
+    auto argv = tool.command->Render(request.args);
+    if (!argv) return Finish(job, ErrorResult(command_id, argv.error()));
+    spec.argv = std::move(*argv);
+    requested = tool.timeout;
+  }
+  if (request.timeout) requested = *request.timeout;
+  spec.timeout = ctx.EffectiveTimeout(requested, options_.default_timeout);
+  spec.kill_grace = options_.kill_grace;
+  spec.env_allow = options_.env_allow;
+  spec.run_as = ctx.config().run_as;
+  spec.max_output_bytes = ctx.EffectiveOutputCap(options_.max_output_bytes);
+  spec.max_processes = ctx.config().limits.max_processes;
+  auto parts = ScopedRoot::Normalize(cwd_rel);
+  if (!parts) {
+    return Finish(
+        job, ErrorResult(command_id, Error{parts.error().code, "exec arg 'cwd' '" + cwd_rel +
+                                                                   "': " + parts.error().message}));
+  }
+  spec.cwd = workspace;
+  for (const auto& p : *parts)
+    spec.cwd += "/" + p;
+  WrapOptions wrap{workspace, ctx.config().mount_points, options_.bwrap_network};
+  if (auto st = provider_->Wrap(spec, wrap); !st) {
+    return Finish(job, ErrorResult(command_id, st.error()));
+  }
+
+  struct Collected {
+    std::string out, err;
+  };
+  auto collected = std::make_shared<Collected>();
+  LogBuffer* console = request.sandbox_id.empty() ? nullptr : ConsoleLog(request.sandbox_id);
+  bool collect = request.collect_output;
+  ChunkSink sink = [collected, console, collect, on_chunk](OutputChunk chunk,
+                                                           std::function<void()> ack) {
+    if (console != nullptr) (void)console->Append(chunk.data);
+    if (collect) {
+      (chunk.stream == OutputStream::kStdout ? collected->out : collected->err) += chunk.data;
+    }
+    if (on_chunk) {
+      on_chunk(std::move(chunk), std::move(ack));
+    } else {
+      ack();
+    }
+  };
+  milliseconds timeout = spec.timeout;
+  runner_->Run(
+      std::move(spec), job->source.token(), std::move(sink),
+      [this, job, collected, collect, command_id, timeout, console](Result<ProcessResult> pr) {
+        if (console != nullptr) console->FlushPartial();
+        if (!pr) return Finish(job, ErrorResult(command_id, pr.error()));
+        InvokeResult r;
+        r.command_id = command_id;
+        r.exit_code = pr->exit_code;
+        r.signal = pr->signal;
+        r.output_truncated = pr->output_truncated;
+        r.peak_rss_kb = pr->peak_rss_kb;
+        r.payload = json{{"exit_code", pr->exit_code}, {"signal", pr->signal}};
+        if (collect) {
+          r.payload["stdout"] = std::move(collected->out);
+          r.payload["stderr"] = std::move(collected->err);
+        }
+        if (pr->timed_out) {
+          r.outcome = Outcome::kTimedOut;
+          r.error = Error{ErrorCode::kTimedOut, "command exceeded its timeout of " +
+                                                    std::to_string(timeout.count()) + " ms"};
+        } else if (pr->cancelled) {
+          r.outcome = Outcome::kCancelled;
+          r.reason = pr->cancel_reason;
+          r.error = Error{ErrorCode::kCancelled, "cancelled: " + pr->cancel_reason};
+        }
+        Finish(job, std::move(r));
+      });
+}
+
+InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
+                                   const std::string& workspace) {
+  InvokeResult r;
+  auto fail = [&](Error e) {
+    r.outcome = Outcome::kError;
+    r.error = std::move(e);
+    return r;
+  };
+  if (tool.kind == ToolKind::kSysinfo) {
+    r.payload = CollectSysinfo(options_.agent_version);
+    return r;
+  }
+  auto args = ToolRegistry::ParseFileArgs(tool.kind, request.args);
+  if (!args) return fail(args.error());
+  auto root = ScopedRoot::Open(workspace);
+  if (!root) return fail(root.error());
+  FileService files(std::move(*root), options_.max_output_bytes);
+  switch (tool.kind) {
+    case ToolKind::kFileRead: {
+      auto content = files.Read(args->path, args->offset, args->length);
+      if (!content) return fail(content.error());
+      r.payload = json{
+          {"path", args->path}, {"size", content->size()}, {"content", Base64Encode(*content)}};
+      return r;
+    }
+    case ToolKind::kFileWrite: {
+      if (auto st = files.Write(args->path, args->content, args->mode); !st) {
+        return fail(st.error());
+      }
+      r.payload = json{{"path", args->path}, {"size", args->content.size()}};
+      return r;
+    }
+    case ToolKind::kFileList: {
+      auto list = files.List(args->path);
+      if (!list) return fail(list.error());
+      json arr = json::array();
+      for (const auto& f : *list)
+        arr.push_back(FileInfoToJson(f));
+      r.payload = json{{"files", std::move(arr)}};
+      return r;
+    }
+    case ToolKind::kFileStat: {
+      auto info = files.Stat(args->path);
+      if (!info) return fail(info.error());
+      r.payload = json{{"file", FileInfoToJson(*info)}};
+      return r;
+    }
+    case ToolKind::kFileDelete: {
+      if (auto st = files.Delete(args->path, args->recursive); !st) return fail(st.error());
+      r.payload = json{{"path", args->path}, {"deleted", true}};
+      return r;
+    }
+    default:
+      return fail(Error{ErrorCode::kInternal, "tool '" + tool.name + "' has no file action"});
+  }
+}
+
+void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result) {
+  result.duration = std::chrono::duration_cast<milliseconds>(clock_.Monotonic() - job->started);
+  bool by_shutdown = result.outcome == Outcome::kCancelled && result.reason == kShutdownReason;
+  if (!job->command_id.empty() && !by_shutdown) {
+    auto st = idempotency_->Record(job->command_id, result.ToJson().dump());
+    (void)st;  // ALREADY_EXISTS cannot happen while the id is marked running; others: logged
+  }
+  job->external.Reset();
+  DoneCallback done = std::move(job->done);
+  std::vector<std::function<void()>> waiters;
+  {
+    std::lock_guard lock(mu_);
+    inflight_.erase(job->id);
+    if (!job->command_id.empty()) running_ids_.erase(job->command_id);
+    if (--per_context_[job->context] <= 0) per_context_.erase(job->context);
+    if (shutting_down_ && inflight_.empty()) waiters.swap(idle_waiters_);
+  }
+  if (done) done(std::move(result));
+  for (auto& w : waiters)
+    w();
+}
+
+// ---- sandboxes and files -----------------------------------------------------------------
+
+Result<std::string> Executor::Workspace(std::string_view sandbox_id) const {
+  if (sandbox_id.empty()) return default_workspace_;
+  auto info = registry_->Get(sandbox_id);
+  if (!info) return std::unexpected(info.error());
+  if (info->state == SandboxState::kDestroyed) {
+    return MakeError(ErrorCode::kNotFound,
+                     "sandbox '" + std::string(sandbox_id) + "' was destroyed");
+  }
+  if (info->state != SandboxState::kRunning) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "sandbox '" + std::string(sandbox_id) + "' is " +
+                         std::string(SandboxStateName(info->state)) + ", not running");
+  }
+  return info->root_dir;
+}
+
+Result<FileService> Executor::Files(std::string_view sandbox_id) const {
+  auto ws = Workspace(sandbox_id);
+  if (!ws) return std::unexpected(ws.error());
+  auto root = ScopedRoot::Open(*ws);
+  if (!root) return std::unexpected(root.error());
+  return FileService(std::move(*root), options_.max_output_bytes);
+}
+
+edge::Status Executor::AcceptLease(const Lease* lease, std::string_view resource_id) {
+  return leases_->Accept(lease, options_.own_id, resource_id, clock_.Now());
+}
+
+LogBuffer* Executor::ConsoleLog(const std::string& sandbox_id) {
+  std::lock_guard lock(logs_mu_);
+  auto it = logs_.find(sandbox_id);
+  if (it != logs_.end()) return it->second.get();
+  auto log = LogBuffer::Open(registry_->SandboxDir(sandbox_id) + "/console.log");
+  if (!log) return nullptr;
+  return logs_.emplace(sandbox_id, std::move(*log)).first->second.get();
+}
+
+Result<SandboxInfo> Executor::Spawn(const SpawnRequest& request, const Lease* lease) {
+  if (auto st = SandboxRegistry::ValidateId(request.id); !st) return std::unexpected(st.error());
+  if (request.id == kDefaultSandbox) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "sandbox_id '_default': reserved for the default workspace");
+  }
+  if (draining()) {
+    return MakeError(ErrorCode::kDraining,
+                     "the agent is draining: sandbox '" + request.id + "' was not spawned");
+  }
+  SpawnRequest req = request;
+  if (req.provider.empty()) req.provider = provider_->name();
+  if (req.provider != provider_->name()) {
+    return MakeError(ErrorCode::kInvalidArgument, "provider '" + req.provider +
+                                                      "': this agent runs provider '" +
+                                                      std::string(provider_->name()) + "'");
+  }
+  if (auto st = AcceptLease(lease, req.id); !st) return std::unexpected(st.error());
+  if (req.runtime_id.empty()) req.runtime_id = req.provider + "-" + req.id;
+  return registry_->Spawn(req);
+}
+
+Result<SandboxInfo> Executor::Destroy(std::string_view sandbox_id, const Lease* lease) {
+  if (auto st = SandboxRegistry::ValidateId(sandbox_id); !st) return std::unexpected(st.error());
+  if (auto info = registry_->Get(sandbox_id); !info) return std::unexpected(info.error());
+  if (auto st = AcceptLease(lease, sandbox_id); !st) return std::unexpected(st.error());
+  std::vector<std::shared_ptr<Inflight>> victims;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, job] : inflight_) {
+      if (job->resource == sandbox_id) victims.push_back(job);
+    }
+  }
+  for (auto& j : victims)
+    j->source.Cancel("sandbox '" + std::string(sandbox_id) + "' destroyed");
+  {
+    std::lock_guard lock(logs_mu_);
+    logs_.erase(std::string(sandbox_id));
+  }
+  auto info = registry_->Destroy(sandbox_id);
+  if (info) (void)leases_->Release(sandbox_id, options_.own_id);
+  return info;
+}
+
+Result<SandboxInfo> Executor::Status(std::string_view sandbox_id) const {
+  return registry_->Get(sandbox_id);
+}
+
+Result<std::vector<SandboxInfo>> Executor::List() const {
+  return registry_->List(false);
+}
+
+Result<Lease> Executor::RenewLease(const Lease& renewed) {
+  if (auto st = leases_->Renew(renewed, options_.own_id, clock_.Now()); !st) {
+    return std::unexpected(st.error());
+  }
+  return renewed;
+}
+
+edge::Status Executor::WriteFile(std::string_view sandbox_id, std::string_view path,
+                                 std::string_view content, std::string_view mode,
+                                 const Lease* lease) {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  if (lease != nullptr) {
+    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
+      return st;
+    }
+  }
+  return files->Write(path, content, mode);
+}
+
+Result<std::string> Executor::ReadFile(std::string_view sandbox_id, std::string_view path,
+                                       uint64_t offset, std::optional<uint64_t> length) const {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  return files->Read(path, offset, length);
+}
+
+Result<std::vector<FileInfo>> Executor::ListFiles(std::string_view sandbox_id,
+                                                  std::string_view path) const {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  return files->List(path);
+}
+
+Result<FileInfo> Executor::StatFile(std::string_view sandbox_id, std::string_view path) const {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  return files->Stat(path);
+}
+
+edge::Status Executor::DeleteFile(std::string_view sandbox_id, std::string_view path,
+                                  bool recursive, const Lease* lease) {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  if (lease != nullptr) {
+    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
+      return st;
+    }
+  }
+  return files->Delete(path, recursive);
+}
+
+edge::Status Executor::MoveFile(std::string_view sandbox_id, std::string_view from,
+                                std::string_view to, const Lease* lease) {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  if (lease != nullptr) {
+    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
+      return st;
+    }
+  }
+  return files->Move(from, to);
+}
+
+edge::Status Executor::ChmodFile(std::string_view sandbox_id, std::string_view path,
+                                 std::string_view mode, const Lease* lease) {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  if (lease != nullptr) {
+    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
+      return st;
+    }
+  }
+  return files->Chmod(path, mode);
+}
+
+Result<std::vector<std::string>> Executor::Glob(std::string_view sandbox_id,
+                                                std::string_view pattern) const {
+  auto files = Files(sandbox_id);
+  if (!files) return std::unexpected(files.error());
+  return files->Glob(pattern);
+}
+
+Result<std::vector<std::string>> Executor::Logs(std::string_view sandbox_id, size_t n) {
+  auto info = registry_->Get(sandbox_id);
+  if (!info) return std::unexpected(info.error());
+  if (info->state == SandboxState::kDestroyed) {
+    return MakeError(ErrorCode::kNotFound,
+                     "sandbox '" + std::string(sandbox_id) + "' was destroyed");
+  }
+  LogBuffer* log = ConsoleLog(std::string(sandbox_id));
+  if (log == nullptr) {
+    return MakeError(ErrorCode::kInternal,
+                     "console log of sandbox '" + std::string(sandbox_id) + "' cannot be opened");
+  }
+  return log->Tail(n);
+}
+
+// ---- lifecycle ---------------------------------------------------------------------------
+
+void Executor::Drain() {
+  std::lock_guard lock(mu_);
+  draining_ = true;
+}
+
+bool Executor::draining() const {
+  std::lock_guard lock(mu_);
+  return draining_;
+}
+
+size_t Executor::running() const {
+  std::lock_guard lock(mu_);
+  return inflight_.size();
+}
+
+void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
+  bool idle = false;
+  {
+    std::lock_guard lock(mu_);
+    draining_ = true;
+    shutting_down_ = true;
+    idle = inflight_.empty();
+    if (!idle && done) idle_waiters_.push_back(std::move(done));
+  }
+  if (idle) {
+    runner_->Shutdown(options_.kill_grace);
+    if (done) boost::asio::post(io_, std::move(done));
+    return;
+  }
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_, grace);
+  std::weak_ptr<int> alive = alive_;
+  timer->async_wait([this, timer, alive](const boost::system::error_code&) {
+    if (alive.expired()) return;
+    std::vector<std::shared_ptr<Inflight>> jobs;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [id, job] : inflight_)
+        jobs.push_back(job);
+    }
+    for (auto& j : jobs)
+      j->source.Cancel(kShutdownReason);
+    runner_->Shutdown(options_.kill_grace);
+  });
+}
+
+size_t Executor::Tick(Clock::WallTime now) {
+  auto expired = leases_->ExpiredLeases(now);
+  size_t cancelled = 0;
+  if (expired && !expired->empty()) {
+    std::vector<std::pair<std::shared_ptr<Inflight>, std::string>> victims;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& lease : *expired) {
+        for (auto& [id, job] : inflight_) {
+          if (job->has_lease && job->resource == lease.resource_id) {
+            victims.emplace_back(job, "lease for '" + lease.resource_id + "' (generation " +
+                                          std::to_string(lease.generation) + ") expired unrenewed");
+          }
+        }
+      }
+    }
+    for (auto& [job, reason] : victims) {
+      if (job->source.Cancel(reason)) ++cancelled;
+    }
+  }
+  (void)idempotency_->Prune();
+  return cancelled;
+}
+
+}  // namespace edge::sandbox

@@ -1,0 +1,197 @@
+// Executor: THE single entry through which every door (edge stream, compute stream, worker
+// RPC) runs work on this host: tools (built-in and from config), exec, file operations,
+// sandboxes, console logs. It applies the same rules whichever door the work came through:
+// security contexts (allowed tools, run-as user, limits), lease fencing checked before any
+// mutation, idempotency by command_id, concurrency caps, deadlines, output caps, drain and
+// shutdown. Errors are the stable codes of design.md §7 with messages naming field and value.
+//
+// Owns the StateDb (data_dir/state/agent.db) and everything built on it (LeaseTable,
+// IdempotencyStore, SandboxRegistry), the ProcessRunner and the sandboxes' console logs;
+// borrows the io_context (whose threads run the children's I/O) and the Clock (lease expiry,
+// idempotency window, durations). Thread-safe: call from any thread. Callbacks (`done`, the
+// chunk sink) run on an io_context thread, or on the caller's thread for work that does not
+// start a process (file tools, sysinfo, refusals), possibly before Invoke returns.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "sandbox/cancel.h"
+#include "sandbox/executor_options.h"
+#include "sandbox/file_service.h"
+#include "sandbox/idempotency_store.h"
+#include "sandbox/lease_table.h"
+#include "sandbox/log_buffer.h"
+#include "sandbox/process_result.h"
+#include "sandbox/process_runner.h"
+#include "sandbox/providers/provider.h"
+#include "sandbox/sandbox_registry.h"
+#include "sandbox/sandbox_types.h"
+#include "sandbox/security_context.h"
+#include "sandbox/state_db.h"
+#include "sandbox/tool_registry.h"
+
+namespace edge::sandbox {
+
+// Output chunks of a running command, with back-pressure (see OutputSink).
+using ChunkSink = OutputSink;
+
+struct InvokeRequest {
+  std::string command_id;  // "" = no idempotency
+  std::string tool;        // "exec", "file.read", ..., or a config tool
+  nlohmann::json args = nlohmann::json::object();
+  std::string security_context;  // "" = the config tool's context, else "default"
+  std::string sandbox_id;        // "" = the default workspace <sandbox_root>/_default/root
+  std::optional<Lease> lease;    // checked (and accepted) before the work starts
+  std::optional<std::chrono::milliseconds> timeout;  // overrides the tool's and exec's
+  bool collect_output = true;  // put stdout/stderr (up to the cap) in the exec payload
+};
+
+enum class Outcome { kOk, kError, kTimedOut, kCancelled };
+// "ok", "error", "timed_out", "cancelled".
+std::string_view OutcomeName(Outcome outcome);
+
+struct InvokeResult {
+  std::string command_id;
+  Outcome outcome = Outcome::kOk;
+  int exit_code = 0;  // processes: the exit code, -1 when ended by a signal
+  int signal = 0;
+  nlohmann::json payload;  // exec: {exit_code, signal, stdout, stderr}; file/sysinfo: the data
+  Error error{ErrorCode::kOk, ""};  // set unless outcome is kOk
+  std::chrono::milliseconds duration{0};
+  bool output_truncated = false;
+  long peak_rss_kb = 0;
+  std::string reason;     // why it was cancelled
+  bool replayed = false;  // returned from the idempotency store, not run again
+
+  nlohmann::json ToJson() const;
+  static Result<InvokeResult> FromJson(const nlohmann::json& j);
+};
+
+class Executor {
+ public:
+  using DoneCallback = std::function<void(InvokeResult)>;
+
+  // Opens the state (creating data_dir/state and the sandbox root), kills process groups a
+  // previous agent left behind, and validates the options: INVALID_ARGUMENT naming the field
+  // (empty data_dir or own_id, unknown provider, bad tool template or security context).
+  static Result<std::unique_ptr<Executor>> Open(boost::asio::io_context& io, Clock& clock,
+                                                ExecutorOptions options);
+  // Kills and reaps whatever still runs (without calling its callbacks); call Shutdown first.
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs one tool. `done` is called exactly once. Refusals (no result is stored for them):
+  // DRAINING, ALREADY_EXISTS (command_id running), RESOURCE_EXHAUSTED (caps). Then NOT_FOUND
+  // (tool, context, sandbox), PERMISSION_DENIED (tool not allowed), LEASE_REJECTED,
+  // INVALID_ARGUMENT / PATH_OUTSIDE_ROOT (args), and the tool's own outcome. A command_id that
+  // already completed returns its stored result with `replayed` set.
+  void Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_chunk, DoneCallback done);
+
+  // Exec on a sandbox (tool "exec", `args` as for it): streams through `on_chunk` and appends
+  // the output to the sandbox's console log. Same rules as Invoke.
+  void Exec(std::string sandbox_id, nlohmann::json args, std::optional<Lease> lease,
+            std::string command_id, CancelToken cancel, ChunkSink on_chunk, DoneCallback done);
+
+  // Sandboxes. Spawn and Destroy need a lease for the sandbox id, accepted before anything
+  // is created or removed.
+  Result<SandboxInfo> Spawn(const SpawnRequest& request, const Lease* lease);
+  Result<SandboxInfo> Destroy(std::string_view sandbox_id, const Lease* lease);
+  Result<SandboxInfo> Status(std::string_view sandbox_id) const;
+  Result<std::vector<SandboxInfo>> List() const;
+  // A renewed lease from the control plane replaces the current one (LeaseTable::Renew).
+  Result<Lease> RenewLease(const Lease& renewed);
+
+  // Files of a sandbox ("" = the default workspace). A given lease is accepted before a
+  // mutation; reads ignore it.
+  edge::Status WriteFile(std::string_view sandbox_id, std::string_view path,
+                         std::string_view content, std::string_view mode, const Lease* lease);
+  Result<std::string> ReadFile(std::string_view sandbox_id, std::string_view path,
+                               uint64_t offset = 0, std::optional<uint64_t> length = {}) const;
+  Result<std::vector<FileInfo>> ListFiles(std::string_view sandbox_id, std::string_view path) const;
+  Result<FileInfo> StatFile(std::string_view sandbox_id, std::string_view path) const;
+  edge::Status DeleteFile(std::string_view sandbox_id, std::string_view path, bool recursive,
+                          const Lease* lease);
+  edge::Status MoveFile(std::string_view sandbox_id, std::string_view from, std::string_view to,
+                        const Lease* lease);
+  edge::Status ChmodFile(std::string_view sandbox_id, std::string_view path, std::string_view mode,
+                         const Lease* lease);
+  Result<std::vector<std::string>> Glob(std::string_view sandbox_id,
+                                        std::string_view pattern) const;
+  // The last `n` lines of the sandbox's console log.
+  Result<std::vector<std::string>> Logs(std::string_view sandbox_id, size_t n);
+
+  // Refuses new invocations and spawns with DRAINING; what runs finishes.
+  void Drain();
+  bool draining() const;
+  // Drain, let running work finish for `grace`, then cancel what is left (SIGTERM, SIGKILL
+  // after kill_grace); `done` is called once nothing runs any more.
+  void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
+
+  // The periodic check the daemon drives with the injected clock: cancels running work whose
+  // lease expired unrenewed and prunes the idempotency window. Returns how many it cancelled.
+  size_t Tick(Clock::WallTime now);
+
+  // Tool names (advertised by the edge stream).
+  std::vector<std::string> Tools() const { return tools_.List(); }
+  size_t running() const;
+  const ExecutorOptions& options() const { return options_; }
+
+ private:
+  struct Inflight;
+  Executor(boost::asio::io_context& io, Clock& clock, ExecutorOptions options, ToolRegistry tools,
+           SecurityContexts contexts, std::shared_ptr<Provider> provider);
+
+  Result<std::string> Workspace(std::string_view sandbox_id) const;
+  Result<FileService> Files(std::string_view sandbox_id) const;
+  edge::Status AcceptLease(const Lease* lease, std::string_view resource_id);
+  LogBuffer* ConsoleLog(const std::string& sandbox_id);
+  void RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& tool,
+                  const SecurityContext& ctx, const InvokeRequest& request,
+                  const std::string& workspace, ChunkSink on_chunk);
+  InvokeResult RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
+                           const std::string& workspace);
+  void Finish(const std::shared_ptr<Inflight>& job, InvokeResult result);
+
+  boost::asio::io_context& io_;
+  Clock& clock_;
+  ExecutorOptions options_;
+  ToolRegistry tools_;
+  SecurityContexts contexts_;
+  std::shared_ptr<Provider> provider_;
+  std::unique_ptr<StateDb> db_;
+  std::unique_ptr<LeaseTable> leases_;
+  std::unique_ptr<IdempotencyStore> idempotency_;
+  std::unique_ptr<SandboxRegistry> registry_;
+  std::unique_ptr<ProcessRunner> runner_;
+  std::string default_workspace_;
+
+  mutable std::mutex mu_;
+  uint64_t next_job_ = 1;
+  std::map<uint64_t, std::shared_ptr<Inflight>> inflight_;
+  std::set<std::string> running_ids_;
+  std::map<std::string, int> per_context_;
+  bool draining_ = false;
+  bool shutting_down_ = false;
+  std::vector<std::function<void()>> idle_waiters_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // timers check it before running
+  std::mutex logs_mu_;
+  std::map<std::string, std::unique_ptr<LogBuffer>> logs_;
+};
+
+}  // namespace edge::sandbox

@@ -1,0 +1,490 @@
+#include "sandbox/executor.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+namespace edge::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-exec-XXXXXX";
+    dir_ = fs::canonical(::mkdtemp(tmpl));
+    io_thread_ = std::thread([this] { io_.run(); });
+    options_.data_dir = dir_ + "/data";
+    options_.own_id = "worker-1";
+    options_.agent_version = "9.9.9";
+    options_.kill_grace = 200ms;
+    options_.pids_cgroup_root = "";
+    options_.tools["say"] = ToolConfig{{"/bin/echo", "{msg}"}, 0s, ""};
+    options_.security_contexts["readers"] =
+        SecurityContextConfig{{"file.*", "sysinfo"}, "", {}, {}};
+    SecurityContextConfig capped{{"*"}, "", {}, {}};
+    capped.limits.timeout_cap = 300ms;
+    capped.limits.max_concurrent = 1;
+    options_.security_contexts["capped"] = capped;
+  }
+  void TearDown() override {
+    ex_.reset();
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+    fs::remove_all(dir_);
+  }
+  void Open() {
+    auto ex = Executor::Open(io_, clock_, options_);
+    ASSERT_TRUE(ex.has_value()) << ex.error().ToString();
+    ex_ = std::move(*ex);
+  }
+
+  std::future<InvokeResult> Start(InvokeRequest req, CancelToken cancel = {}, ChunkSink sink = {}) {
+    auto p = std::make_shared<std::promise<InvokeResult>>();
+    auto f = p->get_future();
+    ex_->Invoke(std::move(req), std::move(cancel), std::move(sink),
+                [p](InvokeResult r) { p->set_value(std::move(r)); });
+    return f;
+  }
+  InvokeResult Call(InvokeRequest req, CancelToken cancel = {}) {
+    auto f = Start(std::move(req), std::move(cancel));
+    EXPECT_EQ(f.wait_for(60s), std::future_status::ready);
+    return f.get();
+  }
+  static InvokeRequest Exec(const std::string& command, const std::string& id = "") {
+    InvokeRequest r;
+    r.command_id = id;
+    r.tool = "exec";
+    r.args = json{{"command", command}};
+    return r;
+  }
+  Lease MakeLease(const std::string& resource, int64_t gen, std::string holder = "worker-1") {
+    return Lease{resource, std::move(holder), gen, clock_.Now() + 60s};
+  }
+  // Waits (the child is real) until `n` invocations are running.
+  void WaitRunning(size_t n) {
+    for (int i = 0; i < 500 && ex_->running() < n; ++i)
+      std::this_thread::sleep_for(10ms);
+    ASSERT_GE(ex_->running(), n);
+  }
+
+  std::string dir_;
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
+      io_.get_executor()};
+  std::thread io_thread_;
+  ManualClock clock_;
+  ExecutorOptions options_;
+  std::unique_ptr<Executor> ex_;
+};
+
+void ExpectError(const InvokeResult& r, ErrorCode code, const std::string& words) {
+  EXPECT_EQ(r.outcome, Outcome::kError);
+  EXPECT_EQ(r.error.code, code) << r.error.ToString();
+  EXPECT_NE(r.error.message.find(words), std::string::npos) << r.error.message;
+}
+
+TEST_F(ExecutorTest, OpenValidatesOptions) {
+  ExecutorOptions bad = options_;
+  bad.own_id = "";
+  auto r = Executor::Open(io_, clock_, bad);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("own_id"), std::string::npos);
+  bad = options_;
+  bad.provider = "docker";
+  r = Executor::Open(io_, clock_, bad);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("docker"), std::string::npos);
+  bad = options_;
+  bad.tools["t"] = ToolConfig{{"x"}, 0s, "ghost"};
+  r = Executor::Open(io_, clock_, bad);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message.find("tools.t.security_context"), std::string::npos);
+  EXPECT_NE(r.error().message.find("ghost"), std::string::npos);
+}
+
+TEST_F(ExecutorTest, ExecRunsInTheDefaultWorkspace) {
+  Open();
+  InvokeResult r = Call(Exec("pwd; echo oops >&2; exit 2"));
+  EXPECT_EQ(r.outcome, Outcome::kOk) << r.error.ToString();
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.payload["stdout"],
+            fs::canonical(options_.data_dir).string() + "/sandboxes/_default/root\n");
+  EXPECT_EQ(r.payload["stderr"], "oops\n");
+  EXPECT_GT(r.peak_rss_kb, 0);
+
+  InvokeRequest argv;
+  argv.tool = "exec";
+  argv.args = json{{"command", "printf"}, {"args", {"%s|", "a b", "$(id)"}}, {"mode", "argv"}};
+  r = Call(argv);
+  EXPECT_EQ(r.payload["stdout"], "a b|$(id)|");
+
+  InvokeRequest shell;
+  shell.tool = "exec";
+  shell.args = json{{"command", "printf '%s|'"}, {"args", {"it's", "$(id)"}}, {"stdin", "x"}};
+  r = Call(shell);
+  EXPECT_EQ(r.payload["stdout"], "it's|$(id)|");
+
+  InvokeRequest escape;
+  escape.tool = "exec";
+  escape.args = json{{"command", "pwd"}, {"cwd", "../../.."}};
+  ExpectError(Call(escape), ErrorCode::kPathOutsideRoot, "cwd");
+}
+
+TEST_F(ExecutorTest, ChunksStreamToTheSink) {
+  Open();
+  std::mutex mu;
+  std::string streamed;
+  auto f = Start(Exec("seq 1 5000"), {}, [&](OutputChunk c, std::function<void()> ack) {
+    {
+      std::lock_guard lock(mu);
+      streamed += c.data;
+    }
+    ack();
+  });
+  InvokeResult r = f.get();
+  EXPECT_EQ(r.outcome, Outcome::kOk);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(streamed, r.payload["stdout"].get<std::string>());
+  EXPECT_TRUE(streamed.starts_with("1\n2\n3\n"));
+}
+
+TEST_F(ExecutorTest, ConfigToolFillsArgsWithoutShell) {
+  Open();
+  InvokeRequest req;
+  req.tool = "say";
+  req.args = json{{"msg", "$(id); echo pwned"}};
+  InvokeResult r = Call(req);
+  EXPECT_EQ(r.outcome, Outcome::kOk);
+  EXPECT_EQ(r.payload["stdout"], "$(id); echo pwned\n");
+  req.args = json::object();
+  ExpectError(Call(req), ErrorCode::kInvalidArgument, "'msg'");
+  EXPECT_NE(std::find(ex_->Tools().begin(), ex_->Tools().end(), "say"), ex_->Tools().end());
+}
+
+TEST_F(ExecutorTest, SecurityContextsDecide) {
+  Open();
+  InvokeRequest req = Exec("true");
+  req.security_context = "readers";
+  ExpectError(Call(req), ErrorCode::kPermissionDenied, "'exec'");
+  req.security_context = "nope";
+  ExpectError(Call(req), ErrorCode::kNotFound, "'nope'");
+  InvokeRequest unknown;
+  unknown.tool = "nmap";
+  ExpectError(Call(unknown), ErrorCode::kNotFound, "'nmap'");
+  InvokeRequest info;
+  info.tool = "sysinfo";
+  info.security_context = "readers";
+  InvokeResult r = Call(info);
+  EXPECT_EQ(r.outcome, Outcome::kOk);
+  EXPECT_EQ(r.payload["agent_version"], "9.9.9");
+  // The context's timeout cap cuts a longer request.
+  InvokeRequest slow = Exec("sleep 30");
+  slow.security_context = "capped";
+  slow.timeout = 30s;
+  r = Call(slow);
+  EXPECT_EQ(r.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(r.error.code, ErrorCode::kTimedOut);
+  EXPECT_NE(r.error.message.find("300 ms"), std::string::npos);
+}
+
+TEST_F(ExecutorTest, FileTools) {
+  Open();
+  InvokeRequest w;
+  w.tool = "file.write";
+  w.args = json{{"path", "dir/a.txt"}, {"content", "aGVsbG8gd29ybGQ="}, {"mode", "0600"}};
+  EXPECT_EQ(Call(w).outcome, Outcome::kOk);
+  InvokeRequest rd;
+  rd.tool = "file.read";
+  rd.args = json{{"path", "dir/a.txt"}, {"offset", 6}};
+  InvokeResult r = Call(rd);
+  EXPECT_EQ(r.payload["content"], "d29ybGQ=");  // "world"
+  InvokeRequest st;
+  st.tool = "file.stat";
+  st.args = json{{"path", "dir/a.txt"}};
+  r = Call(st);
+  EXPECT_EQ(r.payload["file"]["size"], 11);
+  EXPECT_EQ(r.payload["file"]["mode"], "0600");
+  InvokeRequest ls;
+  ls.tool = "file.list";
+  ls.args = json{{"path", "dir"}};
+  r = Call(ls);
+  ASSERT_EQ(r.payload["files"].size(), 1u);
+  EXPECT_EQ(r.payload["files"][0]["path"], "dir/a.txt");
+  InvokeRequest del;
+  del.tool = "file.delete";
+  del.args = json{{"path", "dir"}, {"recursive", true}};
+  EXPECT_EQ(Call(del).outcome, Outcome::kOk);
+  r = Call(st);
+  EXPECT_EQ(r.error.code, ErrorCode::kNotFound);
+  InvokeRequest escape;
+  escape.tool = "file.read";
+  escape.args = json{{"path", "../../../state/agent.db"}};
+  ExpectError(Call(escape), ErrorCode::kPathOutsideRoot, "");
+}
+
+TEST_F(ExecutorTest, IdempotentCommandIdsSurviveARestart) {
+  Open();
+  InvokeResult first = Call(Exec("echo $$", "cmd-1"));
+  ASSERT_EQ(first.outcome, Outcome::kOk);
+  EXPECT_FALSE(first.replayed);
+  InvokeResult again = Call(Exec("echo $$", "cmd-1"));
+  EXPECT_TRUE(again.replayed);
+  EXPECT_EQ(again.payload, first.payload);  // the pid would differ if it had run again
+  ex_.reset();
+  Open();
+  InvokeResult after = Call(Exec("echo $$", "cmd-1"));
+  EXPECT_TRUE(after.replayed);
+  EXPECT_EQ(after.payload, first.payload);
+  EXPECT_EQ(after.command_id, "cmd-1");
+  // An error result is stored too.
+  InvokeRequest bad = Exec("true", "cmd-2");
+  bad.args = json{{"command", 5}};
+  EXPECT_EQ(Call(bad).error.code, ErrorCode::kInvalidArgument);
+  InvokeResult bad_again = Call(bad);
+  EXPECT_TRUE(bad_again.replayed);
+  EXPECT_EQ(bad_again.error.code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(ExecutorTest, RunningCommandIdIsRefused) {
+  Open();
+  CancelSource cancel;
+  auto running = Start(Exec("sleep 30", "dup"), cancel.token());
+  WaitRunning(1);
+  ExpectError(Call(Exec("sleep 30", "dup")), ErrorCode::kAlreadyExists, "'dup'");
+  cancel.Cancel("test done");
+  InvokeResult r = running.get();
+  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_EQ(r.reason, "test done");
+  EXPECT_EQ(r.error.code, ErrorCode::kCancelled);
+}
+
+TEST_F(ExecutorTest, ConcurrencyCaps) {
+  options_.max_concurrent = 2;
+  Open();
+  CancelSource cancel;
+  auto a = Start(Exec("sleep 30"), cancel.token());
+  auto b = Start(Exec("sleep 30"), cancel.token());
+  WaitRunning(2);
+  ExpectError(Call(Exec("true")), ErrorCode::kResourceExhausted, "max_concurrent 2");
+  cancel.Cancel("done");
+  a.get();
+  b.get();
+  // Per context: "capped" allows one at a time.
+  CancelSource c2;
+  InvokeRequest one = Exec("sleep 30");
+  one.security_context = "capped";
+  auto first = Start(one, c2.token());
+  WaitRunning(1);
+  ExpectError(Call(one), ErrorCode::kResourceExhausted, "'capped'");
+  c2.Cancel("done");
+  first.get();
+  EXPECT_EQ(Call(Exec("true")).outcome, Outcome::kOk);  // slots are given back
+}
+
+TEST_F(ExecutorTest, DeadlineFromArgs) {
+  Open();
+  InvokeRequest req = Exec("sleep 30");
+  req.args["timeout"] = "200ms";
+  InvokeResult r = Call(req);
+  EXPECT_EQ(r.outcome, Outcome::kTimedOut);
+  EXPECT_EQ(r.signal, SIGTERM);
+}
+
+TEST_F(ExecutorTest, DrainRefusesNewWorkAndFinishesInFlight) {
+  Open();
+  auto running = Start(Exec("sleep 0.3; echo finished"));
+  WaitRunning(1);
+  ex_->Drain();
+  EXPECT_TRUE(ex_->draining());
+  ExpectError(Call(Exec("true")), ErrorCode::kDraining, "draining");
+  SpawnRequest sp;
+  sp.id = "sb";
+  Lease lease = MakeLease("sb", 1);
+  auto spawned = ex_->Spawn(sp, &lease);
+  ASSERT_FALSE(spawned.has_value());
+  EXPECT_EQ(spawned.error().code, ErrorCode::kDraining);
+  InvokeResult r = running.get();
+  EXPECT_EQ(r.outcome, Outcome::kOk);
+  EXPECT_EQ(r.payload["stdout"], "finished\n");
+}
+
+TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
+  Open();
+  auto running = Start(Exec("trap '' TERM; sleep 30", "long"));
+  WaitRunning(1);
+  std::promise<void> idle;
+  ex_->Shutdown(50ms, [&] { idle.set_value(); });
+  ASSERT_EQ(idle.get_future().wait_for(30s), std::future_status::ready);
+  InvokeResult r = running.get();
+  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_EQ(r.reason, "agent shutdown");
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_EQ(ex_->running(), 0u);
+  // Work cut by a shutdown is not stored: the controller may send it again after a restart.
+  ex_.reset();
+  Open();
+  InvokeResult again = Call(Exec("echo ran", "long"));
+  EXPECT_FALSE(again.replayed);
+  EXPECT_EQ(again.payload["stdout"], "ran\n");
+}
+
+TEST_F(ExecutorTest, LeaseIsCheckedBeforeAnySandboxMutation) {
+  Open();
+  SpawnRequest sp;
+  sp.id = "sb1";
+  std::string sb_dir = options_.data_dir + "/sandboxes/sb1";
+  auto no_lease = ex_->Spawn(sp, nullptr);
+  ASSERT_FALSE(no_lease.has_value());
+  EXPECT_EQ(no_lease.error().code, ErrorCode::kLeaseRejected);
+  Lease foreign = MakeLease("sb1", 1, "worker-2");
+  auto r = ex_->Spawn(sp, &foreign);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kLeaseRejected);
+  Lease wrong_resource = MakeLease("other", 1);
+  EXPECT_EQ(ex_->Spawn(sp, &wrong_resource).error().code, ErrorCode::kLeaseRejected);
+  EXPECT_FALSE(fs::exists(sb_dir));
+  EXPECT_FALSE(ex_->Status("sb1").has_value());
+
+  Lease gen5 = MakeLease("sb1", 5);
+  auto ok = ex_->Spawn(sp, &gen5);
+  ASSERT_TRUE(ok.has_value()) << ok.error().ToString();
+  EXPECT_TRUE(fs::is_directory(sb_dir + "/root"));
+  EXPECT_EQ(ex_->Status("sb1")->state, SandboxState::kRunning);
+
+  // A stale generation cannot write or destroy.
+  Lease gen4 = MakeLease("sb1", 4);
+  auto w = ex_->WriteFile("sb1", "f.txt", "data", "", &gen4);
+  ASSERT_FALSE(w.has_value());
+  EXPECT_EQ(w.error().code, ErrorCode::kLeaseRejected);
+  EXPECT_FALSE(fs::exists(sb_dir + "/root/f.txt"));
+  EXPECT_EQ(ex_->Destroy("sb1", &gen4).error().code, ErrorCode::kLeaseRejected);
+  EXPECT_TRUE(fs::is_directory(sb_dir + "/root"));
+
+  // Generations persist across a restart of the executor.
+  ex_.reset();
+  Open();
+  EXPECT_EQ(ex_->Destroy("sb1", &gen4).error().code, ErrorCode::kLeaseRejected);
+  EXPECT_TRUE(ex_->WriteFile("sb1", "f.txt", "data", "", &gen5).has_value());
+  EXPECT_EQ(*ex_->ReadFile("sb1", "f.txt"), "data");
+  Lease gen6 = MakeLease("sb1", 6);
+  ASSERT_TRUE(ex_->Destroy("sb1", &gen6).has_value());
+  EXPECT_FALSE(fs::exists(sb_dir));
+  EXPECT_EQ(ex_->Status("sb1")->state, SandboxState::kDestroyed);
+  auto gone = ex_->ReadFile("sb1", "f.txt");
+  ASSERT_FALSE(gone.has_value());
+  EXPECT_EQ(gone.error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(ExecutorTest, MaxSandboxes) {
+  options_.max_sandboxes = 2;
+  Open();
+  for (const char* id : {"a", "b"}) {
+    SpawnRequest sp;
+    sp.id = id;
+    Lease l = MakeLease(id, 1);
+    ASSERT_TRUE(ex_->Spawn(sp, &l).has_value());
+  }
+  SpawnRequest sp;
+  sp.id = "c";
+  Lease l = MakeLease("c", 1);
+  auto r = ex_->Spawn(sp, &l);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_FALSE(fs::exists(options_.data_dir + "/sandboxes/c"));
+  EXPECT_EQ(ex_->List()->size(), 2u);
+  sp.id = "_default";
+  Lease d = MakeLease("_default", 1);
+  EXPECT_EQ(ex_->Spawn(sp, &d).error().code, ErrorCode::kInvalidArgument);
+}
+
+TEST_F(ExecutorTest, SandboxExecWritesTheConsoleLog) {
+  Open();
+  SpawnRequest sp;
+  sp.id = "sb";
+  Lease lease = MakeLease("sb", 1);
+  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
+  auto p = std::make_shared<std::promise<InvokeResult>>();
+  ex_->Exec("sb", json{{"command", "pwd; echo line2; printf tail"}}, std::nullopt, "", {}, {},
+            [p](InvokeResult r) { p->set_value(std::move(r)); });
+  InvokeResult r = p->get_future().get();
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.ToString();
+  std::string root = ex_->Status("sb")->root_dir;
+  EXPECT_EQ(r.payload["stdout"], root + "\nline2\ntail");
+  auto logs = ex_->Logs("sb", 10);
+  ASSERT_TRUE(logs.has_value());
+  EXPECT_EQ(*logs, (std::vector<std::string>{root, "line2", "tail"}));
+  EXPECT_EQ(ex_->Logs("nope", 10).error().code, ErrorCode::kNotFound);
+  InvokeRequest missing = Exec("true");
+  missing.sandbox_id = "nope";
+  ExpectError(Call(missing), ErrorCode::kNotFound, "nope");
+}
+
+TEST_F(ExecutorTest, WorkStopsWhenItsLeaseExpiresUnrenewed) {
+  Open();
+  SpawnRequest sp;
+  sp.id = "sb";
+  Lease lease = MakeLease("sb", 1);
+  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
+  InvokeRequest req = Exec("sleep 30");
+  req.sandbox_id = "sb";
+  req.lease = lease;
+  auto running = Start(req);
+  WaitRunning(1);
+  EXPECT_EQ(ex_->Tick(clock_.Now()), 0u);  // not expired yet
+  // Renewed: still fine past the first expiry.
+  Lease renewed = lease;
+  renewed.expires_at = clock_.Now() + 120s;
+  ASSERT_TRUE(ex_->RenewLease(renewed).has_value());
+  clock_.Advance(90s);
+  EXPECT_EQ(ex_->Tick(clock_.Now()), 0u);
+  EXPECT_EQ(ex_->running(), 1u);
+  clock_.Advance(60s);
+  EXPECT_EQ(ex_->Tick(clock_.Now()), 1u);
+  InvokeResult r = running.get();
+  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_NE(r.reason.find("expired"), std::string::npos);
+  // An expired lease is refused for new work.
+  auto again = Call(req);
+  EXPECT_EQ(again.error.code, ErrorCode::kLeaseRejected);
+}
+
+TEST_F(ExecutorTest, ConcurrentLeaseChecksWithMixedGenerations) {
+  Open();
+  SpawnRequest sp;
+  sp.id = "sb";
+  Lease first = MakeLease("sb", 1);
+  ASSERT_TRUE(ex_->Spawn(sp, &first).has_value());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int g = 1; g <= 20; ++g) {
+        Lease l = MakeLease("sb", (g * 7 + t * 3) % 20 + 1);
+        (void)ex_->WriteFile("sb", "f" + std::to_string(t), "x", "", &l);
+      }
+    });
+  }
+  for (auto& th : threads)
+    th.join();
+  // Generation 20 was offered, so every lower one is now refused.
+  Lease low = MakeLease("sb", 19);
+  auto w = ex_->WriteFile("sb", "late", "x", "", &low);
+  ASSERT_FALSE(w.has_value());
+  EXPECT_EQ(w.error().code, ErrorCode::kLeaseRejected);
+  Lease top = MakeLease("sb", 20);
+  EXPECT_TRUE(ex_->WriteFile("sb", "late", "x", "", &top).has_value());
+}
+
+}  // namespace
+}  // namespace edge::sandbox
