@@ -517,19 +517,35 @@ TEST_F(ProcessRunnerTest, ForkBombIsContained) {
       << GroupMembers(pgid).size() << " bomb processes left";
 }
 
-TEST_F(ProcessRunnerTest, ProcessLimitRefusesExtraProcesses) {
-  if (::geteuid() != 0) {
-    GTEST_SKIP() << "RLIMIT_NPROC is applied through run_as, which needs root; not root here";
+TEST_F(ProcessRunnerTest, PidsCgroupRefusesExtraProcesses) {
+  // The cgroup applies per command (also to root), unlike RLIMIT_NPROC, which counts every
+  // process of the user on the host.
+  if (::access("/sys/fs/cgroup/pids", W_OK) != 0) {
+    GTEST_SKIP() << "/sys/fs/cgroup/pids is not writable here (not root or no cgroup-v1 pids)";
   }
-  fs::permissions(dir_, fs::perms::all);
+  ProcessRunner cg_runner(io_, clock_, ProcessRunner::Options{dir_ + "/state3"});
   ProcessSpec spec = Sh("for i in 1 2 3 4 5 6 7 8 9 10; do sleep 5 & done; wait");
-  spec.run_as = "nobody";
   spec.max_processes = 4;
   spec.timeout = 20s;
-  Outcome run = RunSync(spec);
-  ASSERT_TRUE(run.result->has_value());
+  Outcome run;
+  io_.restart();
+  cg_runner.Run(
+      spec, {},
+      [&](OutputChunk c, std::function<void()> ack) {
+        run.err += c.data;
+        ack();
+      },
+      [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  io_.run();
+  ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
   EXPECT_FALSE((*run.result)->timed_out);
-  EXPECT_NE(run.err.find("fork"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("fork"), std::string::npos)
+      << run.err << " exit " << (*run.result)->exit_code;
+  // The per-command cgroup is removed once the command is reaped.
+  for (const auto& e : fs::directory_iterator("/sys/fs/cgroup/pids/edge-agent")) {
+    EXPECT_FALSE(e.path().filename().string().starts_with(std::to_string(::getpid()) + "-"))
+        << e.path();
+  }
 }
 
 TEST_F(ProcessRunnerTest, ShutdownStopsEverythingAndRefusesNewWork) {
