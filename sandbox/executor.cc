@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
+#include "common/log.h"
 #include "sandbox/file_service.h"
 #include "sandbox/scoped_root.h"
 #include "sandbox/shell_quote.h"
@@ -520,6 +521,10 @@ Result<SandboxInfo> Executor::Destroy(std::string_view sandbox_id, const Lease* 
   if (auto st = SandboxRegistry::ValidateId(sandbox_id); !st) return std::unexpected(st.error());
   if (auto info = registry_->Get(sandbox_id); !info) return std::unexpected(info.error());
   if (auto st = AcceptLease(lease, sandbox_id); !st) return std::unexpected(st.error());
+  return DestroyNow(sandbox_id, "destroyed");
+}
+
+Result<SandboxInfo> Executor::DestroyNow(std::string_view sandbox_id, std::string_view why) {
   std::vector<std::shared_ptr<Inflight>> victims;
   {
     std::lock_guard lock(mu_);
@@ -528,7 +533,7 @@ Result<SandboxInfo> Executor::Destroy(std::string_view sandbox_id, const Lease* 
     }
   }
   for (auto& j : victims)
-    j->source.Cancel("sandbox '" + std::string(sandbox_id) + "' destroyed");
+    j->source.Cancel("sandbox '" + std::string(sandbox_id) + "' " + std::string(why));
   {
     std::lock_guard lock(logs_mu_);
     logs_.erase(std::string(sandbox_id));
@@ -709,6 +714,15 @@ size_t Executor::Tick(Clock::WallTime now) {
     }
     for (auto& [job, reason] : victims) {
       if (job->source.Cancel(reason)) ++cancelled;
+    }
+  }
+  // Sandboxes whose TTL ran out are destroyed like an explicit destroy: their work is
+  // cancelled, the workspace removed, the lease released.
+  if (auto sandboxes = registry_->Expired(now); sandboxes) {
+    for (const auto& sb : *sandboxes) {
+      if (DestroyNow(sb.id, "expired (ttl)")) {
+        log::Get("sandbox")->info("sandbox {} expired (ttl) and was destroyed", sb.id);
+      }
     }
   }
   (void)idempotency_->Prune();

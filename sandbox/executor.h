@@ -144,7 +144,8 @@ class Executor {
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
 
   // The periodic check the daemon drives with the injected clock: cancels running work whose
-  // lease expired unrenewed and prunes the idempotency window. Returns how many it cancelled.
+  // lease expired unrenewed, destroys sandboxes whose TTL ran out, and prunes the idempotency
+  // window. Returns how many running commands it cancelled for expired leases.
   size_t Tick(Clock::WallTime now);
 
   // Tool names (advertised by the edge stream).
@@ -160,6 +161,8 @@ class Executor {
   Result<std::string> Workspace(std::string_view sandbox_id) const;
   Result<FileService> Files(std::string_view sandbox_id) const;
   edge::Status AcceptLease(const Lease* lease, std::string_view resource_id);
+  // Destroy without a lease check (explicit destroys check first; TTL expiry has none).
+  Result<SandboxInfo> DestroyNow(std::string_view sandbox_id, std::string_view why);
   LogBuffer* ConsoleLog(const std::string& sandbox_id);
   void RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& tool,
                   const SecurityContext& ctx, const InvokeRequest& request,

@@ -135,11 +135,20 @@ Result<UniqueFd> ScopedRoot::OpenComponents(const std::vector<std::string>& part
   }
   if (mode_ == ResolveMode::kOpenat2) {
     const std::string rel = Join(parts, parts.size());
-    long fd;
-    do {
+    // EAGAIN means a concurrent rename raced the lookup; retry a bounded number of times so
+    // a hostile writer renaming in a loop cannot pin this thread.
+    constexpr int kMaxAttempts = 64;
+    long fd = -1;
+    for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
       fd = SysOpenat2(root_fd_.get(), rel.c_str(), flags, mode,
                       RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS);
-    } while (fd < 0 && errno == EAGAIN);
+      if (fd >= 0 || errno != EAGAIN) break;
+    }
+    if (fd < 0 && errno == EAGAIN) {
+      return MakeError(
+          ErrorCode::kUnavailable,
+          "path \"" + std::string(shown) + "\" kept changing while it was resolved; try again");
+    }
     if (fd < 0) return std::unexpected(PathError(errno, shown, "open"));
     return UniqueFd(static_cast<int>(fd));
   }
@@ -149,7 +158,7 @@ Result<UniqueFd> ScopedRoot::OpenComponents(const std::vector<std::string>& part
     int next = ::openat(dir.get(), parts[i].c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0) {
       int err = errno;
-      // O_PATH|O_NOFOLLOW on a symlink opens the link itself; with O_DIRECTORY it is ENOTDIR.
+      // O_NOFOLLOW|O_DIRECTORY on a symlink is ENOTDIR, not ELOOP: report the symlink.
       struct stat st {};
       if (err == ENOTDIR && ::fstatat(dir.get(), parts[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
           S_ISLNK(st.st_mode)) {
@@ -163,7 +172,9 @@ Result<UniqueFd> ScopedRoot::OpenComponents(const std::vector<std::string>& part
   if (fd < 0) {
     int err = errno;
     struct stat st {};
-    if ((flags & O_PATH) && err == ENOTDIR &&
+    // With O_DIRECTORY (any mode) a symlink last component is ENOTDIR; it is a symlink that
+    // is not followed, so PATH_OUTSIDE_ROOT like under openat2.
+    if (err == ENOTDIR &&
         ::fstatat(dir.get(), parts.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
         S_ISLNK(st.st_mode)) {
       err = ELOOP;

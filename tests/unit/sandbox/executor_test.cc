@@ -460,6 +460,36 @@ TEST_F(ExecutorTest, WorkStopsWhenItsLeaseExpiresUnrenewed) {
   EXPECT_EQ(again.error.code, ErrorCode::kLeaseRejected);
 }
 
+TEST_F(ExecutorTest, SandboxWhoseTtlRunsOutIsDestroyedOnTick) {
+  Open();
+  SpawnRequest sp;
+  sp.id = "short";
+  sp.ttl = 30s;
+  Lease lease = MakeLease("short", 1);
+  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
+  SpawnRequest forever;
+  forever.id = "forever";
+  Lease lease2 = MakeLease("forever", 1);
+  ASSERT_TRUE(ex_->Spawn(forever, &lease2).has_value());
+  const std::string root = ex_->Status("short")->root_dir;
+  InvokeRequest req = Exec("sleep 30");
+  req.sandbox_id = "short";
+  auto running = Start(req);
+  WaitRunning(1);
+  clock_.Advance(29s);
+  ex_->Tick(clock_.Now());
+  EXPECT_EQ(ex_->Status("short")->state, SandboxState::kRunning);
+  clock_.Advance(2s);
+  ex_->Tick(clock_.Now());
+  InvokeResult r = running.get();
+  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_NE(r.reason.find("expired"), std::string::npos) << r.reason;
+  auto gone = ex_->Status("short");
+  EXPECT_TRUE(!gone.has_value() || gone->state == SandboxState::kDestroyed);
+  EXPECT_FALSE(fs::exists(root));
+  EXPECT_EQ(ex_->Status("forever")->state, SandboxState::kRunning) << "no ttl, no expiry";
+}
+
 TEST_F(ExecutorTest, ConcurrentLeaseChecksWithMixedGenerations) {
   Open();
   SpawnRequest sp;

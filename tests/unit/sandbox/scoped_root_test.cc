@@ -77,6 +77,17 @@ TEST_P(ScopedRootTest, OpensFilesInsideTheRoot) {
   EXPECT_EQ(*Read("dir/../dir/./file"), "inside");
 }
 
+TEST_P(ScopedRootTest, SymlinkOpenedAsADirectoryIsOutsideTheRootNotNotADirectory) {
+  fs::create_directory_symlink(outside_, root_ + "/to-outside");
+  for (const char* p : {"to-outside", "/to-outside"}) {
+    for (int flags : {O_RDONLY | O_DIRECTORY, O_PATH | O_DIRECTORY}) {
+      auto fd = sr_->OpenBeneath(p, flags);
+      ASSERT_FALSE(fd) << p;
+      EXPECT_EQ(fd.error().code, ErrorCode::kPathOutsideRoot) << p << ": " << fd.error().message;
+    }
+  }
+}
+
 TEST_P(ScopedRootTest, AbsolutePathsNeverReachTheHost) {
   auto r = Read("/etc/passwd");
   ASSERT_FALSE(r);
