@@ -2,7 +2,7 @@
 
 #include "agent/identity/certificate_authority.h"
 #include "agent/identity/channel_factory.h"
-#include "agent/identity/jwt.h"
+#include "agent/identity/join_token_claims.h"
 #include "agent/identity/keystore_files.h"
 #include "agent/identity/pkcs12.h"
 #include "bootstrap.grpc.pb.h"
@@ -59,17 +59,16 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
                      "node id \"" + req.node_id + "\" must match [A-Za-z0-9._-]{1,64}");
   }
   // The token's claims are read without verification: there is no key to verify them yet.
-  auto claims = identity::DecodeJwtUnverified(req.join_token);
+  auto claims = identity::JoinTokenClaims::FromTokenUnverified(req.join_token);
   if (!claims) {
     return MakeError(ErrorCode::kInvalidArgument, "the join token is malformed (" +
                                                       claims.error().message +
                                                       "): check that the whole token was copied");
   }
   EnrollResult result;
-  result.controller_address = !req.controller_address.empty()
-                                  ? req.controller_address
-                                  : claims->claims.value("cep", std::string());
-  result.ca_pin = !req.ca_pin.empty() ? req.ca_pin : claims->claims.value("cah", std::string());
+  result.controller_address =
+      !req.controller_address.empty() ? req.controller_address : claims->cep;
+  result.ca_pin = !req.ca_pin.empty() ? req.ca_pin : claims->cah;
   if (result.controller_address.empty()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "no controller address: the token has no cep claim; set controller.address");

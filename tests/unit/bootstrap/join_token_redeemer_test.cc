@@ -91,7 +91,12 @@ class RedeemerTest : public ::testing::Test {
   }
   // An unsigned token carrying only what the agent reads.
   std::string Token(const std::string& pin) {
-    nlohmann::json claims = {{"cep", "127.0.0.1:" + std::to_string(port_)}, {"cah", pin}};
+    return TokenWithClaims({{"jti", "t-1"},
+                            {"exp", 4102444800},
+                            {"cep", "127.0.0.1:" + std::to_string(port_)},
+                            {"cah", pin}});
+  }
+  static std::string TokenWithClaims(const nlohmann::json& claims) {
     return identity::Base64UrlEncode(R"({"alg":"ES256"})") + "." +
            identity::Base64UrlEncode(claims.dump()) + ".c2ln";
   }
@@ -183,6 +188,23 @@ TEST_F(RedeemerTest, MalformedInputsFailBeforeAnyCall) {
   ASSERT_FALSE(bad_pin);
   EXPECT_NE(bad_pin.error().message.find("CA pin"), std::string::npos);
   EXPECT_EQ(service_->calls, 0);
+}
+
+TEST_F(RedeemerTest, ClaimsOfTheWrongTypeAreAnErrorNotACrash) {
+  const nlohmann::json cases[] = {
+      {{"jti", "t-1"}, {"exp", 4102444800}, {"cep", 42}},
+      {{"jti", "t-1"}, {"exp", 4102444800}, {"cep", "127.0.0.1:1"}, {"cah", {1, 2}}},
+      {{"jti", 7}, {"exp", 4102444800}},
+      {{"jti", "t-1"}, {"exp", "tomorrow"}},
+  };
+  for (const auto& claims : cases) {
+    auto r = Enroll(TokenWithClaims(claims));
+    ASSERT_FALSE(r) << claims.dump();
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << claims.dump();
+    EXPECT_NE(r.error().message.find("malformed"), std::string::npos) << r.error().message;
+  }
+  EXPECT_EQ(service_->calls, 0);
+  EXPECT_TRUE(NothingWritten());
 }
 
 }  // namespace
