@@ -34,12 +34,42 @@ class SqliteStore final : public Store {
   Status UpsertNode(const NodeRecord& node) override;
   Result<std::optional<NodeRecord>> GetNode(const std::string& node_id) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
+  Status SetNodeState(const std::string& node_id, const std::string& state) override;
+
+  Result<EdgeNodeRecord> EnrollEdgeNode(const EdgeEnrollment& enrollment) override;
+  Result<std::optional<EdgeNodeRecord>> GetEdgeNode(const std::string& node_id) override;
+  Result<std::vector<EdgeNodeRecord>> ListEdgeNodes() override;
+  Status RecordHello(const std::string& node_id, const std::string& capabilities_json,
+                     bool draining, int64_t now_ms) override;
+  Status RecordHeartbeat(const std::string& node_id, int64_t now_ms) override;
+  Status UpdateCapabilities(const std::string& node_id, const std::string& capabilities_json,
+                            bool draining) override;
+  Status SetConfigVersion(const std::string& node_id, const std::string& version) override;
+  Result<std::vector<std::string>> MarkStaleNodes(int64_t cutoff_ms) override;
+  Status RevokeNode(const std::string& node_id, int64_t now_ms) override;
+
+  Status InsertNodeToken(const NodeTokenRecord& token) override;
+  Result<std::optional<NodeTokenRecord>> GetNodeToken(const std::string& jti) override;
+  Result<EdgeNodeRecord> RotateEdgeKey(const KeyRotation& rotation) override;
+  Status PruneExpired(int64_t cutoff_ms) override;
+
+  Status InsertCommand(const CommandRecord& command) override;
+  Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
+                               const CommandOutcomeRecord& result, int64_t now_ms) override;
+  Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) override;
+  Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id, int limit) override;
 
  private:
   explicit SqliteStore(sqlite3* db) : db_(db) {}
   Status Migrate();
   Status Exec(const std::string& sql);
   Error DbError(const std::string& what) const;
+  // Callers hold mu_.
+  Result<std::optional<EdgeNodeRecord>> GetEdgeNodeLocked(const std::string& node_id);
+  Status InsertNodeTokenLocked(const NodeTokenRecord& token);
+  // Runs `body` inside BEGIN IMMEDIATE … COMMIT, rolling back when it fails. Caller holds mu_.
+  template <typename T, typename F>
+  Result<T> InTransaction(F&& body);
 
   std::mutex mu_;
   sqlite3* db_;

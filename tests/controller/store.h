@@ -1,7 +1,9 @@
-// The controller's persistent state behind one interface (design.md §1): join tokens and
-// nodes now; keys, commands and leases as later contracts need them. SqliteStore is the
-// embedded default; the SQL is kept portable (explicit transactions, conditional UPDATEs for
-// single-winner transitions) so a PostgreSQL backend can implement the same interface.
+// The controller's persistent state behind one interface (design.md §1): join tokens, nodes,
+// the edge registry (node keys, tenant binding, capabilities, heartbeats), NodeSecurityTokens
+// and their blacklist, rotation nonces and dispatched commands with their results. SqliteStore
+// is the embedded default; the SQL is kept portable (explicit transactions, conditional
+// UPDATEs for single-winner transitions) so a PostgreSQL backend can implement the same
+// interface. Plain data in, plain data out: no protobuf types cross this interface.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,92 @@ struct NodeRecord {
   int64_t last_seen_ms = 0;
 };
 
+// Node states (nodes.state).
+inline constexpr const char* kNodeEnrolled = "enrolled";  // holds a certificate, no stream yet
+inline constexpr const char* kNodeHealthy = "healthy";
+inline constexpr const char* kNodeUnhealthy = "unhealthy";  // no heartbeat within the threshold
+inline constexpr const char* kNodeDraining = "draining";
+inline constexpr const char* kNodeRevoked = "revoked";
+
+// An edge-enrolled node (ChallengeNode with its enrollment token): its tenant binding, its
+// Ed25519 key(s) and what its stream last reported.
+struct EdgeNodeRecord {
+  std::string node_id;
+  std::string tenant_id;
+  std::string public_key;         // raw 32 bytes
+  std::string prev_public_key;    // the key replaced by the last rotation, empty = none
+  int64_t prev_key_until_ms = 0;  // the previous key is accepted until then (overlap window)
+  int64_t edge_enrolled_at_ms = 0;
+  std::string enrollment_jti;  // jti of the join token that enrolled it
+  int64_t key_rotated_at_ms = 0;
+  std::string capabilities_json;  // {"os","arch","local_tools","mount_points","custom_labels"}
+  int64_t last_heartbeat_ms = 0;
+  std::string config_version;  // version of the last PushConfig sent
+};
+
+// A NodeSecurityToken the controller issued (the token itself is not stored: it is a JWT the
+// controller can verify; this row is its revocation state).
+struct NodeTokenRecord {
+  std::string jti;
+  std::string node_id;
+  int64_t issued_at_ms = 0;
+  int64_t expires_at_ms = 0;
+  int64_t revoked_at_ms = 0;  // 0 = valid; else blacklisted
+  std::string revoke_reason;  // "rotated", "node revoked", ...
+  // A token blacklisted by a rotation may still sign envelopes on a stream opened before the
+  // rotation until then (the overlap window); never for a new stream.
+  int64_t grace_until_ms = 0;
+};
+
+// First edge enrollment (ChallengeNode with bootstrap_proof), applied in one transaction.
+struct EdgeEnrollment {
+  std::string jti;              // the join token's jti, redeemed once
+  std::string join_token_hash;  // JoinTokenIssuer::HashToken of the join token
+  std::string node_id;
+  std::string tenant_id;   // the join token's tid
+  std::string public_key;  // raw 32 bytes, from AttestNode
+  int64_t now_ms = 0;
+  NodeTokenRecord token;  // the NodeSecurityToken issued with it
+};
+
+// RotateEdgeKey, applied in one transaction.
+struct KeyRotation {
+  std::string node_id;
+  std::string expected_public_key;  // the key the proof was verified against (its current key)
+  std::string new_public_key;       // equal to the current key: a token refresh
+  std::string nonce;                // raw bytes; must never have been seen before
+  std::string old_token_jti;        // blacklisted
+  int64_t overlap_until_ms = 0;
+  int64_t now_ms = 0;
+  NodeTokenRecord new_token;
+};
+
+// The terminal outcome of a command, as stored (the admin API shows it as is).
+struct CommandOutcomeRecord {
+  std::string outcome;  // "ok", "error", "timed_out", "cancelled"
+  int32_t exit_code = 0;
+  std::string error_code;    // Err.code
+  std::string message;       // Err.message or Cancelled.reason
+  std::string payload_json;  // Ok.payload as JSON, "" = none
+  int64_t duration_ms = 0;   // Ok.duration, or TimedOut.deadline
+};
+
+inline constexpr const char* kCommandDispatched = "dispatched";
+inline constexpr const char* kCommandCompleted = "completed";
+
+struct CommandRecord {
+  std::string command_id;
+  std::string node_id;
+  std::string tool;
+  std::string args_json;
+  std::string security_context;
+  int64_t deadline_ms = 0;  // 0 = the agent's default
+  std::string state;        // kCommandDispatched or kCommandCompleted
+  int64_t created_at_ms = 0;
+  int64_t completed_at_ms = 0;
+  CommandOutcomeRecord result;  // set when completed
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -56,6 +144,60 @@ class Store {
   virtual Status UpsertNode(const NodeRecord& node) = 0;
   virtual Result<std::optional<NodeRecord>> GetNode(const std::string& node_id) = 0;
   virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
+  // Sets nodes.state. NOT_FOUND for an unknown node.
+  virtual Status SetNodeState(const std::string& node_id, const std::string& state) = 0;
+
+  // ---- edge registry -----------------------------------------------------------------
+  // In one transaction: the join token (by hash) must exist, not be revoked, and be either
+  // consumed by this node (ExchangeJoinToken) or still unconsumed — then it is consumed by
+  // this node now; not bound to another node; its jti not redeemed for edge enrollment
+  // before (exactly one of any number of concurrent callers wins); a node already bound to
+  // another tenant is refused. Then binds node ↔ tenant, stores the key, creates the node
+  // row when missing, and records `token`. Errors: NOT_FOUND unknown token;
+  // FAILED_PRECONDITION revoked or already redeemed; PERMISSION_DENIED consumed by or bound
+  // to another node, or node bound to another tenant.
+  virtual Result<EdgeNodeRecord> EnrollEdgeNode(const EdgeEnrollment& enrollment) = 0;
+  virtual Result<std::optional<EdgeNodeRecord>> GetEdgeNode(const std::string& node_id) = 0;
+  virtual Result<std::vector<EdgeNodeRecord>> ListEdgeNodes() = 0;
+  // Hello: capabilities, heartbeat time, state healthy (draining when `draining`).
+  virtual Status RecordHello(const std::string& node_id, const std::string& capabilities_json,
+                             bool draining, int64_t now_ms) = 0;
+  // Heartbeat: last heartbeat time; an unhealthy node becomes healthy again.
+  virtual Status RecordHeartbeat(const std::string& node_id, int64_t now_ms) = 0;
+  // CapabilityUpdate: capabilities; `draining` moves the node to draining.
+  virtual Status UpdateCapabilities(const std::string& node_id,
+                                    const std::string& capabilities_json, bool draining) = 0;
+  virtual Status SetConfigVersion(const std::string& node_id, const std::string& version) = 0;
+  // Healthy and draining edge nodes whose last heartbeat is older than `cutoff_ms` become
+  // unhealthy; returns their ids.
+  virtual Result<std::vector<std::string>> MarkStaleNodes(int64_t cutoff_ms) = 0;
+  // Node state revoked and every token of the node blacklisted.
+  virtual Status RevokeNode(const std::string& node_id, int64_t now_ms) = 0;
+
+  // ---- NodeSecurityTokens ------------------------------------------------------------
+  virtual Status InsertNodeToken(const NodeTokenRecord& token) = 0;
+  virtual Result<std::optional<NodeTokenRecord>> GetNodeToken(const std::string& jti) = 0;
+  // In one transaction: the nonce is recorded (seen before → INVALID_ARGUMENT), the node's
+  // current key must still be `expected_public_key` (else ABORTED: a concurrent rotation
+  // won), the key is replaced (the old one kept until overlap_until_ms), the old token is
+  // blacklisted and the new one recorded. NOT_FOUND for a node that is not edge-enrolled.
+  virtual Result<EdgeNodeRecord> RotateEdgeKey(const KeyRotation& rotation) = 0;
+  // Forgets tokens and rotation nonces that expired before `cutoff_ms` (a replayed rotation
+  // older than that fails on its expired token anyway).
+  virtual Status PruneExpired(int64_t cutoff_ms) = 0;
+
+  // ---- commands ----------------------------------------------------------------------
+  // ALREADY_EXISTS for a duplicate id.
+  virtual Status InsertCommand(const CommandRecord& command) = 0;
+  // Stores the first result of a command: true when this call stored it, false when the
+  // command already had one (a duplicate delivery). NOT_FOUND for an unknown command;
+  // PERMISSION_DENIED when the command was sent to another node.
+  virtual Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
+                                       const CommandOutcomeRecord& result, int64_t now_ms) = 0;
+  virtual Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) = 0;
+  // Newest first; `node_id` empty = every node; `limit` 0 = 100.
+  virtual Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id,
+                                                          int limit) = 0;
 };
 
 }  // namespace edge::controller

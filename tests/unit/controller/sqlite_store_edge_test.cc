@@ -1,0 +1,348 @@
+// SqliteStore's edge tables (schema version 2): migration of a version-1 database, edge
+// enrollment (single-use jti, tenant binding), key rotation (nonces, concurrency, overlap),
+// the token blacklist, stale marking and command results (first wins, across reopen).
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "tests/controller/sqlite_store.h"
+
+namespace edge::controller {
+namespace {
+
+class SqliteStoreEdgeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/edge-store-edge-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    path_ = dir_ + "/controller.db";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<SqliteStore> OpenStore() {
+    auto s = SqliteStore::Open(path_);
+    EXPECT_TRUE(s) << s.error().ToString();
+    return s ? std::move(*s) : nullptr;
+  }
+  static JoinTokenRecord Token(const std::string& id, const std::string& node = "",
+                               const std::string& tenant = "t1") {
+    return JoinTokenRecord{.token_id = id,
+                           .token_hash = "hash-" + id,
+                           .node_id = node,
+                           .tenant_id = tenant,
+                           .created_at_ms = 1000,
+                           .expires_at_ms = 100'000};
+  }
+  static EdgeEnrollment Enrollment(const std::string& jti, const std::string& node,
+                                   const std::string& key, const std::string& tenant = "t1") {
+    return EdgeEnrollment{.jti = jti,
+                          .join_token_hash = "hash-" + jti,
+                          .node_id = node,
+                          .tenant_id = tenant,
+                          .public_key = key,
+                          .now_ms = 2000,
+                          .token = {.jti = "nt-" + jti + "-" + node,
+                                    .node_id = node,
+                                    .issued_at_ms = 2000,
+                                    .expires_at_ms = 3'602'000}};
+  }
+  std::string dir_, path_;
+};
+
+const std::string kKeyA(32, 'a'), kKeyB(32, 'b'), kKeyC(32, 'c');
+
+TEST_F(SqliteStoreEdgeTest, MigratesAVersionOneDatabaseKeepingItsRows) {
+  // A database exactly as the version-1 controller left it (schema copied from migration 1).
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* v1 = R"sql(
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE join_tokens (token_id TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE,
+  node_id TEXT NOT NULL DEFAULT '', tenant_id TEXT NOT NULL, created_at_ms BIGINT NOT NULL,
+  expires_at_ms BIGINT NOT NULL, consumed_at_ms BIGINT NOT NULL DEFAULT 0,
+  consumed_by TEXT NOT NULL DEFAULT '', revoked_at_ms BIGINT NOT NULL DEFAULT 0);
+CREATE TABLE nodes (node_id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, state TEXT NOT NULL,
+  cert_serial_hex TEXT NOT NULL DEFAULT '', enrolled_at_ms BIGINT NOT NULL DEFAULT 0,
+  last_seen_ms BIGINT NOT NULL DEFAULT 0);
+INSERT INTO schema_version VALUES (1);
+INSERT INTO join_tokens (token_id, token_hash, tenant_id, created_at_ms, expires_at_ms,
+  consumed_at_ms, consumed_by) VALUES ('jt-old', 'hash-jt-old', 't1', 1000, 100000, 1500, 'edge-01');
+INSERT INTO nodes VALUES ('edge-01', 't1', 'enrolled', 'ab', 1500, 1500);
+)sql";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->schema_version(), 2);
+  auto node = store->GetNode("edge-01");
+  ASSERT_TRUE(node && node->has_value());
+  EXPECT_EQ((*node)->cert_serial_hex, "ab");
+  // The old node, enrolled with a token it consumed, can now enroll for the edge stream.
+  auto e = store->EnrollEdgeNode(Enrollment("jt-old", "edge-01", kKeyA));
+  ASSERT_TRUE(e) << e.error().ToString();
+  EXPECT_EQ(e->tenant_id, "t1");
+  EXPECT_EQ(e->public_key, kKeyA);
+}
+
+TEST_F(SqliteStoreEdgeTest, EnrollmentRedeemsTheJtiOnceAndBindsTheTenant) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("j1")));
+  ASSERT_TRUE(store->ConsumeJoinToken("hash-j1", "edge-01", 1500));
+  ASSERT_TRUE(store->UpsertNode({"edge-01", "t1", "enrolled", "ab", 1500, 1500}));
+
+  auto e = store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyA));
+  ASSERT_TRUE(e) << e.error().ToString();
+  EXPECT_EQ(e->enrollment_jti, "j1");
+  EXPECT_EQ(e->edge_enrolled_at_ms, 2000);
+  auto tok = store->GetNodeToken("nt-j1-edge-01");
+  ASSERT_TRUE(tok && tok->has_value()) << "the token is recorded in the same transaction";
+  EXPECT_EQ((*tok)->revoked_at_ms, 0);
+
+  auto again = store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyB));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(again.error().message.find("already redeemed"), std::string::npos);
+  EXPECT_EQ((*store->GetEdgeNode("edge-01"))->public_key, kKeyA) << "nothing changed";
+  EXPECT_FALSE(store->GetNodeToken("nt-j1-edge-01x").value().has_value());
+}
+
+TEST_F(SqliteStoreEdgeTest, EnrollmentRefusals) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("used-by-other")));
+  ASSERT_TRUE(store->ConsumeJoinToken("hash-used-by-other", "edge-02", 1500));
+  ASSERT_TRUE(store->InsertJoinToken(Token("bound", "edge-09")));
+  ASSERT_TRUE(store->InsertJoinToken(Token("revoked")));
+  ASSERT_TRUE(store->RevokeJoinToken("revoked", 1500));
+  ASSERT_TRUE(store->InsertJoinToken(Token("fresh")));
+  ASSERT_TRUE(store->InsertJoinToken(Token("other-tenant", "", "t2")));
+
+  struct Case {
+    EdgeEnrollment e;
+    ErrorCode code;
+    std::string words;
+  } cases[] = {
+      {Enrollment("unknown", "edge-01", kKeyA), ErrorCode::kNotFound, "not a join token"},
+      {Enrollment("used-by-other", "edge-01", kKeyA), ErrorCode::kPermissionDenied,
+       "redeemed by node \"edge-02\""},
+      {Enrollment("bound", "edge-01", kKeyA), ErrorCode::kPermissionDenied,
+       "bound to node \"edge-09\""},
+      {Enrollment("revoked", "edge-01", kKeyA), ErrorCode::kFailedPrecondition, "revoked"},
+  };
+  for (const auto& c : cases) {
+    auto r = store->EnrollEdgeNode(c.e);
+    ASSERT_FALSE(r) << c.e.jti;
+    EXPECT_EQ(r.error().code, c.code) << c.e.jti << ": " << r.error().ToString();
+    EXPECT_NE(r.error().message.find(c.words), std::string::npos) << r.error().message;
+  }
+  auto mismatch = Enrollment("fresh", "edge-01", kKeyA);
+  mismatch.jti = "other-jti";
+  auto r = store->EnrollEdgeNode(mismatch);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+
+  // An unconsumed token is consumed by the enrollment, so it cannot mint a certificate later.
+  ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("fresh", "edge-01", kKeyA)));
+  auto fresh = store->FindJoinTokenByHash("hash-fresh");
+  EXPECT_EQ((*fresh)->consumed_by, "edge-01");
+  EXPECT_FALSE(store->ConsumeJoinToken("hash-fresh", "edge-01", 3000));
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeEnrolled) << "node row created";
+
+  auto tenant = store->EnrollEdgeNode(Enrollment("other-tenant", "edge-01", kKeyB, "t2"));
+  ASSERT_FALSE(tenant);
+  EXPECT_EQ(tenant.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_NE(tenant.error().message.find("bound to tenant \"t1\""), std::string::npos);
+  EXPECT_FALSE((*store->FindJoinTokenByHash("hash-other-tenant"))->consumed_at_ms)
+      << "the refused enrollment rolled back the consumption";
+}
+
+TEST_F(SqliteStoreEdgeTest, ConcurrentEnrollmentsWithOneTokenHaveExactlyOneWinner) {
+  ASSERT_TRUE(OpenStore()->InsertJoinToken(Token("race")));
+  constexpr int kRacers = 6;
+  std::vector<std::unique_ptr<SqliteStore>> stores;
+  for (int i = 0; i < kRacers; ++i)
+    stores.push_back(OpenStore());
+  std::atomic<int> wins{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRacers; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go)
+        std::this_thread::yield();
+      auto e = Enrollment("race", "edge-01", kKeyA);
+      e.token.jti += std::to_string(i);
+      if (stores[i]->EnrollEdgeNode(e)) ++wins;
+    });
+  }
+  go = true;
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(wins.load(), 1);
+}
+
+TEST_F(SqliteStoreEdgeTest, RotationReplacesTheKeyBlacklistsTheOldTokenAndRefusesReplays) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("j1")));
+  ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyA)));
+  KeyRotation r{
+      .node_id = "edge-01",
+      .expected_public_key = kKeyA,
+      .new_public_key = kKeyB,
+      .nonce = std::string(32, 'n'),
+      .old_token_jti = "nt-j1-edge-01",
+      .overlap_until_ms = 62'000,
+      .now_ms = 2000,
+      .new_token = {
+          .jti = "nt-2", .node_id = "edge-01", .issued_at_ms = 2000, .expires_at_ms = 3'602'000}};
+  auto rotated = store->RotateEdgeKey(r);
+  ASSERT_TRUE(rotated) << rotated.error().ToString();
+  EXPECT_EQ(rotated->public_key, kKeyB);
+  EXPECT_EQ(rotated->prev_public_key, kKeyA);
+  EXPECT_EQ(rotated->prev_key_until_ms, 62'000);
+  auto old = store->GetNodeToken("nt-j1-edge-01");
+  EXPECT_EQ((*old)->revoked_at_ms, 2000);
+  EXPECT_EQ((*old)->revoke_reason, "rotated");
+  EXPECT_EQ((*old)->grace_until_ms, 62'000);
+  EXPECT_TRUE(store->GetNodeToken("nt-2")->has_value());
+
+  // The same request again: its nonce was seen.
+  auto replay = store->RotateEdgeKey(r);
+  ASSERT_FALSE(replay);
+  EXPECT_EQ(replay.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(replay.error().message.find("nonce"), std::string::npos);
+
+  // A request verified against the old key (a concurrent rotation lost the race).
+  r.nonce = std::string(32, 'm');
+  r.new_token.jti = "nt-3";
+  r.new_public_key = kKeyC;
+  auto stale = store->RotateEdgeKey(r);
+  ASSERT_FALSE(stale);
+  EXPECT_EQ(stale.error().code, ErrorCode::kAborted);
+  EXPECT_FALSE(store->GetNodeToken("nt-3")->has_value()) << "rolled back";
+
+  // Same key = token refresh: the key and the overlap stay, the token changes.
+  KeyRotation refresh{
+      .node_id = "edge-01",
+      .expected_public_key = kKeyB,
+      .new_public_key = kKeyB,
+      .nonce = std::string(32, 'r'),
+      .old_token_jti = "nt-2",
+      .overlap_until_ms = 70'000,
+      .now_ms = 10'000,
+      .new_token = {
+          .jti = "nt-4", .node_id = "edge-01", .issued_at_ms = 10'000, .expires_at_ms = 3'610'000}};
+  auto refreshed = store->RotateEdgeKey(refresh);
+  ASSERT_TRUE(refreshed) << refreshed.error().ToString();
+  EXPECT_EQ(refreshed->public_key, kKeyB);
+  EXPECT_EQ(refreshed->prev_public_key, kKeyA);
+  EXPECT_EQ((*store->GetNodeToken("nt-2"))->revoke_reason, "rotated");
+
+  // Pruning forgets expired tokens and old nonces.
+  ASSERT_TRUE(store->PruneExpired(5'000'000));
+  EXPECT_FALSE(store->GetNodeToken("nt-4")->has_value());
+  r.nonce = std::string(32, 'n');
+  r.expected_public_key = kKeyB;
+  r.old_token_jti = "gone";
+  auto after_prune = store->RotateEdgeKey(r);
+  ASSERT_FALSE(after_prune);
+  EXPECT_EQ(after_prune.error().code, ErrorCode::kAborted) << "nonce forgotten, token unknown";
+}
+
+TEST_F(SqliteStoreEdgeTest, HelloHeartbeatStaleAndRevoke) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("j1")));
+  ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyA)));
+  ASSERT_TRUE(store->RecordHello("edge-01", R"({"os":"linux"})", false, 10'000));
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeHealthy);
+  EXPECT_EQ((*store->GetEdgeNode("edge-01"))->capabilities_json, R"({"os":"linux"})");
+
+  auto stale = store->MarkStaleNodes(10'000);
+  EXPECT_TRUE(stale->empty()) << "heartbeat at the cutoff is not stale";
+  stale = store->MarkStaleNodes(10'001);
+  ASSERT_EQ(stale->size(), 1u);
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeUnhealthy);
+  EXPECT_TRUE(store->MarkStaleNodes(20'000)->empty()) << "reported once";
+
+  ASSERT_TRUE(store->RecordHeartbeat("edge-01", 30'000));
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeHealthy);
+  EXPECT_EQ((*store->GetEdgeNode("edge-01"))->last_heartbeat_ms, 30'000);
+
+  ASSERT_TRUE(store->UpdateCapabilities("edge-01", "{}", true));
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeDraining);
+  ASSERT_TRUE(store->RecordHeartbeat("edge-01", 31'000));
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeDraining) << "heartbeat keeps draining";
+
+  ASSERT_TRUE(store->RevokeNode("edge-01", 40'000));
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeRevoked);
+  EXPECT_EQ((*store->GetNodeToken("nt-j1-edge-01"))->revoked_at_ms, 40'000);
+  ASSERT_TRUE(store->RecordHello("edge-01", "{}", false, 41'000));
+  EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeRevoked) << "revoked is final";
+  EXPECT_EQ(store->RevokeNode("nope", 1).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(store->RecordHello("nope", "{}", false, 1).error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(SqliteStoreEdgeTest, FirstResultWinsAlsoAfterReopen) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->InsertCommand({.command_id = "c1",
+                                      .node_id = "edge-01",
+                                      .tool = "exec",
+                                      .args_json = R"({"command":"true"})",
+                                      .state = kCommandDispatched,
+                                      .created_at_ms = 1000}));
+    EXPECT_EQ(
+        store
+            ->InsertCommand(
+                {.command_id = "c1", .node_id = "x", .tool = "t", .state = kCommandDispatched})
+            .error()
+            .code,
+        ErrorCode::kAlreadyExists);
+    auto first = store->CompleteCommand("c1", "edge-01", {.outcome = "ok", .exit_code = 3}, 2000);
+    ASSERT_TRUE(first && *first);
+    auto dup = store->CompleteCommand("c1", "edge-01", {.outcome = "error"}, 2001);
+    ASSERT_TRUE(dup);
+    EXPECT_FALSE(*dup);
+    EXPECT_EQ(store->CompleteCommand("c1", "edge-02", {.outcome = "ok"}, 1).error().code,
+              ErrorCode::kPermissionDenied);
+    EXPECT_EQ(store->CompleteCommand("zz", "edge-01", {.outcome = "ok"}, 1).error().code,
+              ErrorCode::kNotFound);
+  }
+  auto store = OpenStore();
+  auto dup = store->CompleteCommand("c1", "edge-01", {.outcome = "cancelled"}, 3000);
+  ASSERT_TRUE(dup);
+  EXPECT_FALSE(*dup) << "de-duplication survives a reopen";
+  auto c = store->GetCommand("c1");
+  ASSERT_TRUE(c && c->has_value());
+  EXPECT_EQ((*c)->state, kCommandCompleted);
+  EXPECT_EQ((*c)->result.outcome, "ok");
+  EXPECT_EQ((*c)->result.exit_code, 3);
+  EXPECT_EQ((*c)->completed_at_ms, 2000);
+  EXPECT_EQ((*c)->args_json, R"({"command":"true"})");
+}
+
+TEST_F(SqliteStoreEdgeTest, ListCommandsNewestFirstFilteredAndLimited) {
+  auto store = OpenStore();
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(store->InsertCommand({.command_id = "c" + std::to_string(i),
+                                      .node_id = i % 2 ? "odd" : "even",
+                                      .tool = "sysinfo",
+                                      .args_json = "{}",
+                                      .state = kCommandDispatched,
+                                      .created_at_ms = 1000 + i}));
+  }
+  auto all = store->ListCommands("", 0);
+  ASSERT_EQ(all->size(), 5u);
+  EXPECT_EQ(all->front().command_id, "c4");
+  auto even = store->ListCommands("even", 2);
+  ASSERT_EQ(even->size(), 2u);
+  EXPECT_EQ((*even)[0].command_id, "c4");
+  EXPECT_EQ((*even)[1].command_id, "c2");
+}
+
+}  // namespace
+}  // namespace edge::controller
