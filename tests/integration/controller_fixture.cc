@@ -8,23 +8,55 @@ namespace edge::testing {
 
 using namespace std::chrono_literals;
 
-ControllerFixture::ControllerFixture(const TempDir& dir, const std::string& name) {
+ControllerFixture::ControllerFixture(const TempDir& dir, const std::string& name,
+                                     const std::string& extra_yaml)
+    : log_dir_(dir.path()), extra_yaml_(extra_yaml) {
   data_dir_ = dir / name;
   config_path_ = dir / (name + ".yaml");
-  WriteText(config_path_, "data_dir: " + data_dir_ + "\ngrpc:\n  listen: 127.0.0.1:0\n");
+  WriteText(config_path_,
+            "data_dir: " + data_dir_ + "\ngrpc:\n  listen: 127.0.0.1:0\n" + extra_yaml_);
+  Start();
+}
+
+void ControllerFixture::Start() {
   proc_ = std::make_unique<ChildProcess>(
-      std::vector<std::string>{ControllerBin(), "--config", config_path_, "serve"}, dir.path());
+      std::vector<std::string>{ControllerBin(), "--config", config_path_, "serve"}, log_dir_);
   CommandResult st;
   bool up = WaitUntil(
       [&] {
+        if (!proc_->Running()) return true;  // exited: no point waiting
         st = Cli({"status", "--format", "json"});
         return st.exit_code == 0;
       },
       30s);
-  if (!up) throw std::runtime_error("controller did not start: " + proc_->Stderr());
+  if (!up || !proc_->Running())
+    throw std::runtime_error("controller did not start: " + proc_->Stderr());
   auto j = nlohmann::json::parse(st.out);
   advertise_ = j["advertise"];
   ca_pin_ = j["ca_pin"];
+}
+
+void ControllerFixture::Kill() {
+  proc_->Signal(SIGKILL);
+  proc_->Wait(10s);
+}
+
+void ControllerFixture::Restart() {
+  if (proc_->Running()) Kill();
+  // The same port as before, so that agents reconnect to the address they know.
+  const std::string port = advertise_.substr(advertise_.rfind(':') + 1);
+  WriteText(config_path_,
+            "data_dir: " + data_dir_ + "\ngrpc:\n  listen: 127.0.0.1:" + port + "\n" + extra_yaml_);
+  // The port may linger for a moment after the kill; keep trying for a while.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Start();
+      return;
+    } catch (const std::runtime_error&) {
+      if (attempt >= 5) throw;
+      if (proc_->Running()) Kill();
+    }
+  }
 }
 
 ControllerFixture::~ControllerFixture() {

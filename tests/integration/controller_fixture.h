@@ -14,7 +14,10 @@ namespace edge::testing {
 class ControllerFixture {
  public:
   // Starts `edge-controller serve` and waits until its status answers.
-  explicit ControllerFixture(const TempDir& dir, const std::string& name = "ctl");
+  // `extra_yaml` is appended to the generated config (top-level keys other than data_dir
+  // and grpc).
+  explicit ControllerFixture(const TempDir& dir, const std::string& name = "ctl",
+                             const std::string& extra_yaml = "");
   ~ControllerFixture();
 
   const std::string& config_path() const { return config_path_; }
@@ -24,6 +27,11 @@ class ControllerFixture {
   const std::string& ca_pin() const { return ca_pin_; }
   ChildProcess& process() { return *proc_; }
 
+  // SIGKILLs the controller (no clean shutdown) and waits for it to be gone.
+  void Kill();
+  // Starts it again on the same data dir and the same gRPC port (agents keep their address).
+  void Restart();
+
   // Runs `edge-controller <args> --config <ours>`.
   CommandResult Cli(std::vector<std::string> args);
   // token create; returns {token_id, join_token}.
@@ -32,6 +40,9 @@ class ControllerFixture {
   nlohmann::json ListTokens();
 
  private:
+  void Start();
+
+  std::string log_dir_, extra_yaml_;
   std::string config_path_, data_dir_, advertise_, ca_pin_;
   std::unique_ptr<ChildProcess> proc_;
 };
