@@ -1,0 +1,23 @@
+// EdgeCapabilities the agent advertises in Hello and CapabilityUpdate (seeds/000, brief B §7):
+// os and arch from uname(2), local_tools = the executor's Tools(), mount_points = the security
+// contexts' mount points (sorted, unique), custom_labels = the config's labels plus
+// agent.version (and agent.state = "draining" once a Drain was received). A pure function.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/agent_config.h"
+#include "node_cluster.pb.h"
+
+namespace edge::agentedge {
+
+inline constexpr const char* kAgentStateLabel = "agent.state";
+inline constexpr const char* kAgentVersionLabel = "agent.version";
+
+aegis::cluster::v1::EdgeCapabilities BuildCapabilities(const config::AgentConfig& config,
+                                                       const std::vector<std::string>& tools,
+                                                       const std::string& agent_version,
+                                                       bool draining);
+
+}  // namespace edge::agentedge

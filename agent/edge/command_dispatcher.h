@@ -1,0 +1,139 @@
+// CommandDispatcher: turns the EdgeCommands read from ConnectEdge into sandbox::Executor calls
+// (seeds/000, brief B §2–§4) and the executor's answers into progress chunks and results.
+// It never calls sandbox pieces around the Executor.
+//
+//  - InvokeTool: inner envelope checked (CheckInnerEnvelope), args Struct → JSON, deadline →
+//    the executor's timeout, the named security context passed on. At most
+//    edge.max_concurrent_commands run at once (beyond: Err RESOURCE_EXHAUSTED); draining or
+//    shutting down: Err DRAINING. Output goes out as CommandProgress chunks, then exactly one
+//    CommandResult per command_id, written to the outbox BEFORE it is handed to the host.
+//    A command_id that already completed gets its stored result again (Executor idempotency,
+//    nothing runs twice); a duplicate of one still running is ignored (logged) — its one
+//    result follows when it ends. An InvokeTool without command_id cannot be answered: it is
+//    logged and counted (stats().rejected_commands).
+//  - Cancel: the running command ends Cancelled{reason}; unknown ids are logged and ignored.
+//  - PushConfig: config::ApplyDelta over the current config; tools, security contexts and
+//    labels apply to the next InvokeTool (running ones keep theirs); the version is recorded.
+//  - Drain: the executor drains; the host acknowledges (CapabilityUpdate agent.state=draining).
+//  - Shutdown{grace}: the executor cancels what still runs after grace; then the host is told.
+//  - a command with no known kind is logged and counted.
+//
+// Thread-safe. Created as a shared_ptr: the executor's callbacks hold a weak reference, so
+// results of work that ends after the dispatcher is gone are only in the executor's store.
+// Borrows the Executor and the OutboxStore; the host is attached/detached.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "agent/edge/outbox_store.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "config/agent_config.h"
+#include "node_cluster.pb.h"
+#include "sandbox/cancel.h"
+#include "sandbox/executor.h"
+
+namespace edge::agentedge {
+
+// What the dispatcher needs from the stream side (the EdgeSession).
+class DispatcherHost {
+ public:
+  virtual ~DispatcherHost() = default;
+  // A chunk of a running command. `ack` must be called exactly once, when the chunk was
+  // written or dropped (back-pressure on the child's output).
+  virtual void SendProgress(const std::string& command_id, aegis::cluster::v1::Chunk chunk,
+                            std::function<void()> ack) = 0;
+  // The terminal result of `command_id`, already stored in the outbox.
+  virtual void SendResult(const std::string& command_id,
+                          const aegis::cluster::v1::EdgeResult& result) = 0;
+  // A PushConfig was applied; `capabilities_changed` when tools, contexts or labels changed.
+  virtual void ConfigApplied(const config::AgentConfig& config, bool capabilities_changed) = 0;
+  // A Drain was received and the executor refuses new work.
+  virtual void DrainRequested() = 0;
+  // A Shutdown was received and every command has ended (their results were sent first).
+  virtual void ShutdownFinished() = 0;
+};
+
+// The inner SealEnvelope of an InvokeTool: present, user_security_token a compact JWT (three
+// non-empty dot-separated parts), tenant_id equal to the node's tenant (`tid` of its
+// NodeSecurityToken), security_context_name equal to the outer one. PERMISSION_DENIED or
+// INVALID_ARGUMENT naming the field.
+Status CheckInnerEnvelope(const aegis::cluster::v1::InvokeTool& invoke, std::string_view tenant);
+
+class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher> {
+ public:
+  // Applies a new config to the executor (tools, security contexts); the daemon supplies it.
+  using ApplyConfig = std::function<Status(const config::AgentConfig&)>;
+
+  struct Stats {
+    size_t running = 0;
+    uint64_t invoked = 0;
+    uint64_t rejected_commands = 0;  // commands that could not be answered (no id, no kind)
+    bool draining = false;
+    bool shutting_down = false;
+    std::string config_version;     // of the last applied PushConfig ("" = as loaded)
+    std::string last_config_error;  // of the last refused PushConfig
+  };
+
+  static std::shared_ptr<CommandDispatcher> Create(sandbox::Executor& executor, OutboxStore& outbox,
+                                                   config::AgentConfig config,
+                                                   ApplyConfig apply_config);
+
+  // The host receives chunks, results and notices until Detach(), which waits for calls in
+  // progress to return (never call it from inside a host call).
+  void Attach(DispatcherHost* host);
+  void Detach();
+  // The node's tenant (`tid` of the current NodeSecurityToken).
+  void SetTenant(std::string tenant);
+
+  // Handles one command (from the stream's read callback; does not block on work).
+  void Handle(const aegis::cluster::v1::EdgeCommand& command);
+
+  Stats stats() const;
+  config::AgentConfig config() const;
+  bool draining() const;
+
+ private:
+  struct Running {
+    sandbox::CancelSource cancel;
+  };
+  CommandDispatcher(sandbox::Executor& executor, OutboxStore& outbox, config::AgentConfig config,
+                    ApplyConfig apply_config)
+      : executor_(executor),
+        outbox_(outbox),
+        config_(std::move(config)),
+        apply_config_(std::move(apply_config)) {}
+
+  void HandleInvoke(const aegis::cluster::v1::InvokeTool& invoke);
+  void HandleCancel(const aegis::cluster::v1::Cancel& cancel);
+  void HandlePushConfig(const aegis::cluster::v1::PushConfig& push);
+  void HandleDrain();
+  void HandleShutdown(const aegis::cluster::v1::Shutdown& shutdown);
+  // Stores the result in the outbox, forgets the command and hands the result to the host.
+  void Complete(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
+  void WithHost(const std::function<void(DispatcherHost&)>& fn);
+
+  sandbox::Executor& executor_;
+  OutboxStore& outbox_;
+
+  mutable std::mutex mu_;
+  config::AgentConfig config_;
+  ApplyConfig apply_config_;
+  std::string tenant_;
+  std::map<std::string, std::shared_ptr<Running>> running_;
+  Stats stats_;
+
+  std::mutex host_mu_;
+  std::condition_variable host_cv_;
+  DispatcherHost* host_ = nullptr;
+  int host_calls_ = 0;
+};
+
+}  // namespace edge::agentedge

@@ -1,0 +1,519 @@
+#include "agent/edge/edge_session.h"
+
+#include <google/protobuf/util/time_util.h>
+
+#include "agent/edge/capabilities.h"
+#include "agent/edge/result_mapper.h"
+#include "agent/identity/envelope_codec.h"
+#include "common/log.h"
+#include "config/validate.h"
+
+namespace edge::agentedge {
+namespace {
+
+namespace pb = aegis::cluster::v1;
+using google::protobuf::util::TimeUtil;
+using std::chrono::milliseconds;
+
+std::string IsoTime(Clock::WallTime t) {
+  return TimeUtil::ToString(TimeUtil::MillisecondsToTimestamp(ToEpochMillis(t)));
+}
+
+}  // namespace
+
+EdgeSession::EdgeSession(config::AgentConfig config, SessionDeps deps, SessionOptions options)
+    : node_id_(config.node_id),
+      config_(std::move(config)),
+      deps_(std::move(deps)),
+      options_(std::move(options)),
+      keys_(config_.data_dir),
+      timers_(deps_.clock) {}
+
+Result<std::unique_ptr<EdgeSession>> EdgeSession::Create(config::AgentConfig config,
+                                                         SessionDeps deps, SessionOptions options) {
+  if (!config::IsValidNodeId(config.node_id)) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "node_id \"" + config.node_id + "\" must match [A-Za-z0-9._-]{1,64}");
+  }
+  if (!deps.channel) {
+    return MakeError(ErrorCode::kInvalidArgument, "edge session: no channel to the controller");
+  }
+  std::unique_ptr<EdgeSession> s(new EdgeSession(std::move(config), std::move(deps), options));
+  auto outbox = OutboxStore::Open(s->config_.data_dir, s->deps_.clock, s->options_.outbox);
+  if (!outbox) return std::unexpected(outbox.error());
+  s->outbox_ = std::move(*outbox);
+  s->dispatcher_ =
+      CommandDispatcher::Create(s->deps_.executor, *s->outbox_, s->config_, s->deps_.apply_config);
+  s->dispatcher_->Attach(s.get());
+  s->attestor_ = std::make_unique<NodeAttestor>(s->deps_.channel, s->node_id_, s->config_.data_dir,
+                                                s->deps_.clock,
+                                                NodeAttestor::Options{s->options_.rpc_timeout});
+  s->stub_ = pb::NodeClusterService::NewStub(s->deps_.channel);
+  s->status_.state = "starting";
+  s->status_.controller = s->deps_.controller;
+  s->status_.heartbeat_interval_secs = s->config_.cluster.heartbeat_interval_secs;
+  return s;
+}
+
+EdgeSession::~EdgeSession() {
+  Stop();
+}
+
+Status EdgeSession::Start() {
+  std::lock_guard lock(mu_);
+  if (started_) return MakeError(ErrorCode::kAlreadyExists, "edge session already started");
+  started_ = true;
+  thread_ = std::thread([this] { Loop(); });
+  return OkStatus();
+}
+
+void EdgeSession::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (stream_) stream_->Cancel();
+    cv_.notify_all();
+  }
+  attestor_->CancelInFlight();
+  if (thread_.joinable()) thread_.join();
+  timers_.Stop();
+  dispatcher_->Detach();
+  std::lock_guard lock(mu_);
+  status_.state = "stopped";
+}
+
+SessionStatus EdgeSession::status() const {
+  SessionStatus s;
+  {
+    std::lock_guard lock(mu_);
+    s = status_;
+  }
+  if (auto n = outbox_->Size(); n) s.outbox_entries = *n;
+  s.commands = dispatcher_->stats();
+  return s;
+}
+
+void EdgeSession::SetError(const std::string& what) {
+  log::Get("edge")->warn("{}", what);
+  std::lock_guard lock(mu_);
+  status_.last_error = what;
+}
+
+// ---- the control thread ----------------------------------------------------------------
+
+void EdgeSession::Loop() {
+  auto log = log::Get("edge");
+  while (true) {
+    bool exit_now = false;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+      exit_now = shutdown_finished_;
+      if (!exit_now) {
+        status_.state = "attesting";
+        ++status_.attempts;
+      }
+    }
+    if (exit_now) {
+      log->info("shutdown complete: exiting");
+      if (deps_.request_exit) deps_.request_exit("shutdown requested by the controller");
+      break;
+    }
+    if (!EnsureCredentials()) {
+      WaitBackoff();  // the top of the loop sees a stop or a finished shutdown
+      continue;
+    }
+    uint64_t gen = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+      OpenStreamLocked();
+      gen = gen_;
+    }
+    ServeStream(gen);
+    grpc::Status st;
+    std::string sid;
+    {
+      std::lock_guard lock(mu_);
+      CancelStreamTimersLocked();
+      stream_.reset();
+      st = done_status_;
+      sid = stream_id_;
+      status_.stream_id.clear();
+      if (stopping_) break;
+      if (shutdown_finished_) {
+        log->info("edge stream {} closed after shutdown", sid);
+        continue;  // the top of the loop exits
+      }
+      if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+          st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+        token_.reset();  // refused: attest again before the next stream
+      }
+    }
+    SetError("edge stream " + sid + " ended: " + FromGrpcStatus(st, "ConnectEdge").ToString());
+    WaitBackoff();
+  }
+  std::lock_guard lock(mu_);
+  status_.state = "stopped";
+}
+
+bool EdgeSession::WaitBackoff() {
+  std::unique_lock lock(mu_);
+  if (stopping_ || shutdown_finished_) return false;
+  const milliseconds delay = deps_.backoff.Next();
+  status_.state = "backoff";
+  status_.last_backoff = delay;
+  log::Get("edge")->info("reconnecting to {} in {} ms", deps_.controller, delay.count());
+  wake_ = false;
+  const auto id = timers_.After(delay, [this] {
+    std::lock_guard l(mu_);
+    wake_ = true;
+    cv_.notify_all();
+  });
+  cv_.wait(lock, [this] { return stopping_ || wake_ || shutdown_finished_; });
+  timers_.Cancel(id);
+  wake_ = false;
+  return !stopping_ && !shutdown_finished_;
+}
+
+bool EdgeSession::EnsureCredentials() {
+  const uint64_t fingerprint = keys_.Fingerprint();
+  bool have_key = false;
+  {
+    std::lock_guard lock(cred_mu_);
+    have_key = key_.has_value();
+  }
+  bool reload = false;
+  bool reuse = false;
+  {
+    std::lock_guard lock(mu_);
+    reload = !have_key || fingerprint != key_fingerprint_;
+    reuse = !reload && !renew_due_ && token_ &&
+            token_->FreshAt(deps_.clock.Now(), options_.token_reuse_margin);
+  }
+  if (reuse) return true;
+  std::optional<identity::NodeKey> key;
+  if (reload) {
+    bool created = false;
+    auto k = keys_.LoadOrCreate(&created);
+    if (!k) {
+      SetError("node key " + keys_.KeyPath() + ": " + k.error().ToString());
+      return false;
+    }
+    if (created) log::Get("edge")->info("created the node key {}", keys_.KeyPath());
+    key = std::move(*k);
+  } else {
+    std::lock_guard lock(cred_mu_);
+    key = key_;
+  }
+  auto token = attestor_->Attest(*key);
+  if (!token) {
+    SetError("attestation with " + deps_.controller + " failed: " + token.error().ToString());
+    return false;
+  }
+  log::Get("edge")->info("node {} attested with {} (tenant {}); token valid until {}", node_id_,
+                         deps_.controller, token->tenant_id, IsoTime(token->expires_at));
+  if (reload) {
+    std::lock_guard lock(mu_);
+    key_fingerprint_ = keys_.Fingerprint();
+  }
+  InstallToken(std::move(*token), reload ? key : std::nullopt);
+  return true;
+}
+
+void EdgeSession::InstallToken(NodeToken token, std::optional<identity::NodeKey> key) {
+  {
+    std::lock_guard lock(cred_mu_);
+    if (key) key_ = std::move(*key);
+    token_string_ = token.token;
+  }
+  dispatcher_->SetTenant(token.tenant_id);
+  std::lock_guard lock(mu_);
+  const Clock::WallTime now = deps_.clock.Now();
+  const Clock::WallTime due = token.issued_at + RenewalDelay(token.Lifetime(), deps_.random);
+  const auto delay =
+      std::max(milliseconds(1000), std::chrono::duration_cast<milliseconds>(due - now));
+  status_.token_expires_at_ms = ToEpochMillis(token.expires_at);
+  status_.tenant_id = token.tenant_id;
+  token_ = std::move(token);
+  renew_due_ = false;
+  ScheduleRenewalLocked(delay);
+}
+
+void EdgeSession::ScheduleRenewalLocked(milliseconds delay) {
+  if (renew_timer_ != 0) timers_.Cancel(renew_timer_);
+  renew_timer_ = timers_.After(delay, [this] {
+    std::lock_guard lock(mu_);
+    renew_timer_ = 0;
+    renew_due_ = true;
+    cv_.notify_all();
+  });
+}
+
+void EdgeSession::OpenStreamLocked() {
+  ++gen_;
+  const uint64_t gen = gen_;
+  stream_id_ = NewUuidV4();
+  const std::string sid = stream_id_;
+  stream_done_ = false;
+  got_message_ = false;
+  done_status_ = grpc::Status::OK;
+  std::string token;
+  {
+    std::lock_guard lock(cred_mu_);
+    token = token_string_;
+  }
+  EdgeStream::Callbacks cb;
+  cb.seal = [this, sid](pb::EdgeEvent& e) { return Seal(e, sid); };
+  cb.on_command = [this, gen](pb::EdgeCommand c) {
+    {
+      std::lock_guard lock(mu_);
+      if (gen == gen_ && !got_message_) {
+        // The first message on a new stream proves the controller took it (design.md §9).
+        got_message_ = true;
+        deps_.backoff.Reset();
+      }
+    }
+    dispatcher_->Handle(c);
+  };
+  cb.on_done = [this, gen](const grpc::Status& st) {
+    std::lock_guard lock(mu_);
+    if (gen == gen_) {
+      stream_done_ = true;
+      done_status_ = st;
+    }
+    cv_.notify_all();
+  };
+  stream_ = EdgeStream::Start(*stub_, token, std::move(cb));
+  ++status_.streams;
+  status_.stream_id = sid;
+  status_.state = "connected";
+
+  pb::EdgeEvent hello;
+  hello.mutable_hello()->set_stream_id(sid);
+  *hello.mutable_hello()->mutable_capabilities() = CapabilitiesLocked();
+  const std::string controller = deps_.controller;
+  SendLocked(std::move(hello), [sid, controller](bool ok) {
+    if (ok) log::Get("edge")->info("edge stream {} open: Hello sent to {}", sid, controller);
+  });
+  if (auto entries = outbox_->All(); entries && !entries->empty()) {
+    log::Get("edge")->info("edge stream {}: resending {} undelivered result(s) from the outbox",
+                           sid, entries->size());
+    for (const auto& e : *entries)
+      SendResultLocked(e.command_id, e.result);
+  } else if (!entries) {
+    log::Get("edge")->error("outbox unreadable: {}", entries.error().ToString());
+  }
+  ScheduleHeartbeatLocked();
+}
+
+void EdgeSession::ServeStream(uint64_t gen) {
+  while (true) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return stopping_ || stream_done_ || renew_due_ || key_changed_; });
+    if (gen != gen_ || stream_done_) return;
+    if (stopping_) {
+      if (stream_) stream_->Cancel();
+      // OnDone follows a cancel promptly; the bound only guards against a stuck transport.
+      cv_.wait_for(lock, std::chrono::seconds(10), [this] { return stream_done_; });
+      return;
+    }
+    if (key_changed_) {
+      key_changed_ = false;
+      lock.unlock();
+      log::Get("edge")->info("the node key {} changed on disk: attesting with the new key",
+                             keys_.KeyPath());
+      const uint64_t fingerprint = keys_.Fingerprint();
+      auto key = keys_.Load();
+      if (!key) {
+        SetError("node key " + keys_.KeyPath() + ": " + key.error().ToString());
+        continue;
+      }
+      auto token = attestor_->Attest(*key);
+      if (!token) {
+        SetError("attestation with the new key failed: " + token.error().ToString() +
+                 "; reconnecting");
+        std::lock_guard l(mu_);
+        if (stream_) stream_->Cancel();
+        continue;
+      }
+      log::Get("edge")->info("node {} attested with the new key; token valid until {}", node_id_,
+                             IsoTime(token->expires_at));
+      {
+        std::lock_guard l(mu_);
+        key_fingerprint_ = fingerprint;
+      }
+      InstallToken(std::move(*token), std::move(*key));
+      continue;
+    }
+    if (renew_due_) {
+      renew_due_ = false;
+      if (!token_) continue;
+      NodeToken current = *token_;
+      lock.unlock();
+      std::optional<identity::NodeKey> key;
+      {
+        std::lock_guard l(cred_mu_);
+        key = key_;
+      }
+      auto token = attestor_->Renew(*key, current);
+      if (!token) {
+        SetError("token renewal failed: " + token.error().ToString());
+        std::lock_guard l(mu_);
+        const auto left =
+            std::chrono::duration_cast<milliseconds>(current.expires_at - deps_.clock.Now());
+        ScheduleRenewalLocked(std::clamp(left / 4, milliseconds(1000), milliseconds(60'000)));
+        continue;
+      }
+      log::Get("edge")->info("token renewed; valid until {}", IsoTime(token->expires_at));
+      InstallToken(std::move(*token), std::nullopt);
+    }
+  }
+}
+
+// ---- writing ----------------------------------------------------------------------------
+
+Status EdgeSession::Seal(pb::EdgeEvent& event, const std::string& stream_id) {
+  std::lock_guard lock(cred_mu_);
+  if (!key_) return MakeError(ErrorCode::kFailedPrecondition, "no node key loaded");
+  return identity::EnvelopeCodec::SealEvent(event, *key_, token_string_, deps_.clock.Now(),
+                                            node_id_, stream_id);
+}
+
+bool EdgeSession::StreamUpLocked() const {
+  return stream_ && !stream_done_;
+}
+
+bool EdgeSession::SendLocked(pb::EdgeEvent event, EdgeStream::WriteCallback done) {
+  // Write callbacks called with false may run inside Send: they must not take mu_.
+  if (!StreamUpLocked()) return false;
+  return stream_->Send(std::move(event), std::move(done));
+}
+
+void EdgeSession::SendResultLocked(const std::string& command_id, const pb::EdgeResult& result) {
+  pb::EdgeEvent ev;
+  auto* cr = ev.mutable_command_result();
+  cr->set_command_id(command_id);
+  *cr->mutable_result() = result;
+  const std::string sid = stream_id_;
+  const uint64_t gen = gen_;
+  const milliseconds settle = outbox_->options().settle;
+  SendLocked(std::move(ev), [this, command_id, sid, gen, settle](bool ok) {
+    if (!ok) return;  // stays in the outbox; resent on the next stream
+    if (auto st = outbox_->MarkWritten(command_id, sid); !st) {
+      log::Get("edge")->warn("outbox: cannot record the write of {}: {}", command_id,
+                             st.error().ToString());
+    }
+    timers_.After(settle, [this, gen] { PruneSettled(gen); });
+  });
+}
+
+void EdgeSession::PruneSettled(uint64_t gen) {
+  std::lock_guard lock(mu_);
+  if (gen != gen_ || !StreamUpLocked()) return;
+  auto n = outbox_->PruneSettled(stream_id_);
+  if (!n) {
+    log::Get("edge")->warn("outbox: prune failed: {}", n.error().ToString());
+  } else if (*n > 0) {
+    log::Get("edge")->debug("outbox: {} delivered result(s) settled and pruned", *n);
+  }
+}
+
+pb::EdgeCapabilities EdgeSession::CapabilitiesLocked() const {
+  return BuildCapabilities(config_, deps_.executor.Tools(), options_.agent_version,
+                           dispatcher_->draining());
+}
+
+void EdgeSession::SendCapabilitiesLocked() {
+  pb::EdgeEvent ev;
+  *ev.mutable_capability_update()->mutable_capabilities() = CapabilitiesLocked();
+  SendLocked(std::move(ev));
+}
+
+void EdgeSession::ScheduleHeartbeatLocked() {
+  if (heartbeat_timer_ != 0) timers_.Cancel(heartbeat_timer_);
+  const auto interval =
+      std::chrono::seconds(std::max<int64_t>(config_.cluster.heartbeat_interval_secs, 1));
+  const uint64_t gen = gen_;
+  heartbeat_timer_ = timers_.After(interval, [this, gen] { OnHeartbeat(gen); });
+}
+
+void EdgeSession::CancelStreamTimersLocked() {
+  if (heartbeat_timer_ != 0) timers_.Cancel(heartbeat_timer_);
+  heartbeat_timer_ = 0;
+}
+
+void EdgeSession::OnHeartbeat(uint64_t gen) {
+  std::lock_guard lock(mu_);
+  if (gen != gen_ || !StreamUpLocked()) return;
+  heartbeat_timer_ = 0;
+  const Clock::WallTime now = deps_.clock.Now();
+  pb::EdgeEvent hb;
+  *hb.mutable_heartbeat()->mutable_sent_at() =
+      TimeUtil::MillisecondsToTimestamp(ToEpochMillis(now));
+  if (SendLocked(std::move(hb))) status_.last_heartbeat_ms = ToEpochMillis(now);
+  // A key replaced on disk (edge-agent rotate-key) is picked up here.
+  const uint64_t fingerprint = keys_.Fingerprint();
+  if (fingerprint != 0 && fingerprint != key_fingerprint_ && !key_changed_) {
+    key_changed_ = true;
+    cv_.notify_all();
+  }
+  if (auto n = outbox_->PruneSettled(stream_id_); !n) {
+    log::Get("edge")->warn("outbox: prune failed: {}", n.error().ToString());
+  }
+  ScheduleHeartbeatLocked();
+}
+
+// ---- DispatcherHost ---------------------------------------------------------------------
+
+void EdgeSession::SendProgress(const std::string& command_id, pb::Chunk chunk,
+                               std::function<void()> ack) {
+  bool queued = false;
+  {
+    std::lock_guard lock(mu_);
+    if (StreamUpLocked()) {
+      pb::EdgeEvent ev;
+      auto* p = ev.mutable_command_progress();
+      p->set_command_id(command_id);
+      *p->mutable_chunk() = std::move(chunk);
+      queued = SendLocked(std::move(ev), [ack](bool) { ack(); });
+    }
+  }
+  if (!queued) ack();  // no stream: the chunk is dropped (the result keeps the output's tail)
+}
+
+void EdgeSession::SendResult(const std::string& command_id, const pb::EdgeResult& result) {
+  std::lock_guard lock(mu_);
+  if (StreamUpLocked()) SendResultLocked(command_id, result);
+}
+
+void EdgeSession::ConfigApplied(const config::AgentConfig& config, bool capabilities_changed) {
+  std::lock_guard lock(mu_);
+  const bool interval_changed =
+      config.cluster.heartbeat_interval_secs != config_.cluster.heartbeat_interval_secs;
+  config_ = config;
+  status_.heartbeat_interval_secs = config_.cluster.heartbeat_interval_secs;
+  if (interval_changed && StreamUpLocked()) ScheduleHeartbeatLocked();  // at once
+  if (capabilities_changed && StreamUpLocked()) SendCapabilitiesLocked();
+}
+
+void EdgeSession::DrainRequested() {
+  std::lock_guard lock(mu_);
+  // The acknowledgement: capabilities with agent.state = "draining".
+  if (StreamUpLocked()) SendCapabilitiesLocked();
+}
+
+void EdgeSession::ShutdownFinished() {
+  std::lock_guard lock(mu_);
+  shutdown_finished_ = true;
+  status_.state = "shutting_down";
+  if (StreamUpLocked()) {
+    log::Get("edge")->info("shutdown: every command ended; closing edge stream {}", stream_id_);
+    stream_->Finish();  // WritesDone once the queued results are written
+    std::shared_ptr<EdgeStream> s = stream_;
+    timers_.After(options_.close_timeout, [s] { s->Cancel(); });
+  }
+  cv_.notify_all();
+}
+
+}  // namespace edge::agentedge

@@ -1,0 +1,183 @@
+// EdgeSession: the agent's side of the edge stream (seeds/000, wire.md §2.3) — one control
+// thread runs the connect loop, a TimerQueue on the injected Clock runs the periodic work:
+//
+//   loop: key (keys/node.ed25519, created if missing) → token (AttestNode → ChallengeNode, the
+//         pending join token as proof on the first enrollment; reused while it stays valid
+//         for token_reuse_margin) → ConnectEdge (Bearer token) → Hello{capabilities, new
+//         UUIDv4 stream_id} → outbox resent → heartbeats every cluster.heartbeat_interval_secs
+//         → wait for the stream to end → backoff (FullJitterBackoff, reset after the first
+//         message received on a new stream) → again.
+//   token renewal at a jittered 70–90 % of its lifetime (RotateEdgeKey with the same key,
+//         falling back to a new attestation); the next envelope carries the new token.
+//   key rotation on disk (edge-agent rotate-key): seen at the next heartbeat (the key file's
+//         fingerprint changed) or reconnect; the session re-attests with the new key and
+//         switches key and token without dropping the stream.
+//   commands go to the CommandDispatcher; results come back through the outbox.
+//   Shutdown: when every command has ended and its result is queued, the stream is
+//         half-closed (WritesDone), and once it is over `request_exit` is called.
+//
+// Every EdgeEvent is sealed (identity::EnvelopeCodec::SealEvent) when it is written.
+// Stop() ends every wait and call at once. Owns the stream, the dispatcher, the outbox
+// connection and its TimerQueue; borrows the Executor and the injected Clock/Random/Backoff.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "agent/edge/command_dispatcher.h"
+#include "agent/edge/edge_stream.h"
+#include "agent/edge/node_attestor.h"
+#include "agent/edge/node_key_store.h"
+#include "agent/edge/node_token.h"
+#include "agent/edge/outbox_store.h"
+#include "agent/edge/timer_queue.h"
+#include "common/backoff.h"
+#include "common/clock.h"
+#include "common/random.h"
+#include "config/agent_config.h"
+#include "sandbox/executor.h"
+
+namespace edge::agentedge {
+
+struct SessionDeps {
+  Clock& clock;
+  Random& random;    // renewal jitter
+  Backoff& backoff;  // reconnects (wire.md: base 1 s, cap 60 s)
+  sandbox::Executor& executor;
+  std::shared_ptr<grpc::Channel> channel;  // mTLS to the controller
+  std::string controller;                  // its address, for logs and status
+  CommandDispatcher::ApplyConfig apply_config;
+  // Asks the process to exit 0 (after a Shutdown command); must not block.
+  std::function<void(const std::string& reason)> request_exit;
+};
+
+struct SessionOptions {
+  std::string agent_version;
+  std::chrono::milliseconds rpc_timeout{std::chrono::seconds(15)};
+  OutboxStore::Options outbox;
+  // A token is reused on reconnect only while it stays valid at least this long.
+  std::chrono::milliseconds token_reuse_margin{std::chrono::minutes(2)};
+  // After WritesDone on Shutdown, how long the controller has to end the stream.
+  std::chrono::milliseconds close_timeout{std::chrono::seconds(5)};
+};
+
+struct SessionStatus {
+  std::string state;  // starting | attesting | connected | backoff | shutting_down | stopped
+  std::string controller;
+  std::string stream_id;  // of the current stream ("" when none)
+  uint64_t attempts = 0;  // connect attempts (attestation or stream)
+  uint64_t streams = 0;   // streams opened
+  std::chrono::milliseconds last_backoff{0};
+  std::string last_error;
+  int64_t last_heartbeat_ms = 0;
+  int64_t token_expires_at_ms = 0;
+  std::string tenant_id;
+  int64_t heartbeat_interval_secs = 0;
+  size_t outbox_entries = 0;
+  CommandDispatcher::Stats commands;
+};
+
+class EdgeSession final : public DispatcherHost {
+ public:
+  // Opens the outbox (data_dir/state/agent.db) and builds the dispatcher. Validates node_id.
+  static Result<std::unique_ptr<EdgeSession>> Create(config::AgentConfig config, SessionDeps deps,
+                                                     SessionOptions options);
+  ~EdgeSession() override;
+  EdgeSession(const EdgeSession&) = delete;
+  EdgeSession& operator=(const EdgeSession&) = delete;
+
+  // Starts the control thread (non-blocking).
+  Status Start();
+  // Ends every wait, call and the stream; returns when the thread has ended. Idempotent.
+  void Stop();
+
+  SessionStatus status() const;
+  // The timers run on the injected clock: tests advance a ManualClock and Poke() them.
+  TimerQueue& timers() { return timers_; }
+  CommandDispatcher& dispatcher() { return *dispatcher_; }
+  OutboxStore& outbox() { return *outbox_; }
+
+  // DispatcherHost
+  void SendProgress(const std::string& command_id, aegis::cluster::v1::Chunk chunk,
+                    std::function<void()> ack) override;
+  void SendResult(const std::string& command_id,
+                  const aegis::cluster::v1::EdgeResult& result) override;
+  void ConfigApplied(const config::AgentConfig& config, bool capabilities_changed) override;
+  void DrainRequested() override;
+  void ShutdownFinished() override;
+
+ private:
+  EdgeSession(config::AgentConfig config, SessionDeps deps, SessionOptions options);
+
+  void Loop();
+  // Key and token for the next stream; false (error recorded) when they could not be had.
+  bool EnsureCredentials();
+  void InstallToken(NodeToken token, std::optional<identity::NodeKey> key);
+  // While connected: renewal and key changes; returns when the stream has ended or on Stop.
+  void ServeStream(uint64_t gen);
+  void OpenStreamLocked();
+  bool WaitBackoff();
+  void SetError(const std::string& what);
+
+  // All *Locked functions expect mu_ held.
+  bool StreamUpLocked() const;
+  bool SendLocked(aegis::cluster::v1::EdgeEvent event, EdgeStream::WriteCallback done = {});
+  void SendResultLocked(const std::string& command_id,
+                        const aegis::cluster::v1::EdgeResult& result);
+  void SendCapabilitiesLocked();
+  void ScheduleHeartbeatLocked();
+  void ScheduleRenewalLocked(std::chrono::milliseconds delay);
+  void CancelStreamTimersLocked();
+  aegis::cluster::v1::EdgeCapabilities CapabilitiesLocked() const;
+  Status Seal(aegis::cluster::v1::EdgeEvent& event, const std::string& stream_id);
+  void OnHeartbeat(uint64_t gen);
+  void PruneSettled(uint64_t gen);
+
+  const std::string node_id_;
+  config::AgentConfig config_;
+  SessionDeps deps_;
+  SessionOptions options_;
+  NodeKeyStore keys_;
+  TimerQueue timers_;
+  std::unique_ptr<OutboxStore> outbox_;
+  std::shared_ptr<CommandDispatcher> dispatcher_;
+  std::unique_ptr<NodeAttestor> attestor_;
+  std::unique_ptr<aegis::cluster::v1::NodeClusterService::Stub> stub_;
+
+  // What envelopes are sealed with; never held while calling out.
+  mutable std::mutex cred_mu_;
+  std::optional<identity::NodeKey> key_;
+  std::string token_string_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+  bool started_ = false;
+  bool stopping_ = false;
+  std::optional<NodeToken> token_;
+  uint64_t key_fingerprint_ = 0;
+  bool key_changed_ = false;
+  bool renew_due_ = false;
+  bool wake_ = false;
+  bool shutdown_finished_ = false;
+  std::shared_ptr<EdgeStream> stream_;
+  uint64_t gen_ = 0;  // identifies the current stream in callbacks
+  std::string stream_id_;
+  bool stream_done_ = false;
+  bool got_message_ = false;
+  grpc::Status done_status_;
+  TimerQueue::TimerId heartbeat_timer_ = 0;
+  TimerQueue::TimerId renew_timer_ = 0;
+  SessionStatus status_;
+};
+
+}  // namespace edge::agentedge

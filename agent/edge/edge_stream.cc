@@ -1,0 +1,156 @@
+#include "agent/edge/edge_stream.h"
+
+#include "common/log.h"
+
+namespace edge::agentedge {
+
+namespace pb = aegis::cluster::v1;
+
+std::shared_ptr<EdgeStream> EdgeStream::Start(pb::NodeClusterService::Stub& stub,
+                                              const std::string& bearer_token,
+                                              Callbacks callbacks) {
+  std::shared_ptr<EdgeStream> s(new EdgeStream(std::move(callbacks)));
+  s->self_ = s;
+  s->context_.AddMetadata("authorization", "Bearer " + bearer_token);
+  stub.async()->ConnectEdge(&s->context_, s.get());
+  // The hold lets Send start writes from outside reactions until the read side has ended.
+  s->AddHold();
+  s->StartRead(&s->in_);
+  s->StartCall();
+  return s;
+}
+
+bool EdgeStream::Send(pb::EdgeEvent event, WriteCallback done) {
+  std::vector<WriteCallback> failed;
+  bool release = false;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_ || read_closed_ || finishing_ || hold_released_) return false;
+    queue_.push_back(Pending{std::move(event), std::move(done)});
+    release = PumpLocked(failed);
+  }
+  if (release) RemoveHold();
+  for (auto& cb : failed)
+    if (cb) cb(false);
+  return true;
+}
+
+bool EdgeStream::PumpLocked(std::vector<WriteCallback>& failed) {
+  while (!writing_ && !queue_.empty() && !closed_) {
+    Pending& next = queue_.front();
+    if (callbacks_.seal) {
+      if (auto st = callbacks_.seal(next.event); !st) {
+        log::Get("edge")->warn("edge event not sent: sealing failed: {}", st.error().ToString());
+        failed.push_back(std::move(next.done));
+        queue_.pop_front();
+        continue;
+      }
+    }
+    out_ = next.event;
+    writing_ = true;
+    StartWrite(&out_);
+  }
+  if (!writing_ && queue_.empty() && finishing_ && !writes_done_sent_ && !closed_ &&
+      !read_closed_) {
+    writes_done_sent_ = true;
+    StartWritesDone();
+  }
+  if (closed_ || read_closed_) {
+    // Nothing more will be written: fail what is queued and let the call finish.
+    while (!writing_ && !queue_.empty()) {
+      failed.push_back(std::move(queue_.front().done));
+      queue_.pop_front();
+    }
+  }
+  if (read_closed_ && !writing_ && !hold_released_) {
+    hold_released_ = true;
+    return true;
+  }
+  return false;
+}
+
+void EdgeStream::OnWriteDone(bool ok) {
+  WriteCallback done;
+  std::vector<WriteCallback> failed;
+  bool release = false;
+  {
+    std::lock_guard lock(mu_);
+    writing_ = false;
+    if (!queue_.empty()) {
+      done = std::move(queue_.front().done);
+      queue_.pop_front();
+    }
+    // A failed write means the stream is broken: nothing queued behind it can be written.
+    if (!ok) closed_ = true;
+    release = PumpLocked(failed);
+  }
+  if (release) RemoveHold();
+  if (done) done(ok);
+  for (auto& cb : failed)
+    if (cb) cb(false);
+}
+
+void EdgeStream::OnReadDone(bool ok) {
+  if (ok) {
+    pb::EdgeCommand cmd = std::move(in_);
+    in_.Clear();
+    if (callbacks_.on_command) callbacks_.on_command(std::move(cmd));
+    StartRead(&in_);
+    return;
+  }
+  std::vector<WriteCallback> failed;
+  bool release = false;
+  {
+    std::lock_guard lock(mu_);
+    read_closed_ = true;
+    release = PumpLocked(failed);
+  }
+  if (release) RemoveHold();
+  for (auto& cb : failed)
+    if (cb) cb(false);
+}
+
+void EdgeStream::OnDone(const grpc::Status& status) {
+  std::vector<WriteCallback> failed;
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    for (auto& p : queue_)
+      failed.push_back(std::move(p.done));
+    queue_.clear();
+  }
+  for (auto& cb : failed)
+    if (cb) cb(false);
+  if (callbacks_.on_done) callbacks_.on_done(status);
+  // Last: may destroy this object when the owner already let go of it.
+  auto self = std::move(self_);
+}
+
+void EdgeStream::Finish() {
+  std::vector<WriteCallback> failed;
+  bool release = false;
+  {
+    std::lock_guard lock(mu_);
+    finishing_ = true;
+    release = PumpLocked(failed);
+  }
+  if (release) RemoveHold();
+  for (auto& cb : failed)
+    if (cb) cb(false);
+}
+
+void EdgeStream::Cancel() {
+  context_.TryCancel();
+}
+
+bool EdgeStream::closed() const {
+  std::lock_guard lock(mu_);
+  return closed_ || read_closed_;
+}
+
+size_t EdgeStream::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+}  // namespace edge::agentedge

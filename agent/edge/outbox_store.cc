@@ -1,0 +1,146 @@
+#include "agent/edge/outbox_store.h"
+
+#include "common/log.h"
+
+namespace edge::agentedge {
+namespace {
+
+namespace pb = aegis::cluster::v1;
+using sandbox::SqlBlob;
+using sandbox::SqlParam;
+
+const std::vector<sandbox::StateDb::Migration>& Migrations() {
+  static const std::vector<sandbox::StateDb::Migration> m = {
+      {1,
+       "CREATE TABLE edge_outbox ("
+       "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+       "  command_id TEXT NOT NULL UNIQUE,"
+       "  result BLOB NOT NULL,"
+       "  created_ms INTEGER NOT NULL,"
+       "  stream_id TEXT NOT NULL DEFAULT '',"
+       "  written_ms INTEGER NOT NULL DEFAULT 0);"},
+  };
+  return m;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<OutboxStore>> OutboxStore::Open(const std::string& data_dir, Clock& clock,
+                                                       Options options) {
+  if (options.max_entries == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "outbox max_entries: must be > 0");
+  }
+  auto db = sandbox::StateDb::Open(data_dir);
+  if (!db) return std::unexpected(db.error());
+  if (auto st = (*db)->Migrate("edge_outbox", Migrations()); !st) {
+    return std::unexpected(st.error());
+  }
+  return std::unique_ptr<OutboxStore>(new OutboxStore(std::move(*db), clock, options));
+}
+
+Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResult& result) {
+  if (command_id.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "outbox: command_id must not be empty");
+  }
+  std::string bytes;
+  if (!result.SerializeToString(&bytes)) {
+    return MakeError(ErrorCode::kInternal, "outbox: cannot serialize the result of " + command_id);
+  }
+  auto txn = db_->Begin();
+  if (!txn) return std::unexpected(txn.error());
+  if (auto st = txn->Exec(
+          "INSERT OR IGNORE INTO edge_outbox (command_id, result, created_ms) VALUES (?, ?, ?)",
+          {command_id, SqlBlob{bytes}, ToEpochMillis(clock_.Now())});
+      !st) {
+    return std::unexpected(st.error());
+  }
+  const bool inserted = txn->Changes() > 0;
+  auto count = txn->Query("SELECT COUNT(*) FROM edge_outbox");
+  if (!count) return std::unexpected(count.error());
+  const int64_t excess = count->front().Int(0) - static_cast<int64_t>(options_.max_entries);
+  std::vector<std::string> dropped;
+  if (excess > 0) {
+    auto oldest = txn->Query("SELECT command_id FROM edge_outbox ORDER BY seq LIMIT ?", {excess});
+    if (!oldest) return std::unexpected(oldest.error());
+    for (const auto& row : *oldest)
+      dropped.push_back(row.Text(0));
+    if (auto st = txn->Exec(
+            "DELETE FROM edge_outbox WHERE seq IN (SELECT seq FROM edge_outbox ORDER BY seq "
+            "LIMIT ?)",
+            {excess});
+        !st) {
+      return std::unexpected(st.error());
+    }
+  }
+  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  for (const auto& id : dropped) {
+    log::Get("edge")->warn(
+        "outbox full ({} entries): dropped the undelivered result of command {} (oldest first)",
+        options_.max_entries, id);
+  }
+  return inserted;
+}
+
+Result<std::vector<OutboxStore::Entry>> OutboxStore::All() const {
+  auto rows = db_->Query(
+      "SELECT seq, command_id, result, created_ms, stream_id, written_ms FROM edge_outbox "
+      "ORDER BY seq");
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<Entry> out;
+  out.reserve(rows->size());
+  for (const auto& row : *rows) {
+    Entry e;
+    e.seq = row.Int(0);
+    e.command_id = row.Text(1);
+    if (!e.result.ParseFromString(row.Text(2))) {
+      log::Get("edge")->warn("outbox: the stored result of command {} is unreadable; skipped",
+                             e.command_id);
+      continue;
+    }
+    e.created_ms = row.Int(3);
+    e.stream_id = row.Text(4);
+    e.written_ms = row.Int(5);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Result<std::optional<pb::EdgeResult>> OutboxStore::Get(const std::string& command_id) const {
+  auto rows = db_->Query("SELECT result FROM edge_outbox WHERE command_id = ?", {command_id});
+  if (!rows) return std::unexpected(rows.error());
+  if (rows->empty()) return std::optional<pb::EdgeResult>();
+  pb::EdgeResult r;
+  if (!r.ParseFromString(rows->front().Text(0))) {
+    return MakeError(ErrorCode::kInternal,
+                     "outbox: the stored result of command " + command_id + " is unreadable");
+  }
+  return std::optional<pb::EdgeResult>(std::move(r));
+}
+
+Status OutboxStore::MarkWritten(const std::string& command_id, const std::string& stream_id) {
+  return db_->Exec("UPDATE edge_outbox SET stream_id = ?, written_ms = ? WHERE command_id = ?",
+                   {stream_id, ToEpochMillis(clock_.Now()), command_id});
+}
+
+Result<size_t> OutboxStore::PruneSettled(const std::string& stream_id) {
+  if (stream_id.empty()) return size_t{0};
+  auto txn = db_->Begin();
+  if (!txn) return std::unexpected(txn.error());
+  const int64_t cutoff = ToEpochMillis(clock_.Now()) - options_.settle.count();
+  if (auto st = txn->Exec("DELETE FROM edge_outbox WHERE stream_id = ? AND written_ms <= ?",
+                          {stream_id, cutoff});
+      !st) {
+    return std::unexpected(st.error());
+  }
+  const auto n = static_cast<size_t>(txn->Changes());
+  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  return n;
+}
+
+Result<size_t> OutboxStore::Size() const {
+  auto rows = db_->Query("SELECT COUNT(*) FROM edge_outbox");
+  if (!rows) return std::unexpected(rows.error());
+  return static_cast<size_t>(rows->front().Int(0));
+}
+
+}  // namespace edge::agentedge

@@ -1,0 +1,70 @@
+// OutboxStore: the edge stream's on-disk result outbox (wire.md §2.3 step 7, agent/edge/README):
+// every CommandResult is written here BEFORE it is sent; on every new stream, after Hello, what
+// is still here is sent again; an entry is pruned once the stream it was written on has stayed
+// up for the settle window (30 s) after the write completed (there is no ack in the contract;
+// the controller de-duplicates by command_id). Bounded: past max_entries the oldest are
+// dropped with a warning.
+//
+// Table `edge_outbox` in data_dir/state/agent.db through its own StateDb connection
+// (migration component "edge_outbox"). Thread-safe. Borrows the Clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "node_cluster.pb.h"
+#include "sandbox/state_db.h"
+
+namespace edge::agentedge {
+
+class OutboxStore {
+ public:
+  struct Options {
+    size_t max_entries = 10000;
+    std::chrono::milliseconds settle{std::chrono::seconds(30)};
+  };
+  struct Entry {
+    int64_t seq = 0;
+    std::string command_id;
+    aegis::cluster::v1::EdgeResult result;
+    int64_t created_ms = 0;
+    std::string stream_id;   // "" = never written (or its stream broke before the write)
+    int64_t written_ms = 0;  // when the write on `stream_id` completed
+  };
+
+  // Opens (creating) data_dir/state/agent.db. INVALID_ARGUMENT for a zero bound.
+  static Result<std::unique_ptr<OutboxStore>> Open(const std::string& data_dir, Clock& clock,
+                                                   Options options);
+  static Result<std::unique_ptr<OutboxStore>> Open(const std::string& data_dir, Clock& clock) {
+    return Open(data_dir, clock, Options{});
+  }
+
+  // Stores the result of `command_id`; false when one is already stored (the first is kept).
+  // INVALID_ARGUMENT for an empty command_id.
+  Result<bool> Put(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
+  // Every entry, oldest first.
+  Result<std::vector<Entry>> All() const;
+  Result<std::optional<aegis::cluster::v1::EdgeResult>> Get(const std::string& command_id) const;
+  // The write of `command_id` on `stream_id` completed now.
+  Status MarkWritten(const std::string& command_id, const std::string& stream_id);
+  // Removes the entries written on `stream_id` at least `settle` ago. Call only while that
+  // stream is still up. Returns how many were removed.
+  Result<size_t> PruneSettled(const std::string& stream_id);
+  Result<size_t> Size() const;
+  const Options& options() const { return options_; }
+
+ private:
+  OutboxStore(std::unique_ptr<sandbox::StateDb> db, Clock& clock, Options options)
+      : db_(std::move(db)), clock_(clock), options_(options) {}
+  std::unique_ptr<sandbox::StateDb> db_;
+  Clock& clock_;
+  Options options_;
+};
+
+}  // namespace edge::agentedge

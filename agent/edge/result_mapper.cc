@@ -1,0 +1,169 @@
+#include "agent/edge/result_mapper.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+
+namespace edge::agentedge {
+namespace {
+
+namespace pb = aegis::cluster::v1;
+using google::protobuf::util::TimeUtil;
+
+}  // namespace
+
+std::string_view EdgeErrorCode(ErrorCode code) {
+  // One row per executor code; the spelling is what the controller and operators see.
+  switch (code) {
+    case ErrorCode::kOk:
+      return "OK";
+    case ErrorCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case ErrorCode::kNotFound:
+      return "NOT_FOUND";
+    case ErrorCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case ErrorCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case ErrorCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    case ErrorCode::kLeaseRejected:
+      return "LEASE_REJECTED";
+    case ErrorCode::kPathOutsideRoot:
+      return "PATH_OUTSIDE_ROOT";
+    case ErrorCode::kTimedOut:
+      return "TIMED_OUT";
+    case ErrorCode::kCancelled:
+      return "CANCELLED";
+    case ErrorCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case ErrorCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case ErrorCode::kDraining:
+      return "DRAINING";
+    case ErrorCode::kUnavailable:
+      return "UNAVAILABLE";
+    case ErrorCode::kAborted:
+      return "ABORTED";
+    case ErrorCode::kInternal:
+      return "INTERNAL";
+  }
+  return "INTERNAL";
+}
+
+Result<nlohmann::json> StructToJson(const google::protobuf::Struct& s) {
+  std::string text;
+  auto st = google::protobuf::util::MessageToJsonString(s, &text);
+  if (!st.ok()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "args: not convertible to JSON: " + std::string(st.message()));
+  }
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument, "args: not a JSON object");
+  }
+  return j;
+}
+
+Result<google::protobuf::Struct> JsonToStruct(const nlohmann::json& json, std::string_view field) {
+  if (!json.is_object()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(field) + ": must be a JSON object, got " + json.type_name());
+  }
+  // Bytes that are not UTF-8 (a binary stdout) become U+FFFD: a Struct holds text only.
+  const std::string text = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  google::protobuf::Struct s;
+  auto st = google::protobuf::util::JsonStringToMessage(text, &s);
+  if (!st.ok()) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        std::string(field) + ": not convertible to a Struct: " + std::string(st.message()));
+  }
+  return s;
+}
+
+std::string TailUtf8(std::string_view s, size_t limit) {
+  if (s.size() <= limit) return std::string(s);
+  size_t start = s.size() - limit;
+  // Skip continuation bytes (10xxxxxx) so the tail starts at a character boundary.
+  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+    ++start;
+  return std::string(s.substr(start));
+}
+
+nlohmann::json TrimOutputs(nlohmann::json payload, bool executor_truncated, size_t limit) {
+  if (!payload.is_object()) return payload;
+  bool cut = executor_truncated;
+  for (const char* name : {"stdout", "stderr"}) {
+    auto it = payload.find(name);
+    if (it == payload.end() || !it->is_string()) continue;
+    const auto& text = it->get_ref<const std::string&>();
+    if (text.size() > limit) {
+      *it = TailUtf8(text, limit);
+      cut = true;
+    }
+  }
+  if (payload.contains("stdout") || payload.contains("stderr") || cut) {
+    payload["output_truncated"] = cut;
+  }
+  return payload;
+}
+
+pb::EdgeResult ErrorResult(ErrorCode code, std::string message) {
+  pb::EdgeResult r;
+  auto* err = r.mutable_err();
+  err->set_code(std::string(EdgeErrorCode(code)));
+  err->set_message(std::move(message));
+  return r;
+}
+
+pb::EdgeResult ToEdgeResult(const sandbox::InvokeResult& result,
+                            std::optional<std::chrono::milliseconds> deadline) {
+  pb::EdgeResult r;
+  switch (result.outcome) {
+    case sandbox::Outcome::kOk: {
+      auto* ok = r.mutable_ok();
+      ok->set_exit_code(result.exit_code);
+      *ok->mutable_duration() = TimeUtil::MillisecondsToDuration(result.duration.count());
+      nlohmann::json payload = result.payload.is_null() ? nlohmann::json::object() : result.payload;
+      if (!payload.is_object()) payload = nlohmann::json{{"value", payload}};
+      payload = TrimOutputs(std::move(payload), result.output_truncated);
+      auto s = JsonToStruct(payload, "payload");
+      if (!s) return ErrorResult(ErrorCode::kInternal, s.error().message);
+      ok->mutable_payload()->PackFrom(*s);
+      return r;
+    }
+    case sandbox::Outcome::kError: {
+      auto* err = r.mutable_err();
+      err->set_code(std::string(EdgeErrorCode(result.error.code)));
+      err->set_message(result.error.message);
+      err->set_exit_code(result.exit_code);
+      return r;
+    }
+    case sandbox::Outcome::kTimedOut: {
+      const auto d = deadline.value_or(result.duration);
+      *r.mutable_timed_out()->mutable_deadline() = TimeUtil::MillisecondsToDuration(d.count());
+      return r;
+    }
+    case sandbox::Outcome::kCancelled:
+      r.mutable_cancelled()->set_reason(result.reason.empty() ? "cancelled" : result.reason);
+      return r;
+  }
+  return ErrorResult(ErrorCode::kInternal, "unknown outcome");
+}
+
+std::string DescribeResult(const pb::EdgeResult& r) {
+  switch (r.outcome_case()) {
+    case pb::EdgeResult::kOk:
+      return "ok exit " + std::to_string(r.ok().exit_code());
+    case pb::EdgeResult::kErr:
+      return "err " + r.err().code();
+    case pb::EdgeResult::kTimedOut:
+      return "timed_out";
+    case pb::EdgeResult::kCancelled:
+      return "cancelled (" + r.cancelled().reason() + ")";
+    default:
+      return "empty";
+  }
+}
+
+}  // namespace edge::agentedge
