@@ -19,7 +19,9 @@ const std::vector<std::string> kScalarPaths = {
     "admin.socket",
     "cluster.heartbeat_interval_secs",
     "cluster.stale_threshold_secs",
+    "cluster.rotation_overlap",
     "tokens.default_ttl",
+    "tokens.node_token_ttl",
     "tokens.issuer",
     "compute.listen",
     "compute.dispatch_timeout",
@@ -72,11 +74,14 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
   if (r.Map(admin, "admin", {"socket"})) r.String(admin, "socket", "admin.socket", c.admin.socket);
   if (c.admin.socket.empty()) c.admin.socket = c.data_dir + "/admin.sock";
   YAML::Node cluster = root["cluster"];
-  if (r.Map(cluster, "cluster", {"heartbeat_interval_secs", "stale_threshold_secs"})) {
+  if (r.Map(cluster, "cluster",
+            {"heartbeat_interval_secs", "stale_threshold_secs", "rotation_overlap"})) {
     r.Int(cluster, "heartbeat_interval_secs", "cluster.heartbeat_interval_secs",
           c.cluster.heartbeat_interval_secs, 1, 3600);
     r.Int(cluster, "stale_threshold_secs", "cluster.stale_threshold_secs",
           c.cluster.stale_threshold_secs, 1, 86400);
+    r.Duration(cluster, "rotation_overlap", "cluster.rotation_overlap", c.cluster.rotation_overlap,
+               1s, 1h);
   }
   if (c.cluster.stale_threshold_secs <= c.cluster.heartbeat_interval_secs) {
     r.Issue(cluster["stale_threshold_secs"], "cluster.stale_threshold_secs",
@@ -85,8 +90,10 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
                 std::to_string(c.cluster.heartbeat_interval_secs) + ")");
   }
   YAML::Node tokens = root["tokens"];
-  if (r.Map(tokens, "tokens", {"default_ttl", "issuer"})) {
+  if (r.Map(tokens, "tokens", {"default_ttl", "node_token_ttl", "issuer"})) {
     r.Duration(tokens, "default_ttl", "tokens.default_ttl", c.tokens.default_ttl, 1min, 24h * 30);
+    r.Duration(tokens, "node_token_ttl", "tokens.node_token_ttl", c.tokens.node_token_ttl, 1min,
+               24h);
     r.String(tokens, "issuer", "tokens.issuer", c.tokens.issuer);
   }
   YAML::Node compute = root["compute"];
@@ -164,10 +171,13 @@ std::string DumpRedacted(const ControllerConfig& c) {
     << c.admin.socket << YAML::EndMap;
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key
     << "heartbeat_interval_secs" << YAML::Value << c.cluster.heartbeat_interval_secs << YAML::Key
-    << "stale_threshold_secs" << YAML::Value << c.cluster.stale_threshold_secs << YAML::EndMap;
+    << "stale_threshold_secs" << YAML::Value << c.cluster.stale_threshold_secs << YAML::Key
+    << "rotation_overlap" << YAML::Value << FormatDuration(c.cluster.rotation_overlap)
+    << YAML::EndMap;
   e << YAML::Key << "tokens" << YAML::Value << YAML::BeginMap << YAML::Key << "default_ttl"
-    << YAML::Value << FormatDuration(c.tokens.default_ttl) << YAML::Key << "issuer" << YAML::Value
-    << c.tokens.issuer << YAML::EndMap;
+    << YAML::Value << FormatDuration(c.tokens.default_ttl) << YAML::Key << "node_token_ttl"
+    << YAML::Value << FormatDuration(c.tokens.node_token_ttl) << YAML::Key << "issuer"
+    << YAML::Value << c.tokens.issuer << YAML::EndMap;
   e << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "listen"
     << YAML::Value << c.compute.listen << YAML::Key << "dispatch_timeout" << YAML::Value
     << FormatDuration(c.compute.dispatch_timeout) << YAML::EndMap;

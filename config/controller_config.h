@@ -31,9 +31,14 @@ struct ControllerConfig {
   struct Cluster {
     int64_t heartbeat_interval_secs = 30;
     int64_t stale_threshold_secs = 90;
+    // How long a node's previous key stays valid after RotateEdgeKey (the live stream
+    // survives the swap).
+    std::chrono::milliseconds rotation_overlap{60'000};
   } cluster;
   struct Tokens {
     std::chrono::milliseconds default_ttl{3'600'000};
+    // Lifetime of the NodeSecurityTokens issued by ChallengeNode and RotateEdgeKey.
+    std::chrono::milliseconds node_token_ttl{3'600'000};
     std::string issuer = "edge-controller";
   } tokens;
   struct Http {

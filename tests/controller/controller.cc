@@ -103,6 +103,22 @@ Status Controller::Start() {
   if (!key) return MakeError(key.error().code, "token signing key: " + key.error().message);
   token_key_.emplace(std::move(*key));
 
+  node_tokens_ = std::make_unique<NodeTokenAuthority>(
+      *store_, *token_key_, clock_,
+      NodeTokenSettings{
+          .issuer = config_.tokens.issuer,
+          .ttl = std::chrono::duration_cast<std::chrono::seconds>(config_.tokens.node_token_ttl)});
+  attestation_ = std::make_unique<EdgeAttestation>(
+      *store_, *node_tokens_, *token_key_, clock_,
+      AttestationSettings{.overlap_window = std::chrono::duration_cast<std::chrono::seconds>(
+                              config_.cluster.rotation_overlap),
+                          .join_token_issuer = config_.tokens.issuer});
+  dispatcher_ = std::make_unique<Dispatcher>(*store_, *node_tokens_, clock_);
+  monitor_ = std::make_unique<NodeMonitor>(
+      *store_, clock_,
+      NodeMonitorSettings{.stale_threshold =
+                              std::chrono::seconds(config_.cluster.stale_threshold_secs)});
+
   if (auto st = StartGrpc(); !st) return st;
 
   tokens_ = std::make_unique<JoinTokenIssuer>(
@@ -111,11 +127,13 @@ Status Controller::Start() {
                         .endpoint = info_.advertise,
                         .ca_pin = info_.ca_pin,
                         .default_ttl = config_.tokens.default_ttl});
-  admin_service_ = std::make_unique<AdminServiceImpl>(info_, *store_, *tokens_, clock_);
+  admin_service_ =
+      std::make_unique<AdminServiceImpl>(info_, *store_, *tokens_, *dispatcher_, clock_);
   if (auto st = admin_server_.Start(config_.admin.socket, {admin_service_.get()}); !st) {
     Stop();
     return st;
   }
+  monitor_->Start();
   log->info("CA {} ; join tokens point agents at {}", info_.ca_pin, info_.advertise);
   return OkStatus();
 }
@@ -125,7 +143,8 @@ Status Controller::StartGrpc() {
                                            config_.grpc.server_names, clock_.Now());
   if (!server_cert) return std::unexpected(server_cert.error());
   bootstrap_ = std::make_unique<BootstrapServiceImpl>(*store_, *ca_, clock_);
-  node_cluster_ = std::make_unique<NodeClusterServiceImpl>(clock_);
+  node_cluster_ = std::make_unique<NodeClusterServiceImpl>(*attestation_, *store_, *node_tokens_,
+                                                           *dispatcher_, clock_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -152,7 +171,12 @@ Status Controller::StartGrpc() {
 }
 
 void Controller::Stop() {
+  if (monitor_) monitor_->Stop();
   admin_server_.Stop();
+  if (dispatcher_) {
+    dispatcher_->CloseAll(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "the controller is stopping"));
+  }
   if (grpc_server_) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     grpc_server_->Wait();

@@ -1,6 +1,7 @@
 // The bundled minimal controller: the server side of every contract the agent speaks.
-// Owns its parts — CA, token key, Store, the TLS gRPC server (bootstrap, node cluster,
-// health, reflection) and the admin API on a Unix socket — and starts/stops them in order.
+// Owns its parts — CA, token key, Store, node tokens, edge attestation, the Dispatcher, the
+// node health monitor, the TLS gRPC server (bootstrap, node cluster, health, reflection) and
+// the admin API on a Unix socket — and starts/stops them in order.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -16,8 +17,12 @@
 #include "tests/controller/admin_server.h"
 #include "tests/controller/admin_service.h"
 #include "tests/controller/bootstrap_service.h"
+#include "tests/controller/dispatcher.h"
+#include "tests/controller/edge_attestation.h"
 #include "tests/controller/join_token_issuer.h"
 #include "tests/controller/node_cluster_service.h"
+#include "tests/controller/node_monitor.h"
+#include "tests/controller/node_tokens.h"
 #include "tests/controller/store.h"
 
 namespace edge::controller {
@@ -33,6 +38,11 @@ class Controller {
   // Stops promptly: in-flight RPCs get a short grace, then are cancelled.
   void Stop();
   int grpc_port() const { return grpc_port_; }
+  // Parts, for in-process tests (valid between Start and destruction).
+  Store& store() { return *store_; }
+  Dispatcher& dispatcher() { return *dispatcher_; }
+  NodeMonitor& monitor() { return *monitor_; }
+  const std::string& ca_pem() const { return ca_->cert_pem(); }
 
  private:
   Status StartGrpc();
@@ -44,6 +54,10 @@ class Controller {
   std::optional<identity::CertificateAuthority> ca_;
   std::optional<identity::EcSigningKey> token_key_;
   std::unique_ptr<JoinTokenIssuer> tokens_;
+  std::unique_ptr<NodeTokenAuthority> node_tokens_;
+  std::unique_ptr<EdgeAttestation> attestation_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<NodeMonitor> monitor_;
   std::unique_ptr<BootstrapServiceImpl> bootstrap_;
   std::unique_ptr<NodeClusterServiceImpl> node_cluster_;
   std::unique_ptr<AdminServiceImpl> admin_service_;

@@ -1,44 +1,95 @@
 #include "tests/controller/node_cluster_service.h"
 
-#include "common/random.h"
+#include "common/log.h"
+#include "tests/controller/edge_stream.h"
+#include "tests/controller/grpc_status.h"
 #include "tests/controller/peer_identity.h"
 
 namespace edge::controller {
 
 namespace pb = aegis::cluster::v1;
 
+namespace {
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Status& st) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(st);
+  return reactor;
+}
+
+void SetTimestamp(google::protobuf::Timestamp* t, int64_t ms) {
+  t->set_seconds(ms / 1000);
+  t->set_nanos(static_cast<int32_t>(ms % 1000) * 1'000'000);
+}
+
+}  // namespace
+
+std::string NodeClusterServiceImpl::PeerAddress(const std::string& peer) {
+  // "ipv4:1.2.3.4:port", "ipv6:[::1]:port", "unix:/path"
+  if (peer.starts_with("unix:")) return peer;
+  size_t colon = peer.rfind(':');
+  if (colon == std::string::npos || colon < peer.find(':') + 1) return peer;
+  return peer.substr(0, colon);
+}
+
 grpc::ServerUnaryReactor* NodeClusterServiceImpl::AttestNode(grpc::CallbackServerContext* ctx,
                                                              const pb::AttestNodeRequest* req,
                                                              pb::AttestNodeResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  if (auto st = RequireNodeIdentity(*ctx, req->node_id()); !st.ok()) {
-    reactor->Finish(st);
-    return reactor;
+  if (auto st = RequireNodeIdentity(*ctx, req->node_id()); !st.ok()) return Done(ctx, st);
+  auto ch =
+      attestation_.Attest(PeerAddress(ctx->peer()), req->node_id(), req->role(), req->public_key());
+  if (!ch) {
+    log::Get("edge")->warn("AttestNode of {} refused: {}", req->node_id(), ch.error().ToString());
+    return Done(ctx, ToGrpcStatus(ch.error()));
   }
-  if (req->role() != pb::NODE_ROLE_EDGE) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "role must be NODE_ROLE_EDGE"));
-    return reactor;
+  resp->set_challenge_nonce(ch->nonce);
+  resp->set_challenge_id(ch->challenge_id);
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* NodeClusterServiceImpl::ChallengeNode(grpc::CallbackServerContext* ctx,
+                                                                const pb::ChallengeNodeRequest* req,
+                                                                pb::ChallengeNodeResponse* resp) {
+  if (auto st = RequireNodeIdentity(*ctx, req->node_id()); !st.ok()) return Done(ctx, st);
+  std::optional<std::string> proof;
+  if (req->bootstrap_proof_case() == pb::ChallengeNodeRequest::kEnrollmentToken) {
+    proof = req->enrollment_token();
   }
-  if (req->public_key().size() != 32) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "public_key must be a raw 32-byte Ed25519 key, got " +
-                                     std::to_string(req->public_key().size()) + " bytes"));
-    return reactor;
+  auto grant = attestation_.Challenge(req->node_id(), req->challenge_id(),
+                                      req->challenge_signature(), proof);
+  if (!grant) {
+    log::Get("edge")->warn("ChallengeNode of {} refused: {}", req->node_id(),
+                           grant.error().ToString());
+    return Done(ctx, ToGrpcStatus(grant.error()));
   }
-  Challenge ch{req->node_id(), SecureRandomBytes(32), req->public_key(),
-               clock_.Now() + std::chrono::seconds(300)};
-  const std::string id = NewUuidV4();
-  resp->set_challenge_nonce(ch.nonce);
-  resp->set_challenge_id(id);
-  {
-    std::lock_guard lock(mu_);
-    const auto now = clock_.Now();
-    std::erase_if(challenges_, [&](const auto& kv) { return kv.second.expires_at <= now; });
-    challenges_[id] = std::move(ch);
+  resp->set_node_security_token(grant->token);
+  SetTimestamp(resp->mutable_expires_at(), grant->expires_at_ms);
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerBidiReactor<pb::EdgeEvent, pb::EdgeCommand>* NodeClusterServiceImpl::ConnectEdge(
+    grpc::CallbackServerContext* ctx) {
+  return EdgeStream::Start(ctx, EdgeStreamDeps{store_, tokens_, dispatcher_, clock_});
+}
+
+grpc::ServerUnaryReactor* NodeClusterServiceImpl::RotateEdgeKey(grpc::CallbackServerContext* ctx,
+                                                                const pb::RotateEdgeKeyRequest* req,
+                                                                pb::RotateEdgeKeyResponse* resp) {
+  auto cn = PeerCommonName(*ctx);
+  if (!cn) {
+    return Done(ctx, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                  "a client certificate issued by this controller is required"));
   }
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  auto grant = attestation_.Rotate(*cn, *req);
+  if (!grant) {
+    log::Get("edge")->warn("RotateEdgeKey of {} refused: {}", *cn, grant.error().ToString());
+    return Done(ctx, ToGrpcStatus(grant.error()));
+  }
+  resp->set_node_security_token(grant->token.token);
+  SetTimestamp(resp->mutable_issued_at(), grant->token.issued_at_ms);
+  SetTimestamp(resp->mutable_expires_at(), grant->token.expires_at_ms);
+  resp->mutable_overlap_window()->set_seconds(grant->overlap_window.count());
+  return Done(ctx, grpc::Status::OK);
 }
 
 }  // namespace edge::controller

@@ -1,36 +1,51 @@
-// NodeClusterService on the controller (contract 000, wire.md §2). Every call requires a
-// verified client certificate whose CN is the node it speaks for. This part is the
-// mTLS gate and AttestNode's challenge; ChallengeNode, ConnectEdge and RotateEdgeKey answer
-// UNIMPLEMENTED until the edge-stream work lands.
+// NodeClusterService on the controller (contract 000, wire.md §2): AttestNode, ChallengeNode,
+// ConnectEdge and RotateEdgeKey on the callback API. Every call requires a verified client
+// certificate whose CN is the node it speaks for (ConnectEdge: the bearer token's sub).
+// The logic lives in EdgeAttestation (attest/challenge/rotate) and EdgeStream (the stream);
+// this layer checks the caller and maps errors to gRPC statuses. Owns nothing.
 #pragma once
-
-#include <map>
-#include <mutex>
 
 #include "common/clock.h"
 #include "node_cluster.grpc.pb.h"
+#include "tests/controller/dispatcher.h"
+#include "tests/controller/edge_attestation.h"
+#include "tests/controller/node_tokens.h"
+#include "tests/controller/store.h"
 
 namespace edge::controller {
 
 class NodeClusterServiceImpl final
     : public aegis::cluster::v1::NodeClusterService::CallbackService {
  public:
-  explicit NodeClusterServiceImpl(Clock& clock) : clock_(clock) {}
+  NodeClusterServiceImpl(EdgeAttestation& attestation, Store& store, NodeTokenAuthority& tokens,
+                         Dispatcher& dispatcher, Clock& clock)
+      : attestation_(attestation),
+        store_(store),
+        tokens_(tokens),
+        dispatcher_(dispatcher),
+        clock_(clock) {}
 
   grpc::ServerUnaryReactor* AttestNode(grpc::CallbackServerContext* ctx,
                                        const aegis::cluster::v1::AttestNodeRequest* req,
                                        aegis::cluster::v1::AttestNodeResponse* resp) override;
+  grpc::ServerUnaryReactor* ChallengeNode(grpc::CallbackServerContext* ctx,
+                                          const aegis::cluster::v1::ChallengeNodeRequest* req,
+                                          aegis::cluster::v1::ChallengeNodeResponse* resp) override;
+  grpc::ServerBidiReactor<aegis::cluster::v1::EdgeEvent, aegis::cluster::v1::EdgeCommand>*
+  ConnectEdge(grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* RotateEdgeKey(grpc::CallbackServerContext* ctx,
+                                          const aegis::cluster::v1::RotateEdgeKeyRequest* req,
+                                          aegis::cluster::v1::RotateEdgeKeyResponse* resp) override;
+
+  // "ipv4:127.0.0.1:5555" → "ipv4:127.0.0.1" (the rate limit is per address, not per port).
+  static std::string PeerAddress(const std::string& peer);
 
  private:
-  struct Challenge {
-    std::string node_id;
-    std::string nonce;
-    std::string public_key;
-    Clock::WallTime expires_at;
-  };
+  EdgeAttestation& attestation_;
+  Store& store_;
+  NodeTokenAuthority& tokens_;
+  Dispatcher& dispatcher_;
   Clock& clock_;
-  std::mutex mu_;
-  std::map<std::string, Challenge> challenges_;
 };
 
 }  // namespace edge::controller

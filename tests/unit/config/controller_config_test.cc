@@ -18,6 +18,28 @@ TEST(ControllerConfig, DefaultsAndDerivedValues) {
   EXPECT_EQ(c->cluster.stale_threshold_secs, 90);
   EXPECT_EQ(c->tokens.default_ttl, std::chrono::hours(1));
   EXPECT_EQ(c->tokens.issuer, "edge-controller");
+  EXPECT_EQ(c->tokens.node_token_ttl, std::chrono::hours(1));
+  EXPECT_EQ(c->cluster.rotation_overlap, std::chrono::seconds(60));
+}
+
+TEST(ControllerConfig, EdgeTokenKeys) {
+  auto c = LoadControllerConfigFromString(
+      "tokens: { node_token_ttl: 10m }\ncluster: { rotation_overlap: 2m }\n", "controller.yaml",
+      NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->tokens.node_token_ttl, std::chrono::minutes(10));
+  EXPECT_EQ(c->cluster.rotation_overlap, std::chrono::minutes(2));
+  auto dump = DumpRedacted(*c);
+  EXPECT_NE(dump.find("node_token_ttl: 10m"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("rotation_overlap: 2m"), std::string::npos) << dump;
+
+  auto bad = LoadControllerConfigFromString(
+      "tokens: { node_token_ttl: 2d }\ncluster: { rotation_overlap: 0s }\n", "controller.yaml",
+      NoEnv());
+  ASSERT_FALSE(bad);
+  const std::string msg = bad.error().ToString();
+  EXPECT_NE(msg.find("tokens.node_token_ttl"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cluster.rotation_overlap"), std::string::npos) << msg;
 }
 
 TEST(ControllerConfig, BadValuesAreNamed) {
