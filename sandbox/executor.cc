@@ -104,14 +104,48 @@ struct Executor::Inflight {
 };
 
 Executor::Executor(boost::asio::io_context& io, Clock& clock, ExecutorOptions options,
-                   ToolRegistry tools, SecurityContexts contexts,
-                   std::shared_ptr<Provider> provider)
+                   std::shared_ptr<const Rules> rules, std::shared_ptr<Provider> provider)
     : io_(io),
       clock_(clock),
       options_(std::move(options)),
-      tools_(std::move(tools)),
-      contexts_(std::move(contexts)),
+      rules_(std::move(rules)),
       provider_(std::move(provider)) {}
+
+Result<std::shared_ptr<const Executor::Rules>> Executor::MakeRules(
+    const std::map<std::string, ToolConfig>& tools,
+    const std::map<std::string, SecurityContextConfig>& security_contexts) {
+  auto registry = ToolRegistry::Make(tools);
+  if (!registry) return std::unexpected(registry.error());
+  auto contexts = SecurityContexts::Make(security_contexts);
+  if (!contexts) return std::unexpected(contexts.error());
+  for (const auto& [name, tool] : tools) {
+    if (!tool.security_context.empty() && !contexts->Find(tool.security_context)) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "tools." + name + ".security_context: '" + tool.security_context + "' is not configured");
+    }
+  }
+  return std::make_shared<const Rules>(Rules{std::move(*registry), std::move(*contexts)});
+}
+
+std::shared_ptr<const Executor::Rules> Executor::rules() const {
+  std::lock_guard lock(rules_mu_);
+  return rules_;
+}
+
+edge::Status Executor::Reconfigure(
+    const std::map<std::string, ToolConfig>& tools,
+    const std::map<std::string, SecurityContextConfig>& security_contexts) {
+  auto rules = MakeRules(tools, security_contexts);
+  if (!rules) return std::unexpected(rules.error());
+  std::lock_guard lock(rules_mu_);
+  rules_ = std::move(*rules);
+  return OkStatus();
+}
+
+std::vector<std::string> Executor::Tools() const {
+  return rules()->tools.List();
+}
 
 Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Clock& clock,
                                                  ExecutorOptions options) {
@@ -132,19 +166,10 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
   if (!provider) {
     return MakeError(ErrorCode::kInvalidArgument, "sandbox." + provider.error().message);
   }
-  auto tools = ToolRegistry::Make(options.tools);
-  if (!tools) return std::unexpected(tools.error());
-  auto contexts = SecurityContexts::Make(options.security_contexts);
-  if (!contexts) return std::unexpected(contexts.error());
-  for (const auto& [name, tool] : options.tools) {
-    if (!tool.security_context.empty() && !contexts->Find(tool.security_context)) {
-      return MakeError(
-          ErrorCode::kInvalidArgument,
-          "tools." + name + ".security_context: '" + tool.security_context + "' is not configured");
-    }
-  }
-  std::unique_ptr<Executor> ex(new Executor(io, clock, std::move(options), std::move(*tools),
-                                            std::move(*contexts), std::move(*provider)));
+  auto rules = MakeRules(options.tools, options.security_contexts);
+  if (!rules) return std::unexpected(rules.error());
+  std::unique_ptr<Executor> ex(
+      new Executor(io, clock, std::move(options), std::move(*rules), std::move(*provider)));
   const ExecutorOptions& o = ex->options_;
   auto db = StateDb::Open(o.data_dir);
   if (!db) return std::unexpected(db.error());
@@ -198,11 +223,13 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
       }
     }
   }
-  auto tool = tools_.Find(request.tool);
+  // The rules in force now; a Reconfigure during this call does not change them for it.
+  const std::shared_ptr<const Rules> rules = this->rules();
+  auto tool = rules->tools.Find(request.tool);
   if (!tool) return refuse(tool.error());
   std::string ctx_name =
       request.security_context.empty() ? (*tool)->security_context : request.security_context;
-  auto ctx = contexts_.Find(ctx_name);
+  auto ctx = rules->contexts.Find(ctx_name);
   if (!ctx) return refuse(ctx.error());
   ctx_name = (*ctx)->name();
   if (auto st = (*ctx)->CheckTool(request.tool); !st) return refuse(st.error());

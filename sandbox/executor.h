@@ -148,15 +148,27 @@ class Executor {
   // window. Returns how many running commands it cancelled for expired leases.
   size_t Tick(Clock::WallTime now);
 
+  // Replaces the config tools and security contexts (a PushConfig, design.md §2: the edge
+  // door applies config deltas). The next invocation uses the new rules; running ones keep
+  // the ones they started with. Validated like Open (INVALID_ARGUMENT naming the field);
+  // on error nothing changes. options() keeps reporting the tools given to Open.
+  edge::Status Reconfigure(const std::map<std::string, ToolConfig>& tools,
+                           const std::map<std::string, SecurityContextConfig>& security_contexts);
+
   // Tool names (advertised by the edge stream).
-  std::vector<std::string> Tools() const { return tools_.List(); }
+  std::vector<std::string> Tools() const;
   size_t running() const;
   const ExecutorOptions& options() const { return options_; }
 
  private:
   struct Inflight;
-  Executor(boost::asio::io_context& io, Clock& clock, ExecutorOptions options, ToolRegistry tools,
-           SecurityContexts contexts, std::shared_ptr<Provider> provider);
+  // The tool rules in force; replaced as a whole by Reconfigure (guarded by rules_mu_).
+  struct Rules {
+    ToolRegistry tools;
+    SecurityContexts contexts;
+  };
+  Executor(boost::asio::io_context& io, Clock& clock, ExecutorOptions options,
+           std::shared_ptr<const Rules> rules, std::shared_ptr<Provider> provider);
 
   Result<std::string> Workspace(std::string_view sandbox_id) const;
   Result<FileService> Files(std::string_view sandbox_id) const;
@@ -174,8 +186,12 @@ class Executor {
   boost::asio::io_context& io_;
   Clock& clock_;
   ExecutorOptions options_;
-  ToolRegistry tools_;
-  SecurityContexts contexts_;
+  static Result<std::shared_ptr<const Rules>> MakeRules(
+      const std::map<std::string, ToolConfig>& tools,
+      const std::map<std::string, SecurityContextConfig>& security_contexts);
+  std::shared_ptr<const Rules> rules() const;
+  mutable std::mutex rules_mu_;
+  std::shared_ptr<const Rules> rules_;
   std::shared_ptr<Provider> provider_;
   std::unique_ptr<StateDb> db_;
   std::unique_ptr<LeaseTable> leases_;

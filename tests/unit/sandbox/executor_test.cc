@@ -173,6 +173,48 @@ TEST_F(ExecutorTest, ConfigToolFillsArgsWithoutShell) {
   EXPECT_NE(std::find(ex_->Tools().begin(), ex_->Tools().end(), "say"), ex_->Tools().end());
 }
 
+TEST_F(ExecutorTest, ReconfigureAppliesToTheNextInvocation) {
+  Open();
+  // Started under the old rules: it runs to the end whatever comes next.
+  auto running = Start(Exec("sleep 0.3; echo old", "before"));
+  WaitRunning(1);
+  std::map<std::string, ToolConfig> tools = {
+      {"greet", ToolConfig{{"/bin/echo", "hi {name}"}, 0s, ""}}};
+  std::map<std::string, SecurityContextConfig> contexts = {
+      {"readers", SecurityContextConfig{{"file.*", "exec"}, "", {}, {}}}};
+  ASSERT_TRUE(ex_->Reconfigure(tools, contexts).has_value());
+  InvokeResult before = running.get();
+  EXPECT_EQ(before.outcome, Outcome::kOk) << before.error.ToString();
+  EXPECT_EQ(before.payload["stdout"], "old\n");
+
+  auto names = ex_->Tools();
+  EXPECT_NE(std::find(names.begin(), names.end(), "greet"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "say"), names.end());
+  InvokeRequest say;
+  say.tool = "say";
+  say.args = json{{"msg", "x"}};
+  ExpectError(Call(say), ErrorCode::kNotFound, "'say'");
+  InvokeRequest greet;
+  greet.tool = "greet";
+  greet.args = json{{"name", "edge"}};
+  EXPECT_EQ(Call(greet).payload["stdout"], "hi edge\n");
+  InvokeRequest exec = Exec("echo allowed");
+  exec.security_context = "readers";
+  EXPECT_EQ(Call(exec).outcome, Outcome::kOk) << "readers now allows exec";
+  exec.security_context = "capped";
+  ExpectError(Call(exec), ErrorCode::kNotFound, "'capped'");
+
+  // A bad config changes nothing.
+  tools["bad"] = ToolConfig{{"x"}, 0s, "ghost"};
+  auto st = ex_->Reconfigure(tools, {});
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.error().message.find("tools.bad.security_context"), std::string::npos);
+  EXPECT_EQ(Call(greet).payload["stdout"], "hi edge\n");
+  exec.security_context = "readers";
+  EXPECT_EQ(Call(exec).outcome, Outcome::kOk);
+}
+
 TEST_F(ExecutorTest, SecurityContextsDecide) {
   Open();
   InvokeRequest req = Exec("true");
