@@ -1,5 +1,6 @@
 #include "agent/daemon/agent_daemon.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "agent/daemon/sd_notify.h"
@@ -31,6 +32,15 @@ void AgentDaemon::WriteStatus(const std::string& state) {
   }
 }
 
+void AgentDaemon::RequestExit(const std::string& reason) {
+  {
+    std::lock_guard lock(exit_mu_);
+    exit_reason_ = reason.empty() ? "exit requested" : reason;
+  }
+  // Every thread blocks SIGTERM; the process-directed signal waits for Run's sigwait.
+  ::kill(::getpid(), SIGTERM);
+}
+
 int AgentDaemon::Run() {
   auto log = log::Get("daemon");
   started_at_ms_ = ToEpochMillis(clock_.Now());
@@ -50,7 +60,16 @@ int AgentDaemon::Run() {
   while (true) {
     auto sig = WaitForTerminationSignal(interval);
     if (sig) {
-      log->info("signal {} received: stopping", *sig);
+      std::string reason;
+      {
+        std::lock_guard lock(exit_mu_);
+        reason = exit_reason_;
+      }
+      if (!reason.empty() && *sig == SIGTERM) {
+        log->info("stopping: {}", reason);
+      } else {
+        log->info("signal {} received: stopping", *sig);
+      }
       break;
     }
     WriteStatus("running");

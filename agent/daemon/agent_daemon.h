@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "agent/daemon/service_registry.h"
@@ -25,9 +26,15 @@ class AgentDaemon {
   ~AgentDaemon();
 
   ServiceRegistry& services() { return services_; }
-  // Starts the services and blocks until a termination signal arrives (the caller must
-  // have called BlockTerminationSignals() before starting any thread). Returns the exit code.
+  // Starts the services and blocks until a termination signal arrives or RequestExit is
+  // called (the caller must have called BlockTerminationSignals() before starting any
+  // thread). Stops every service, then returns the exit code (0).
   int Run();
+
+  // Asks Run to stop the services and return (e.g. after the controller's Shutdown command).
+  // Non-blocking, callable from any thread: it raises SIGTERM for the process, which Run's
+  // signal wait receives, and remembers `reason` for the log.
+  void RequestExit(const std::string& reason);
 
  private:
   void WriteStatus(const std::string& state);
@@ -37,6 +44,8 @@ class AgentDaemon {
   Clock& clock_;
   ServiceRegistry services_;
   int64_t started_at_ms_ = 0;
+  std::mutex exit_mu_;
+  std::string exit_reason_;  // set by RequestExit
 };
 
 }  // namespace edge::daemon

@@ -3,6 +3,7 @@
 // promptly. The ServiceRegistry owns them; a failing service is reported, never fatal.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "common/error.h"
@@ -17,6 +18,8 @@ class Service {
   virtual Status Start() = 0;
   // Stops promptly: ends every wait at once and returns when the work has ended.
   virtual void Stop() = 0;
+  // A few facts for the status file (no secrets), e.g. {"state": "connected"}.
+  virtual std::map<std::string, std::string> Details() const { return {}; }
 };
 
 }  // namespace edge::daemon

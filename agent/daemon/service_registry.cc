@@ -61,8 +61,10 @@ void ServiceRegistry::StopAll() {
 std::vector<ServiceStatus> ServiceRegistry::Snapshot() const {
   std::lock_guard lock(mu_);
   std::vector<ServiceStatus> out;
-  for (const auto& e : entries_)
+  for (const auto& e : entries_) {
     out.push_back(e.status);
+    if (e.status.state == ServiceState::kRunning) out.back().details = e.service->Details();
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 // A service whose Start fails is logged and marked failed; the others keep running.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,7 +18,8 @@ std::string_view ServiceStateName(ServiceState s);
 struct ServiceStatus {
   std::string name;
   ServiceState state = ServiceState::kRegistered;
-  std::string error;  // why it failed, when it did
+  std::string error;                           // why it failed, when it did
+  std::map<std::string, std::string> details;  // Service::Details() while it runs
 };
 
 class ServiceRegistry {

@@ -19,7 +19,8 @@ Status WriteStatusFile(const std::string& data_dir, const AgentStatus& s) {
   for (const auto& svc : s.services) {
     services.push_back({{"name", svc.name},
                         {"state", std::string(ServiceStateName(svc.state))},
-                        {"error", svc.error}});
+                        {"error", svc.error},
+                        {"details", svc.details}});
   }
   nlohmann::json j = {{"pid", s.pid},
                       {"version", s.version},
@@ -56,6 +57,10 @@ Result<AgentStatus> ReadStatusFile(const std::string& data_dir) {
                  : state == "stopped" ? ServiceState::kStopped
                                       : ServiceState::kRegistered;
       st.error = svc.value("error", "");
+      if (auto d = svc.find("details"); d != svc.end() && d->is_object()) {
+        for (const auto& [k, v] : d->items())
+          if (v.is_string()) st.details[k] = v.get<std::string>();
+      }
       s.services.push_back(std::move(st));
     }
     return s;

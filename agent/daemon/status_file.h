@@ -1,6 +1,7 @@
 // The running agent's health, as a small JSON file (data_dir/state/status.json) that the
 // daemon rewrites atomically and `edge-agent status` reads: pid, version, start time, the
-// last update, and each service's state. No secrets are ever written to it.
+// last update, and each service's state and details (e.g. the edge stream's state, stream
+// id, config version). No secrets are ever written to it.
 #pragma once
 
 #include <string>

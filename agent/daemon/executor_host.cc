@@ -1,0 +1,108 @@
+#include "agent/daemon/executor_host.h"
+
+#include <future>
+
+#include "agent/daemon/executor_config.h"
+#include "common/log.h"
+
+namespace edge::daemon {
+
+ExecutorHost::ExecutorHost(config::AgentConfig config, std::string version, Clock& clock,
+                           Options options)
+    : config_(std::move(config)), version_(std::move(version)), clock_(clock), options_(options) {}
+
+ExecutorHost::~ExecutorHost() {
+  Stop();
+}
+
+Status ExecutorHost::Start() {
+  std::lock_guard lock(mu_);
+  if (executor_) return MakeError(ErrorCode::kAlreadyExists, "executor already running");
+  auto ex = sandbox::Executor::Open(io_, clock_, ExecutorOptionsFromConfig(config_, version_));
+  if (!ex) return std::unexpected(ex.error());
+  executor_ = std::move(*ex);
+  stopping_ = false;
+  io_.restart();
+  work_.emplace(io_.get_executor());
+  for (size_t i = 0; i < std::max<size_t>(options_.threads, 1); ++i)
+    pool_.emplace_back([this] { io_.run(); });
+  tick_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+  ScheduleTick();
+  log::Get("daemon")->info("executor ready: {} tool(s), provider {}, {} I/O threads",
+                           executor_->Tools().size(), executor_->options().provider, pool_.size());
+  return OkStatus();
+}
+
+void ExecutorHost::ScheduleTick() {
+  // Called with mu_ held (Start) or from the timer's handler.
+  tick_timer_->expires_after(options_.tick_interval);
+  tick_timer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    std::lock_guard lock(mu_);
+    if (stopping_ || !executor_) return;
+    const size_t cancelled = executor_->Tick(clock_.Now());
+    ++ticks_;
+    if (cancelled > 0) {
+      log::Get("daemon")->warn("{} command(s) stopped: their lease expired unrenewed", cancelled);
+    }
+    ScheduleTick();
+  });
+}
+
+void ExecutorHost::Stop() {
+  sandbox::Executor* ex = nullptr;
+  std::chrono::milliseconds grace{0};
+  {
+    std::lock_guard lock(mu_);
+    if (!executor_ || stopping_) return;
+    stopping_ = true;
+    ex = executor_.get();
+    grace = executor_->options().kill_grace;
+    if (tick_timer_) tick_timer_->cancel();
+  }
+  // Cancel at once; a child gets SIGTERM, then SIGKILL after kill_grace.
+  auto idle = std::make_shared<std::promise<void>>();
+  auto done = idle->get_future();
+  ex->Shutdown(std::chrono::milliseconds(0), [idle] { idle->set_value(); });
+  if (done.wait_for(grace + std::chrono::seconds(5)) != std::future_status::ready) {
+    log::Get("daemon")->warn("executor: work still running after shutdown; killing it");
+  }
+  std::unique_ptr<sandbox::Executor> owned;
+  {
+    std::lock_guard lock(mu_);
+    owned = std::move(executor_);
+  }
+  owned.reset();  // kills and reaps whatever is left
+  work_.reset();
+  io_.stop();
+  for (auto& t : pool_)
+    if (t.joinable()) t.join();
+  pool_.clear();
+  tick_timer_.reset();
+}
+
+std::map<std::string, std::string> ExecutorHost::Details() const {
+  std::lock_guard lock(mu_);
+  if (!executor_) return {};
+  return {{"running", std::to_string(executor_->running())},
+          {"draining", executor_->draining() ? "true" : "false"},
+          {"tools", std::to_string(executor_->Tools().size())}};
+}
+
+sandbox::Executor* ExecutorHost::executor() const {
+  std::lock_guard lock(mu_);
+  return executor_.get();
+}
+
+Status ExecutorHost::ApplyConfig(const config::AgentConfig& config) {
+  std::lock_guard lock(mu_);
+  if (!executor_) return MakeError(ErrorCode::kFailedPrecondition, "the executor is not running");
+  return ApplyToolConfig(*executor_, config);
+}
+
+uint64_t ExecutorHost::ticks() const {
+  std::lock_guard lock(mu_);
+  return ticks_;
+}
+
+}  // namespace edge::daemon

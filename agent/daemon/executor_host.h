@@ -1,0 +1,70 @@
+// ExecutorHost: the daemon's Service that owns the process's boost::asio::io_context, the
+// small thread pool that runs it (design.md §4: 2 threads) and the sandbox::Executor built
+// from the config (ExecutorOptionsFromConfig). It drives the executor's periodic Tick(now)
+// with the injected clock (lease expiry, sandbox TTLs, idempotency window) and applies pushed
+// configs (ApplyConfig). Registered first, so the doors that use the executor stop before it.
+// Stop cancels what still runs (SIGTERM to each group, SIGKILL after sandbox.kill_grace),
+// waits for it to end (bounded), then joins the pool. Thread-safe.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/daemon/service.h"
+#include "common/clock.h"
+#include "config/agent_config.h"
+#include "sandbox/executor.h"
+
+namespace edge::daemon {
+
+class ExecutorHost final : public Service {
+ public:
+  struct Options {
+    size_t threads = 2;
+    std::chrono::milliseconds tick_interval{std::chrono::seconds(1)};
+  };
+
+  ExecutorHost(config::AgentConfig config, std::string version, Clock& clock, Options options);
+  ExecutorHost(config::AgentConfig config, std::string version, Clock& clock)
+      : ExecutorHost(std::move(config), std::move(version), clock, Options{}) {}
+  ~ExecutorHost() override;
+
+  std::string Name() const override { return "executor"; }
+  // Opens the executor (INVALID_ARGUMENT naming a bad option) and starts the pool and Tick.
+  Status Start() override;
+  void Stop() override;
+  std::map<std::string, std::string> Details() const override;
+
+  // The executor while the service runs; nullptr before Start and after Stop.
+  sandbox::Executor* executor() const;
+  // Applies a pushed config's tools and security contexts (the edge door's PushConfig).
+  Status ApplyConfig(const config::AgentConfig& config);
+  // Tick() calls made so far (for tests).
+  uint64_t ticks() const;
+
+ private:
+  void ScheduleTick();
+
+  config::AgentConfig config_;
+  std::string version_;
+  Clock& clock_;
+  Options options_;
+  mutable std::mutex mu_;
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> pool_;
+  std::unique_ptr<boost::asio::steady_timer> tick_timer_;
+  std::unique_ptr<sandbox::Executor> executor_;
+  uint64_t ticks_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace edge::daemon
