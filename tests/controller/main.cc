@@ -2,14 +2,19 @@
 // subcommands are thin clients of the admin API on data_dir/admin.sock.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "admin.grpc.pb.h"
+#include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/clock.h"
 #include "common/signals.h"
@@ -27,6 +32,13 @@ namespace {
 using edge::cli::kExitFailure;
 using edge::cli::kExitOk;
 using edge::cli::kExitUsage;
+using json = nlohmann::json;
+
+// Exit codes of `invoke` beyond the shared ones (documented in tests/controller/README.md):
+// an ok result exits with the tool's exit code; these say how else it ended.
+constexpr int kExitNodeUnavailable = 69;  // EX_UNAVAILABLE: the node is not connected
+constexpr int kExitTimedOut = 124;        // like timeout(1)
+constexpr int kExitCancelled = 130;       // like a shell after SIGINT
 
 // Loads the config or prints every problem; nullopt means exit 2.
 std::optional<edge::config::ControllerConfig> LoadConfig(const edge::cli::GlobalOptions& opts) {
@@ -95,6 +107,35 @@ int Status(const edge::cli::GlobalOptions& opts, const std::string& format) {
 std::unique_ptr<edge::admin::v1::AdminService::Stub> AdminStub(
     const edge::config::ControllerConfig& cfg) {
   return edge::admin::v1::AdminService::NewStub(edge::controller::AdminChannel(cfg.admin.socket));
+}
+
+const char* GrpcCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    default:
+      return "INTERNAL";
+  }
 }
 
 int RpcFailed(const edge::config::ControllerConfig& cfg, const grpc::Status& st) {
@@ -203,6 +244,22 @@ int TokenRevoke(const edge::cli::GlobalOptions& opts, const std::string& id) {
   return kExitOk;
 }
 
+// RFC 3339 UTC with milliseconds; "-" (text) for 0.
+std::string IsoTimeMs(int64_t ms) {
+  if (ms == 0) return "-";
+  std::time_t t = ms / 1000;
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::gmtime(&t));
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+// JSON time: RFC 3339 string, or null for 0.
+json JsonTime(int64_t ms) {
+  return ms == 0 ? json(nullptr) : json(IsoTimeMs(ms));
+}
+
 int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
@@ -210,22 +267,378 @@ int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
   auto st = AdminStub(*cfg)->ListNodes(Ctx().get(), {}, &resp);
   if (!st.ok()) return RpcFailed(*cfg, st);
   if (format == "json") {
-    nlohmann::json arr = nlohmann::json::array();
+    json arr = json::array();
     for (const auto& n : resp.nodes()) {
+      const auto& c = n.capabilities();
+      json labels = json::object();
+      for (const auto& [k, v] : c.labels())
+        labels[k] = v;
       arr.push_back({{"node_id", n.node_id()},
                      {"tenant_id", n.tenant_id()},
                      {"state", n.state()},
+                     {"connected", n.connected()},
+                     {"edge_enrolled", n.edge_enrolled()},
                      {"enrolled_at", IsoTime(n.enrolled_at_epoch_ms())},
-                     {"last_seen", IsoTime(n.last_seen_epoch_ms())}});
+                     {"last_seen", IsoTime(n.last_seen_epoch_ms())},
+                     {"last_heartbeat", JsonTime(n.last_heartbeat_epoch_ms())},
+                     {"public_key_sha256", n.public_key_sha256()},
+                     {"config_version", n.config_version()},
+                     {"capabilities",
+                      {{"os", c.os()},
+                       {"arch", c.arch()},
+                       {"tools", std::vector<std::string>(c.tools().begin(), c.tools().end())},
+                       {"mounts", std::vector<std::string>(c.mounts().begin(), c.mounts().end())},
+                       {"labels", labels}}}});
     }
     std::cout << arr.dump() << "\n";
   } else {
-    std::printf("%-20s %-10s %-10s %s\n", "NODE", "TENANT", "STATE", "ENROLLED");
+    std::printf("%-20s %-10s %-10s %-9s %-24s %s\n", "NODE", "TENANT", "STATE", "CONNECTED",
+                "LAST HEARTBEAT", "PLATFORM");
     for (const auto& n : resp.nodes()) {
-      std::printf("%-20s %-10s %-10s %s\n", n.node_id().c_str(), n.tenant_id().c_str(),
-                  n.state().c_str(), IsoTime(n.enrolled_at_epoch_ms()).c_str());
+      const auto& c = n.capabilities();
+      std::string platform = c.os().empty() ? "-" : c.os() + "/" + c.arch();
+      std::printf("%-20s %-10s %-10s %-9s %-24s %s\n", n.node_id().c_str(), n.tenant_id().c_str(),
+                  n.state().c_str(), n.connected() ? "yes" : "no",
+                  IsoTimeMs(n.last_heartbeat_epoch_ms()).c_str(), platform.c_str());
     }
   }
+  return kExitOk;
+}
+
+// ---- edge commands ------------------------------------------------------------------
+
+// Prints a refused edge call and picks the exit code: the node not connected → 69.
+int EdgeRpcFailed(const edge::config::ControllerConfig& cfg, const grpc::Status& st,
+                  bool controller_reached) {
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE && controller_reached) {
+    std::fprintf(stderr, "error: %s\n", st.error_message().c_str());
+    return kExitNodeUnavailable;
+  }
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) return RpcFailed(cfg, st);
+  std::fprintf(stderr, "error: %s: %s\n", GrpcCodeName(st.error_code()),
+               st.error_message().c_str());
+  return st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? kExitUsage : kExitFailure;
+}
+
+// Connects to the admin socket first, so an UNAVAILABLE afterwards means the node.
+std::shared_ptr<grpc::Channel> ConnectedAdminChannel(const edge::config::ControllerConfig& cfg) {
+  auto ch = edge::controller::AdminChannel(cfg.admin.socket);
+  if (!ch->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
+    std::fprintf(stderr, "error: controller not reachable on %s\n", cfg.admin.socket.c_str());
+    return nullptr;
+  }
+  return ch;
+}
+
+// A value of --arg k=v: JSON numbers, booleans, null, arrays and objects are passed typed;
+// anything else (including a JSON string in quotes... which stays a string) as a string.
+json ArgValue(const std::string& v) {
+  auto j = json::parse(v, nullptr, false);
+  if (!j.is_discarded() && (j.is_number() || j.is_boolean() || j.is_array() || j.is_object()))
+    return j;
+  return v;
+}
+
+json OutcomeJson(const edge::admin::v1::CommandOutcome& r) {
+  json payload = nullptr;
+  if (!r.payload_json().empty()) {
+    payload = json::parse(r.payload_json(), nullptr, false);
+    if (payload.is_discarded()) payload = r.payload_json();
+  }
+  return {{"outcome", r.outcome()}, {"exit_code", r.exit_code()}, {"code", r.code()},
+          {"message", r.message()}, {"payload", payload},         {"duration_ms", r.duration_ms()}};
+}
+
+json CommandJson(const edge::admin::v1::CommandInfo& c) {
+  json args = json::parse(c.args_json(), nullptr, false);
+  if (args.is_discarded()) args = c.args_json();
+  json j = {{"command_id", c.command_id()},
+            {"node_id", c.node_id()},
+            {"tool", c.tool()},
+            {"args", args},
+            {"security_context", c.security_context()},
+            {"deadline_ms", c.deadline_ms()},
+            {"state", c.state()},
+            {"created_at", JsonTime(c.created_at_epoch_ms())},
+            {"completed_at", JsonTime(c.completed_at_epoch_ms())}};
+  if (c.has_result()) j["result"] = OutcomeJson(c.result());
+  return j;
+}
+
+// How an ended command maps to the CLI's exit code, with a line on stderr when not ok.
+int OutcomeExit(const std::string& id, const edge::admin::v1::CommandOutcome& r, bool quiet) {
+  if (r.outcome() == "ok") {
+    return r.exit_code() >= 0 && r.exit_code() <= 255 ? r.exit_code() : kExitFailure;
+  }
+  if (r.outcome() == "timed_out") {
+    if (!quiet)
+      std::fprintf(
+          stderr, "error: command %s timed out after %s\n", id.c_str(),
+          edge::config::FormatDuration(std::chrono::milliseconds(r.duration_ms())).c_str());
+    return kExitTimedOut;
+  }
+  if (r.outcome() == "cancelled") {
+    if (!quiet) std::fprintf(stderr, "command %s cancelled: %s\n", id.c_str(), r.message().c_str());
+    return kExitCancelled;
+  }
+  if (!quiet)
+    std::fprintf(stderr, "error: %s: %s\n", r.code().empty() ? "ERROR" : r.code().c_str(),
+                 r.message().c_str());
+  return kExitFailure;
+}
+
+struct InvokeOptions {
+  std::string node, tool, args_json, context, deadline, format;
+  std::vector<std::string> args;
+  bool detach = false;
+};
+
+int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return kExitUsage;
+  json args = json::object();
+  if (!o.args_json.empty()) {
+    args = json::parse(o.args_json, nullptr, false);
+    if (!args.is_object()) {
+      std::fprintf(stderr,
+                   "error: --args-json must be a JSON object, such as '{\"path\":\"x\"}'\n");
+      return kExitUsage;
+    }
+  }
+  for (const auto& kv : o.args) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "error: --arg \"%s\" must be key=value\n", kv.c_str());
+      return kExitUsage;
+    }
+    args[kv.substr(0, eq)] = ArgValue(kv.substr(eq + 1));
+  }
+  edge::admin::v1::InvokeRequest req;
+  req.set_node_id(o.node);
+  req.set_tool(o.tool);
+  req.set_args_json(args.dump());
+  req.set_security_context(o.context);
+  req.set_detach(o.detach);
+  if (!o.deadline.empty()) {
+    auto d = edge::config::ParseDuration(o.deadline);
+    if (!d || d->count() <= 0) {
+      std::fprintf(stderr, "error: --deadline \"%s\" must be a positive duration, such as 30s\n",
+                   o.deadline.c_str());
+      return kExitUsage;
+    }
+    req.set_deadline_ms(d->count());
+  }
+
+  // Ctrl-C (or SIGTERM) cancels the command on the node and waits for its result; a second
+  // one leaves at once.
+  edge::BlockTerminationSignals();
+  auto channel = ConnectedAdminChannel(*cfg);
+  if (!channel) return kExitFailure;
+  auto stub = edge::admin::v1::AdminService::NewStub(channel);
+  grpc::ClientContext ctx;
+  if (req.deadline_ms() > 0) {
+    // The node reports TimedOut itself; this only bounds a node that never answers.
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::milliseconds(req.deadline_ms()) + std::chrono::seconds(60));
+  }
+  auto reader = stub->Invoke(&ctx, req);
+
+  std::atomic<bool> done{false};
+  std::mutex id_mu;
+  std::string command_id;
+  std::thread watcher([&] {
+    int seen = 0;
+    while (!done) {
+      auto sig = edge::WaitForTerminationSignal(std::chrono::milliseconds(100));
+      if (!sig || done) continue;
+      if (++seen > 1) std::_Exit(kExitCancelled);
+      std::string id;
+      {
+        std::lock_guard lock(id_mu);
+        id = command_id;
+      }
+      if (id.empty()) std::_Exit(kExitCancelled);
+      std::fprintf(stderr, "interrupted: cancelling command %s (again to leave now)\n", id.c_str());
+      edge::admin::v1::CancelCommandRequest c;
+      c.set_command_id(id);
+      c.set_reason("interrupted by the operator");
+      edge::admin::v1::CancelCommandResponse cr;
+      grpc::ClientContext cctx;
+      cctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      (void)stub->CancelCommand(&cctx, c, &cr);
+    }
+  });
+  struct Join {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~Join() {
+      done = true;
+      t.join();
+    }
+  } join{done, watcher};
+
+  const bool as_json = o.format == "json";
+  edge::admin::v1::InvokeEvent ev;
+  std::optional<edge::admin::v1::CommandOutcome> result;
+  std::string out, err;
+  bool streamed = false;
+  while (reader->Read(&ev)) {
+    switch (ev.event_case()) {
+      case edge::admin::v1::InvokeEvent::kAccepted: {
+        std::lock_guard lock(id_mu);
+        command_id = ev.accepted().command_id();
+        if (o.detach) std::cout << command_id << "\n";
+        break;
+      }
+      case edge::admin::v1::InvokeEvent::kStdout:
+        streamed = true;
+        if (as_json) {
+          out += ev.stdout();
+        } else {
+          std::fwrite(ev.stdout().data(), 1, ev.stdout().size(), stdout);
+          std::fflush(stdout);
+        }
+        break;
+      case edge::admin::v1::InvokeEvent::kStderr:
+        streamed = true;
+        if (as_json) {
+          err += ev.stderr();
+        } else {
+          std::fwrite(ev.stderr().data(), 1, ev.stderr().size(), stderr);
+          std::fflush(stderr);
+        }
+        break;
+      case edge::admin::v1::InvokeEvent::kStatus:
+        if (ev.status().state() == "node_disconnected" && !as_json) {
+          std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
+        }
+        break;
+      case edge::admin::v1::InvokeEvent::kResult:
+        result = ev.result();
+        break;
+      case edge::admin::v1::InvokeEvent::EVENT_NOT_SET:
+        break;
+    }
+  }
+  auto st = reader->Finish();
+  if (!st.ok()) {
+    if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !command_id.empty()) {
+      std::fprintf(stderr,
+                   "error: no result for command %s within its deadline + 60s; see "
+                   "`edge-controller command get %s`\n",
+                   command_id.c_str(), command_id.c_str());
+      return kExitTimedOut;
+    }
+    return EdgeRpcFailed(*cfg, st, true);
+  }
+  if (o.detach) return kExitOk;
+  if (!result) {
+    std::fprintf(stderr, "error: the controller ended the call without a result\n");
+    return kExitFailure;
+  }
+  const json outcome = OutcomeJson(*result);
+  if (as_json) {
+    json j = {{"command_id", command_id}, {"result", outcome}, {"stdout", out}, {"stderr", err}};
+    std::cout << j.dump() << "\n";
+    return OutcomeExit(command_id, *result, true);
+  }
+  if (result->outcome() == "ok" && !result->payload_json().empty()) {
+    const json& payload = outcome["payload"];
+    const bool exec_like =
+        payload.is_object() && (payload.contains("stdout") || payload.contains("stderr"));
+    if (!exec_like) {
+      std::cout << (payload.is_string() ? payload.get<std::string>() : payload.dump(2)) << "\n";
+    } else if (!streamed) {
+      // The node sent its output only in the result: show it as a stream would have.
+      for (auto [key, fp] : {std::pair{"stdout", stdout}, std::pair{"stderr", stderr}}) {
+        if (payload.contains(key) && payload[key].is_string()) {
+          const std::string text = payload[key].get<std::string>();
+          std::fwrite(text.data(), 1, text.size(), fp);
+        }
+      }
+    }
+  }
+  std::fflush(stdout);
+  return OutcomeExit(command_id, *result, false);
+}
+
+int Commands(const edge::cli::GlobalOptions& opts, const std::string& node, int limit,
+             const std::string& format) {
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return kExitUsage;
+  edge::admin::v1::ListCommandsRequest req;
+  req.set_node_id(node);
+  req.set_limit(limit);
+  edge::admin::v1::ListCommandsResponse resp;
+  auto st = AdminStub(*cfg)->ListCommands(Ctx().get(), req, &resp);
+  if (!st.ok()) return RpcFailed(*cfg, st);
+  if (format == "json") {
+    json arr = json::array();
+    for (const auto& c : resp.commands())
+      arr.push_back(CommandJson(c));
+    std::cout << arr.dump() << "\n";
+    return kExitOk;
+  }
+  std::printf("%-36s %-16s %-12s %-10s %-10s %-5s %s\n", "COMMAND", "NODE", "TOOL", "STATE",
+              "OUTCOME", "EXIT", "CREATED");
+  for (const auto& c : resp.commands()) {
+    std::string exit = c.has_result() ? std::to_string(c.result().exit_code()) : "-";
+    std::printf("%-36s %-16s %-12s %-10s %-10s %-5s %s\n", c.command_id().c_str(),
+                c.node_id().c_str(), c.tool().c_str(), c.state().c_str(),
+                c.has_result() ? c.result().outcome().c_str() : "-", exit.c_str(),
+                IsoTime(c.created_at_epoch_ms()).c_str());
+  }
+  return kExitOk;
+}
+
+int CommandGet(const edge::cli::GlobalOptions& opts, const std::string& id,
+               const std::string& format) {
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return kExitUsage;
+  edge::admin::v1::GetCommandRequest req;
+  req.set_command_id(id);
+  edge::admin::v1::CommandInfo c;
+  auto st = AdminStub(*cfg)->GetCommand(Ctx().get(), req, &c);
+  if (!st.ok()) return RpcFailed(*cfg, st);
+  json j = CommandJson(c);
+  if (format == "json") {
+    std::cout << j.dump() << "\n";
+    return kExitOk;
+  }
+  std::cout << "command:   " << c.command_id() << "\n"
+            << "node:      " << c.node_id() << "\n"
+            << "tool:      " << c.tool() << "\n"
+            << "args:      " << j["args"].dump() << "\n"
+            << "state:     " << c.state() << "\n"
+            << "created:   " << IsoTimeMs(c.created_at_epoch_ms()) << "\n";
+  if (c.has_result()) {
+    const auto& r = c.result();
+    std::cout << "completed: " << IsoTimeMs(c.completed_at_epoch_ms()) << "\n"
+              << "outcome:   " << r.outcome() << "\n"
+              << "exit code: " << r.exit_code() << "\n";
+    if (!r.code().empty()) std::cout << "code:      " << r.code() << "\n";
+    if (!r.message().empty()) std::cout << "message:   " << r.message() << "\n";
+    if (r.duration_ms()) std::cout << "duration:  " << r.duration_ms() << " ms\n";
+    if (!r.payload_json().empty())
+      std::cout << "payload:   " << j["result"]["payload"].dump(2) << "\n";
+  }
+  return kExitOk;
+}
+
+// The unary node commands: cancel, drain, shutdown, push-config, revoke.
+template <typename Req, typename Resp, typename Call>
+int NodeCall(const edge::cli::GlobalOptions& opts, const Req& req, Call call,
+             const std::function<void(const Resp&)>& on_ok) {
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return kExitUsage;
+  auto channel = ConnectedAdminChannel(*cfg);
+  if (!channel) return kExitFailure;
+  auto stub = edge::admin::v1::AdminService::NewStub(channel);
+  Resp resp;
+  auto ctx = Ctx();
+  auto st = ((*stub).*call)(ctx.get(), req, &resp);
+  if (!st.ok()) return EdgeRpcFailed(*cfg, st, true);
+  on_ok(resp);
   return kExitOk;
 }
 
@@ -275,6 +688,67 @@ int main(int argc, char** argv) {
   edge::cli::AddFormatOption(nodes, nodes_format);
   auto* version = app.add_subcommand("version", "print the version");
 
+  InvokeOptions inv;
+  auto* invoke = app.add_subcommand(
+      "invoke",
+      "run a tool on a node: streams its stdout/stderr, prints the result and exits with the "
+      "tool's exit code (error 1, node not connected 69, timed out 124, cancelled 130)");
+  invoke->add_option("--node", inv.node, "node id")->required();
+  invoke->add_option("--tool", inv.tool, "tool name, e.g. exec, sysinfo, file.read")->required();
+  invoke->add_option("--arg", inv.args,
+                     "argument key=value (repeatable); a value that is a JSON number, boolean, "
+                     "array or object is passed typed, anything else as a string");
+  invoke->add_option("--args-json", inv.args_json, "arguments as a JSON object (--arg wins)");
+  invoke->add_option("--context", inv.context, "security context name on the node");
+  invoke->add_option("--deadline", inv.deadline,
+                     "deadline on the node, e.g. 30s (default: its own)");
+  invoke->add_flag("--detach", inv.detach, "print only the command id and return at once");
+  edge::cli::AddFormatOption(invoke, inv.format);
+
+  std::string cmds_node, cmds_format;
+  int cmds_limit = 100;
+  auto* commands = app.add_subcommand("commands", "list commands, newest first");
+  commands->add_option("--node", cmds_node, "only this node's commands");
+  commands->add_option("--limit", cmds_limit, "at most this many")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  edge::cli::AddFormatOption(commands, cmds_format);
+
+  auto* command = app.add_subcommand("command", "one command");
+  command->require_subcommand(1);
+  std::string cmd_id, cmd_format;
+  auto* command_get = command->add_subcommand("get", "show a command and its result");
+  command_get->add_option("command_id", cmd_id, "the command id")->required();
+  edge::cli::AddFormatOption(command_get, cmd_format);
+
+  std::string cancel_id, cancel_reason;
+  auto* cancel = app.add_subcommand("cancel", "cancel a running command");
+  cancel->add_option("--command", cancel_id, "command id")->required();
+  cancel->add_option("--reason", cancel_reason, "why (shown in the result)");
+
+  std::string drain_node;
+  auto* drain =
+      app.add_subcommand("drain", "tell a node to refuse new work and finish what it runs");
+  drain->add_option("--node", drain_node, "node id")->required();
+
+  std::string shutdown_node, shutdown_grace = "10s";
+  auto* shutdown = app.add_subcommand(
+      "shutdown", "tell a node's agent to exit after cancelling what still runs after --grace");
+  shutdown->add_option("--node", shutdown_node, "node id")->required();
+  shutdown->add_option("--grace", shutdown_grace, "grace period")->capture_default_str();
+
+  std::string push_node, push_file, push_version;
+  auto* push = app.add_subcommand(
+      "push-config", "send a partial agent config (YAML or JSON file, '-' = stdin) to a node");
+  push->add_option("--node", push_node, "node id")->required();
+  push->add_option("file", push_file, "the config delta")->required();
+  push->add_option("--version", push_version, "version label (default: v<epoch ms>)");
+
+  std::string revoke_node;
+  auto* revoke = app.add_subcommand(
+      "revoke-node", "revoke a node: its tokens stop working and its stream is closed");
+  revoke->add_option("--node", revoke_node, "node id")->required();
+
   if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (*version) {
     std::cout << "edge-controller " << EDGE_VERSION << "\n";
@@ -289,5 +763,68 @@ int main(int argc, char** argv) {
   if (*tok_list) return TokenList(opts, tok_all, tok_format);
   if (*tok_revoke) return TokenRevoke(opts, tok_id);
   if (*nodes) return Nodes(opts, nodes_format);
+  if (*invoke) return Invoke(opts, inv);
+  if (*commands) return Commands(opts, cmds_node, cmds_limit, cmds_format);
+  if (*command_get) return CommandGet(opts, cmd_id, cmd_format);
+  namespace apb = edge::admin::v1;
+  using Stub = apb::AdminService::Stub;
+  if (*cancel) {
+    apb::CancelCommandRequest req;
+    req.set_command_id(cancel_id);
+    req.set_reason(cancel_reason);
+    return NodeCall<apb::CancelCommandRequest, apb::CancelCommandResponse>(
+        opts, req, &Stub::CancelCommand,
+        [&](const auto&) { std::cout << "cancel sent for command " << cancel_id << "\n"; });
+  }
+  if (*drain) {
+    apb::DrainNodeRequest req;
+    req.set_node_id(drain_node);
+    return NodeCall<apb::DrainNodeRequest, apb::DrainNodeResponse>(
+        opts, req, &Stub::DrainNode,
+        [&](const auto&) { std::cout << "drain sent to node " << drain_node << "\n"; });
+  }
+  if (*shutdown) {
+    auto grace = edge::config::ParseDuration(shutdown_grace);
+    if (!grace) {
+      std::fprintf(stderr, "error: --grace \"%s\" must be a duration, such as 10s\n",
+                   shutdown_grace.c_str());
+      return kExitUsage;
+    }
+    apb::ShutdownNodeRequest req;
+    req.set_node_id(shutdown_node);
+    req.set_grace_ms(grace->count());
+    return NodeCall<apb::ShutdownNodeRequest, apb::ShutdownNodeResponse>(
+        opts, req, &Stub::ShutdownNode,
+        [&](const auto&) { std::cout << "shutdown sent to node " << shutdown_node << "\n"; });
+  }
+  if (*push) {
+    std::string delta;
+    if (push_file == "-") {
+      delta.assign(std::istreambuf_iterator<char>(std::cin), {});
+    } else {
+      auto text = edge::ReadFile(push_file, 4 << 20);
+      if (!text) {
+        std::fprintf(stderr, "error: cannot read %s: %s\n", push_file.c_str(),
+                     text.error().message.c_str());
+        return kExitUsage;
+      }
+      delta = std::move(*text);
+    }
+    apb::PushConfigRequest req;
+    req.set_node_id(push_node);
+    req.set_delta(delta);
+    req.set_version(push_version);
+    return NodeCall<apb::PushConfigRequest, apb::PushConfigResponse>(
+        opts, req, &Stub::PushConfig, [&](const apb::PushConfigResponse& r) {
+          std::cout << "config version " << r.version() << " sent to node " << push_node << "\n";
+        });
+  }
+  if (*revoke) {
+    apb::RevokeNodeRequest req;
+    req.set_node_id(revoke_node);
+    return NodeCall<apb::RevokeNodeRequest, apb::RevokeNodeResponse>(
+        opts, req, &Stub::RevokeNode,
+        [&](const auto&) { std::cout << "node " << revoke_node << " revoked\n"; });
+  }
   return kExitUsage;
 }
