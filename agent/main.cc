@@ -109,6 +109,12 @@ int DoEnroll(const edge::config::AgentConfig& cfg, const std::string& token,
   // ChallengeNode needs it as proof. Only for a node that is not enrolled yet.
   bool wrote_pending = false;
   if (cfg.edge.enabled && !from_cli && !edge::identity::KeystoreFiles::Exists(data_dir)) {
+    // The same local check the redeemer makes, first: nothing is written to a data_dir
+    // that cannot take the keystore.
+    if (auto st = edge::identity::KeystoreFiles::CheckWritable(data_dir); !st) {
+      log->error("enrollment failed: data_dir is not writable: {}", st.error().message);
+      return kExitFailure;
+    }
     if (auto st = edge::agentedge::EnrollmentFiles::WritePendingToken(data_dir, token); !st) {
       log->error("enrollment failed: {}", st.error().message);
       return kExitFailure;

@@ -360,7 +360,8 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     std::string out, err;
   };
   auto collected = std::make_shared<Collected>();
-  LogBuffer* console = request.sandbox_id.empty() ? nullptr : ConsoleLog(request.sandbox_id);
+  std::shared_ptr<LogBuffer> console =
+      request.sandbox_id.empty() ? nullptr : ConsoleLog(request.sandbox_id);
   bool collect = request.collect_output;
   ChunkSink sink = [collected, console, collect, on_chunk](OutputChunk chunk,
                                                            std::function<void()> ack) {
@@ -513,13 +514,13 @@ edge::Status Executor::AcceptLease(const Lease* lease, std::string_view resource
   return leases_->Accept(lease, options_.own_id, resource_id, clock_.Now());
 }
 
-LogBuffer* Executor::ConsoleLog(const std::string& sandbox_id) {
+std::shared_ptr<LogBuffer> Executor::ConsoleLog(const std::string& sandbox_id) {
   std::lock_guard lock(logs_mu_);
   auto it = logs_.find(sandbox_id);
-  if (it != logs_.end()) return it->second.get();
+  if (it != logs_.end()) return it->second;
   auto log = LogBuffer::Open(registry_->SandboxDir(sandbox_id) + "/console.log");
   if (!log) return nullptr;
-  return logs_.emplace(sandbox_id, std::move(*log)).first->second.get();
+  return logs_.emplace(sandbox_id, std::shared_ptr<LogBuffer>(std::move(*log))).first->second;
 }
 
 Result<SandboxInfo> Executor::Spawn(const SpawnRequest& request, const Lease* lease) {
@@ -668,7 +669,7 @@ Result<std::vector<std::string>> Executor::Logs(std::string_view sandbox_id, siz
     return MakeError(ErrorCode::kNotFound,
                      "sandbox '" + std::string(sandbox_id) + "' was destroyed");
   }
-  LogBuffer* log = ConsoleLog(std::string(sandbox_id));
+  std::shared_ptr<LogBuffer> log = ConsoleLog(std::string(sandbox_id));
   if (log == nullptr) {
     return MakeError(ErrorCode::kInternal,
                      "console log of sandbox '" + std::string(sandbox_id) + "' cannot be opened");

@@ -175,7 +175,8 @@ class Executor {
   edge::Status AcceptLease(const Lease* lease, std::string_view resource_id);
   // Destroy without a lease check (explicit destroys check first; TTL expiry has none).
   Result<SandboxInfo> DestroyNow(std::string_view sandbox_id, std::string_view why);
-  LogBuffer* ConsoleLog(const std::string& sandbox_id);
+  // Shared: a command still writing keeps the log alive after a destroy drops it here.
+  std::shared_ptr<LogBuffer> ConsoleLog(const std::string& sandbox_id);
   void RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& tool,
                   const SecurityContext& ctx, const InvokeRequest& request,
                   const std::string& workspace, ChunkSink on_chunk);
@@ -210,7 +211,7 @@ class Executor {
   std::vector<std::function<void()>> idle_waiters_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // timers check it before running
   std::mutex logs_mu_;
-  std::map<std::string, std::unique_ptr<LogBuffer>> logs_;
+  std::map<std::string, std::shared_ptr<LogBuffer>> logs_;
 };
 
 }  // namespace edge::sandbox
