@@ -288,6 +288,8 @@ void EdgeSession::OpenStreamLocked() {
   ++status_.streams;
   status_.stream_id = sid;
   status_.state = "connected";
+  // Scheduled before the Hello goes out, so the first heartbeat is due one interval after it.
+  ScheduleHeartbeatLocked();
 
   pb::EdgeEvent hello;
   hello.mutable_hello()->set_stream_id(sid);
@@ -304,7 +306,6 @@ void EdgeSession::OpenStreamLocked() {
   } else if (!entries) {
     log::Get("edge")->error("outbox unreadable: {}", entries.error().ToString());
   }
-  ScheduleHeartbeatLocked();
 }
 
 void EdgeSession::ServeStream(uint64_t gen) {
@@ -446,7 +447,10 @@ void EdgeSession::CancelStreamTimersLocked() {
 void EdgeSession::OnHeartbeat(uint64_t gen) {
   std::lock_guard lock(mu_);
   if (gen != gen_ || !StreamUpLocked()) return;
+  // The next one is scheduled before this one is sent: whoever sees this heartbeat arrive
+  // can rely on the next being due one interval from now.
   heartbeat_timer_ = 0;
+  ScheduleHeartbeatLocked();
   const Clock::WallTime now = deps_.clock.Now();
   pb::EdgeEvent hb;
   *hb.mutable_heartbeat()->mutable_sent_at() =
@@ -461,7 +465,6 @@ void EdgeSession::OnHeartbeat(uint64_t gen) {
   if (auto n = outbox_->PruneSettled(stream_id_); !n) {
     log::Get("edge")->warn("outbox: prune failed: {}", n.error().ToString());
   }
-  ScheduleHeartbeatLocked();
 }
 
 // ---- DispatcherHost ---------------------------------------------------------------------

@@ -1,0 +1,722 @@
+// The edge session against an in-process fake controller over real mTLS on loopback: what the
+// wire carries (sealed and verified envelopes, Hello first, heartbeats), how commands run, the
+// outbox, reconnects with backoff, token renewal and key changes — on a ManualClock.
+#include "agent/edge/edge_session.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <fstream>
+#include <regex>
+
+#include "agent/edge/capabilities.h"
+#include "agent/edge/enrollment_files.h"
+#include "agent/edge/outbox_store.h"
+#include "agent/identity/channel_factory.h"
+#include "agent/identity/envelope_codec.h"
+#include "config/agent_config.h"
+#include "tests/unit/edge/fake_controller.h"
+#include "tests/unit/edge/test_support.h"
+
+namespace edge::agentedge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+using google::protobuf::util::TimeUtil;
+
+class EdgeSessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = dir_ / "data";
+    io_thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    session_.reset();
+    executor_.reset();
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+    fake_.reset();
+  }
+
+  // The fake controller, this node's keystore and (unless `register_key` is false) its
+  // registered node key.
+  void StartController(FakeController::Options options = {}, bool register_key = true) {
+    fake_ = std::make_unique<FakeController>(clock_, options);
+    fake_->Start();
+    ASSERT_TRUE(fake_->WriteKeystore(data_, "edge-01"));
+    auto key = NodeKeyStore(data_).LoadOrCreate();
+    ASSERT_TRUE(key) << key.error().ToString();
+    key_.emplace(*key);
+    if (register_key) fake_->RegisterNode("edge-01", key_->public_key());
+  }
+
+  void StartSession(const std::string& extra_yaml = "", bool wait_connected = true) {
+    auto cfg = config::LoadAgentConfigFromString(
+        "node_id: edge-01\ndata_dir: " + data_ +
+            "\ncluster:\n  heartbeat_interval_secs: 30\nlabels:\n  site: lab\n" + extra_yaml,
+        "agent.yaml", {});
+    ASSERT_TRUE(cfg) << cfg.error().ToString();
+    config_ = *cfg;
+    sandbox::ExecutorOptions eo;
+    eo.data_dir = data_;
+    eo.own_id = "edge-01";
+    eo.kill_grace = 200ms;
+    eo.pids_cgroup_root = "";
+    eo.agent_version = "test-version";
+    auto ex = sandbox::Executor::Open(io_, clock_, eo);
+    ASSERT_TRUE(ex) << ex.error().ToString();
+    executor_ = std::move(*ex);
+    auto identity = identity::KeystoreFiles::Load(data_);
+    ASSERT_TRUE(identity) << identity.error().ToString();
+    SessionDeps deps{
+        .clock = clock_,
+        .random = random_,
+        .backoff = backoff_,
+        .executor = *executor_,
+        .channel = identity::ChannelFactory(*identity).Mtls(fake_->address()),
+        .controller = fake_->address(),
+        .apply_config =
+            [this](const config::AgentConfig& c) {
+              std::map<std::string, sandbox::ToolConfig> tools;
+              for (const auto& [n, t] : c.tools)
+                tools[n] = sandbox::ToolConfig{t.command, t.timeout, t.security_context};
+              return executor_->Reconfigure(tools, {});
+            },
+        .request_exit =
+            [this](const std::string& reason) {
+              std::lock_guard lock(exit_mu_);
+              exit_reasons_.push_back(reason);
+            },
+    };
+    SessionOptions options;
+    options.agent_version = "test-version";
+    auto s = EdgeSession::Create(config_, std::move(deps), options);
+    ASSERT_TRUE(s) << s.error().ToString();
+    session_ = std::move(*s);
+    ASSERT_TRUE(session_->Start());
+    if (wait_connected) {
+      ASSERT_TRUE(fake_->WaitFor([](const auto& streams) {
+        return !streams.empty() && !streams.back().events.empty();
+      })) << session_->status().last_error;
+    }
+  }
+
+  void Advance(std::chrono::milliseconds d) {
+    clock_.Advance(d);
+    session_->timers().Poke();
+  }
+  // Every event of every stream, in order.
+  std::vector<pb::EdgeEvent> AllEvents() {
+    std::vector<pb::EdgeEvent> all;
+    for (const auto& s : fake_->Streams())
+      all.insert(all.end(), s.events.begin(), s.events.end());
+    return all;
+  }
+  std::vector<pb::CommandResult> Results(const std::string& id) {
+    std::vector<pb::CommandResult> out;
+    for (const auto& e : AllEvents()) {
+      if (e.has_command_result() && e.command_result().command_id() == id) {
+        out.push_back(e.command_result());
+      }
+    }
+    return out;
+  }
+  pb::EdgeResult WaitResult(const std::string& id, std::chrono::milliseconds t = 20s) {
+    pb::EdgeResult r;
+    bool got = fake_->WaitFor(
+        [&](const auto& streams) {
+          for (const auto& s : streams)
+            for (const auto& e : s.events)
+              if (e.has_command_result() && e.command_result().command_id() == id) {
+                r = e.command_result().result();
+                return true;
+              }
+          return false;
+        },
+        t);
+    EXPECT_TRUE(got) << "no result for " << id;
+    return r;
+  }
+  size_t CountEvents(pb::EdgeEvent::EventCase kind) {
+    size_t n = 0;
+    for (const auto& e : AllEvents())
+      n += e.event_case() == kind;
+    return n;
+  }
+  bool WaitEvents(pb::EdgeEvent::EventCase kind, size_t n) {
+    return fake_->WaitFor([&](const auto& streams) {
+      size_t c = 0;
+      for (const auto& s : streams)
+        for (const auto& e : s.events)
+          c += e.event_case() == kind;
+      return c >= n;
+    });
+  }
+  void ExpectAllVerified() {
+    for (const auto& s : fake_->Streams()) {
+      for (const auto& err : s.verify_errors)
+        ADD_FAILURE() << "stream " << s.index << ": " << err;
+    }
+  }
+  std::chrono::nanoseconds UntilNextTimer() {
+    auto due = session_->timers().NextDue();
+    return due ? *due - clock_.Monotonic() : std::chrono::nanoseconds::max();
+  }
+
+  TempDir dir_;
+  std::string data_;
+  ManualClock clock_;
+  FixedRandom random_;
+  FullJitterBackoff backoff_{1s, 60s, random_};
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
+      io_.get_executor()};
+  std::thread io_thread_;
+  std::unique_ptr<FakeController> fake_;
+  std::optional<identity::NodeKey> key_;
+  std::unique_ptr<sandbox::Executor> executor_;
+  config::AgentConfig config_;
+  std::unique_ptr<EdgeSession> session_;
+  std::mutex exit_mu_;
+  std::vector<std::string> exit_reasons_;
+};
+
+TEST_F(EdgeSessionTest, HelloFirstWithCapabilitiesThenHeartbeatsAllSealedAndVerified) {
+  StartController();
+  StartSession();
+  auto streams = fake_->Streams();
+  ASSERT_EQ(streams.size(), 1u);
+  const auto& s = streams[0];
+  ASSERT_TRUE(s.events[0].has_hello());
+  EXPECT_TRUE(std::regex_match(
+      s.stream_id,
+      std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
+      << s.stream_id;
+  EXPECT_EQ(s.peer_cn, "edge-01");
+  EXPECT_EQ(s.bearer, fake_->IssuedTokens().back()) << "authorization: Bearer <token>";
+  EXPECT_EQ(s.envelope_tokens[0], s.bearer);
+  const auto& caps = s.events[0].hello().capabilities();
+  EXPECT_EQ(caps.os(), "linux");
+  EXPECT_FALSE(caps.arch().empty());
+  EXPECT_NE(std::find(caps.local_tools().begin(), caps.local_tools().end(), "exec"),
+            caps.local_tools().end());
+  EXPECT_EQ(caps.custom_labels().at("site"), "lab");
+  EXPECT_EQ(caps.custom_labels().at("agent.version"), "test-version");
+  EXPECT_FALSE(caps.custom_labels().contains("agent.state"));
+  EXPECT_EQ(fake_->ProofsSeen(), std::vector<std::string>{""}) << "an enrolled node has no proof";
+
+  // The first heartbeat is due one interval after the Hello, and not before.
+  EXPECT_EQ(UntilNextTimer(), 30s);
+  Advance(30s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 1));
+  Advance(30s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 2));
+  auto events = fake_->Streams()[0].events;
+  ASSERT_TRUE(events[2].has_heartbeat());
+  EXPECT_EQ(TimeUtil::TimestampToMilliseconds(events[2].heartbeat().sent_at()),
+            ToEpochMillis(clock_.Now()));
+  // The fake checked every envelope with EnvelopeCodec::VerifyEvent against the node's key.
+  ExpectAllVerified();
+  // And the test checks one again by hand: Hello under the node key, for this stream.
+  std::vector<std::string> keys = {key_->public_key()};
+  EXPECT_TRUE(identity::EnvelopeCodec::VerifyEvent(events[0], "edge-01", "", keys, clock_.Now()));
+  auto status = session_->status();
+  EXPECT_EQ(status.state, "connected");
+  EXPECT_EQ(status.stream_id, s.stream_id);
+  EXPECT_EQ(status.tenant_id, "tenant-a");
+}
+
+TEST_F(EdgeSessionTest, PushConfigChangesTheHeartbeatIntervalAtOnceAndRecordsTheVersion) {
+  StartController();
+  StartSession();
+  pb::EdgeCommand push;
+  push.mutable_push_config()->set_config_delta("cluster:\n  heartbeat_interval_secs: 5\n");
+  push.mutable_push_config()->set_version("v2");
+  ASSERT_TRUE(fake_->Send(push));
+  // The version is recorded, then the session applies the interval: wait for both.
+  ASSERT_TRUE(WaitUntil([&] {
+    auto st = session_->status();
+    return st.commands.config_version == "v2" && st.heartbeat_interval_secs == 5;
+  }));
+  EXPECT_EQ(UntilNextTimer(), 5s) << "rescheduled at once, not after the old 30 s";
+  Advance(5s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 1));
+  Advance(5s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 2));
+  EXPECT_EQ(CountEvents(pb::EdgeEvent::kCapabilityUpdate), 0u) << "no capability changed";
+
+  // A bad delta changes nothing and says why.
+  push.mutable_push_config()->set_config_delta("cluster:\n  heartbeat_interval_secs: 0\n");
+  push.mutable_push_config()->set_version("v3");
+  ASSERT_TRUE(fake_->Send(push));
+  ASSERT_TRUE(WaitUntil([&] { return !session_->status().commands.last_config_error.empty(); }));
+  auto st = session_->status();
+  EXPECT_EQ(st.commands.config_version, "v2");
+  EXPECT_NE(st.commands.last_config_error.find("v3"), std::string::npos);
+  EXPECT_NE(st.commands.last_config_error.find("cluster.heartbeat_interval_secs"),
+            std::string::npos);
+  EXPECT_EQ(st.heartbeat_interval_secs, 5);
+
+  // Tools and labels: a CapabilityUpdate, and the next InvokeTool sees the new tool.
+  push.mutable_push_config()->set_config_delta(
+      R"({"labels":{"site":"field"},"tools":{"greet":{"command":["/bin/echo","hi {name}"]}}})");
+  push.mutable_push_config()->set_version("v4");
+  ASSERT_TRUE(fake_->Send(push));
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kCapabilityUpdate, 1));
+  pb::EdgeCapabilities caps;
+  for (const auto& e : AllEvents())
+    if (e.has_capability_update()) caps = e.capability_update().capabilities();
+  EXPECT_EQ(caps.custom_labels().at("site"), "field");
+  EXPECT_NE(std::find(caps.local_tools().begin(), caps.local_tools().end(), "greet"),
+            caps.local_tools().end());
+  ASSERT_TRUE(fake_->Send(Invoke("greet-1", "greet", {{"name", "edge"}})));
+  pb::EdgeResult r = WaitResult("greet-1");
+  ASSERT_TRUE(r.has_ok()) << r.DebugString();
+  EXPECT_EQ(PayloadJson(r)["stdout"], "hi edge\n");
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, BackoffGrowsWithFullJitterAndResetsOnlyAfterAMessageIsReceived) {
+  StartController();
+  // The jitter draws the top of each window, so each delay is the window: 1 s, 2 s, 4 s, ...
+  fake_->FailNext("ConnectEdge", 3, grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  StartSession("", /*wait_connected=*/false);
+  for (auto expected : {1000ms, 2000ms, 4000ms}) {
+    ASSERT_TRUE(WaitUntil([&] {
+      auto s = session_->status();
+      return s.state == "backoff" && s.last_backoff == expected;
+    })) << "want a "
+        << expected.count() << " ms backoff, status " << session_->status().state;
+    EXPECT_EQ(UntilNextTimer(), expected);
+    Advance(expected);
+  }
+  ASSERT_TRUE(fake_->WaitFor([](const auto& s) { return s.size() == 4 && !s[3].events.empty(); }));
+  EXPECT_EQ(fake_->Calls("AttestNode"), 1) << "the token is reused across reconnects";
+
+  // A stream that ends before any message arrived does not reset the backoff.
+  fake_->EndStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped"));
+  ASSERT_TRUE(WaitUntil([&] {
+    auto s = session_->status();
+    return s.state == "backoff" && s.last_backoff == 8000ms;
+  }));
+  Advance(8000ms);
+  ASSERT_TRUE(fake_->WaitFor([](const auto& s) { return s.size() == 5 && !s[4].events.empty(); }));
+  // A message received on the new stream resets it: the next delay is the base again.
+  pb::EdgeCommand ping;
+  ping.mutable_push_config()->set_config_delta("{}");
+  ping.mutable_push_config()->set_version("ping");
+  ASSERT_TRUE(fake_->Send(ping));
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().commands.config_version == "ping"; }));
+  fake_->EndStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped again"));
+  ASSERT_TRUE(WaitUntil([&] {
+    auto s = session_->status();
+    return s.state == "backoff" && s.last_backoff == 1000ms;
+  }));
+  EXPECT_NE(session_->status().last_error.find("dropped again"), std::string::npos);
+}
+
+TEST_F(EdgeSessionTest, InvokeToolStreamsProgressThenExactlyOneResult) {
+  StartController();
+  StartSession();
+  ASSERT_TRUE(fake_->Send(Exec("cmd-1", "echo hi; echo oops >&2; exit 3")));
+  pb::EdgeResult r = WaitResult("cmd-1");
+  ASSERT_TRUE(r.has_ok()) << "a non-zero exit is Ok{exit_code}: " << r.DebugString();
+  EXPECT_EQ(r.ok().exit_code(), 3);
+  json payload = PayloadJson(r);
+  EXPECT_EQ(payload["stdout"], "hi\n");
+  EXPECT_EQ(payload["stderr"], "oops\n");
+  EXPECT_EQ(payload["output_truncated"], false);
+  // Progress chunks came first, on the same stream, before the one result.
+  std::string out, err;
+  bool result_seen = false;
+  const auto streams = fake_->Streams();  // a copy: a member of a temporary would dangle
+  for (const auto& e : streams[0].events) {
+    if (e.has_command_result()) result_seen = true;
+    if (!e.has_command_progress()) continue;
+    EXPECT_FALSE(result_seen) << "progress after the result";
+    EXPECT_EQ(e.command_progress().command_id(), "cmd-1");
+    out += e.command_progress().chunk().stdout();
+    err += e.command_progress().chunk().stderr();
+  }
+  EXPECT_EQ(out, "hi\n");
+  EXPECT_EQ(err, "oops\n");
+  // Another command later; still exactly one result for the first.
+  ASSERT_TRUE(fake_->Send(Exec("cmd-2", "true")));
+  WaitResult("cmd-2");
+  EXPECT_EQ(Results("cmd-1").size(), 1u);
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, ConcurrencyCapRefusesWithResourceExhausted) {
+  StartController();
+  StartSession("edge:\n  max_concurrent_commands: 1\n");
+  ASSERT_TRUE(fake_->Send(Exec("long", "sleep 30")));
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().commands.running == 1; }));
+  ASSERT_TRUE(fake_->Send(Exec("second", "echo never")));
+  pb::EdgeResult r = WaitResult("second");
+  ASSERT_TRUE(r.has_err()) << r.DebugString();
+  EXPECT_EQ(r.err().code(), "RESOURCE_EXHAUSTED");
+  EXPECT_NE(r.err().message().find("edge.max_concurrent_commands 1"), std::string::npos);
+  pb::EdgeCommand cancel;
+  cancel.mutable_cancel()->set_command_id("long");
+  ASSERT_TRUE(fake_->Send(cancel));
+  EXPECT_TRUE(WaitResult("long").has_cancelled());
+}
+
+TEST_F(EdgeSessionTest, InnerEnvelopeRefusalsNameTheField) {
+  StartController();
+  StartSession();
+  struct Case {
+    std::string id;
+    std::function<void(pb::InvokeTool&)> mutate;
+    std::string code;
+    std::string field;
+  };
+  std::vector<Case> cases = {
+      {"no-env", [](pb::InvokeTool& t) { t.clear_seal_envelope(); }, "PERMISSION_DENIED",
+       "invoke_tool.seal_envelope"},
+      {"no-token",
+       [](pb::InvokeTool& t) { t.mutable_seal_envelope()->clear_user_security_token(); },
+       "PERMISSION_DENIED", "user_security_token"},
+      {"two-parts",
+       [](pb::InvokeTool& t) { t.mutable_seal_envelope()->set_user_security_token("a.b"); },
+       "INVALID_ARGUMENT", "user_security_token"},
+      {"other-tenant",
+       [](pb::InvokeTool& t) { t.mutable_seal_envelope()->set_tenant_id("tenant-b"); },
+       "PERMISSION_DENIED", "tenant_id \"tenant-b\""},
+      {"other-context",
+       [](pb::InvokeTool& t) { t.mutable_seal_envelope()->set_security_context_name("root"); },
+       "PERMISSION_DENIED", "security_context_name"},
+  };
+  for (const auto& c : cases) {
+    pb::EdgeCommand cmd = Exec(c.id, "echo should-not-run");
+    c.mutate(*cmd.mutable_invoke_tool());
+    ASSERT_TRUE(fake_->Send(cmd));
+    pb::EdgeResult r = WaitResult(c.id);
+    ASSERT_TRUE(r.has_err()) << c.id << " " << r.DebugString();
+    EXPECT_EQ(r.err().code(), c.code) << c.id;
+    EXPECT_NE(r.err().message().find(c.field), std::string::npos)
+        << c.id << ": " << r.err().message();
+  }
+  EXPECT_EQ(session_->status().commands.invoked, 0u) << "nothing ran";
+}
+
+TEST_F(EdgeSessionTest, DeadlineEndsTheCommandWithTimedOut) {
+  StartController();
+  StartSession();
+  pb::EdgeCommand cmd = Exec("slow", "sleep 30");
+  *cmd.mutable_invoke_tool()->mutable_deadline() = TimeUtil::MillisecondsToDuration(300);
+  ASSERT_TRUE(fake_->Send(cmd));
+  pb::EdgeResult r = WaitResult("slow");
+  ASSERT_TRUE(r.has_timed_out()) << r.DebugString();
+  EXPECT_EQ(TimeUtil::DurationToMilliseconds(r.timed_out().deadline()), 300);
+}
+
+TEST_F(EdgeSessionTest, CancelEndsTheCommandWithCancelledAndItsReason) {
+  StartController();
+  StartSession();
+  ASSERT_TRUE(fake_->Send(Exec("victim", "sleep 30")));
+  ASSERT_TRUE(WaitUntil([&] { return executor_->running() == 1; }));
+  pb::EdgeCommand cancel;
+  cancel.mutable_cancel()->set_command_id("victim");
+  cancel.mutable_cancel()->set_reason("operator said so");
+  ASSERT_TRUE(fake_->Send(cancel));
+  pb::EdgeResult r = WaitResult("victim");
+  ASSERT_TRUE(r.has_cancelled()) << r.DebugString();
+  EXPECT_EQ(r.cancelled().reason(), "operator said so");
+  // A Cancel for a command that is not running is ignored.
+  cancel.mutable_cancel()->set_command_id("unknown");
+  ASSERT_TRUE(fake_->Send(cancel));
+  ASSERT_TRUE(fake_->Send(Exec("after", "true")));
+  EXPECT_TRUE(WaitResult("after").has_ok());
+  EXPECT_TRUE(Results("unknown").empty());
+}
+
+TEST_F(EdgeSessionTest, DrainRefusesNewWorkWithDrainingFinishesInFlightAndAcknowledges) {
+  StartController();
+  StartSession();
+  ASSERT_TRUE(fake_->Send(Exec("inflight", "sleep 0.5; echo finished")));
+  ASSERT_TRUE(WaitUntil([&] { return executor_->running() == 1; }));
+  pb::EdgeCommand drain;
+  drain.mutable_drain();
+  ASSERT_TRUE(fake_->Send(drain));
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kCapabilityUpdate, 1));
+  for (const auto& e : AllEvents()) {
+    if (!e.has_capability_update()) continue;
+    EXPECT_EQ(e.capability_update().capabilities().custom_labels().at("agent.state"), "draining");
+  }
+  ASSERT_TRUE(fake_->Send(Exec("refused", "echo no")));
+  pb::EdgeResult refused = WaitResult("refused");
+  ASSERT_TRUE(refused.has_err());
+  EXPECT_EQ(refused.err().code(), "DRAINING");
+  pb::EdgeResult done = WaitResult("inflight");
+  ASSERT_TRUE(done.has_ok()) << done.DebugString();
+  EXPECT_EQ(PayloadJson(done)["stdout"], "finished\n");
+  EXPECT_TRUE(session_->status().commands.draining);
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, ShutdownCancelsAfterGraceFlushesClosesTheStreamAndAsksToExit) {
+  StartController();
+  StartSession();
+  ASSERT_TRUE(fake_->Send(Exec("sleeper", "sleep 30")));
+  ASSERT_TRUE(WaitUntil([&] { return executor_->running() == 1; }));
+  pb::EdgeCommand shutdown;
+  *shutdown.mutable_shutdown()->mutable_grace() = TimeUtil::MillisecondsToDuration(200);
+  ASSERT_TRUE(fake_->Send(shutdown));
+  pb::EdgeResult r = WaitResult("sleeper");
+  ASSERT_TRUE(r.has_cancelled()) << r.DebugString();
+  // The result was written before the agent half-closed the stream (WritesDone).
+  ASSERT_TRUE(fake_->WaitFor([](const auto& s) { return s[0].half_closed && s[0].done; }));
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(exit_mu_);
+    return exit_reasons_.size() == 1;
+  }));
+  EXPECT_NE(exit_reasons_[0].find("shutdown"), std::string::npos);
+  EXPECT_TRUE(WaitUntil([&] { return session_->status().state == "stopped"; }));
+  EXPECT_EQ(fake_->Streams().size(), 1u) << "no reconnect after a shutdown";
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, ResultsCompletedWhileDisconnectedAreResentAfterTheNextHello) {
+  StartController();
+  StartSession();
+  ASSERT_TRUE(fake_->Send(Exec("early", "echo early")));
+  WaitResult("early");
+  ASSERT_TRUE(fake_->Send(Exec("late", "sleep 0.3; echo late")));
+  ASSERT_TRUE(WaitUntil([&] { return executor_->running() == 1; }));
+  fake_->EndStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller restarting"));
+  // The command finishes while there is no stream: its result waits in the outbox.
+  ASSERT_TRUE(WaitUntil([&] {
+    auto s = session_->status();
+    return s.state == "backoff" && s.commands.running == 0 && s.outbox_entries == 2;
+  }));
+  EXPECT_TRUE(Results("late").empty());
+  Advance(session_->status().last_backoff);
+  ASSERT_TRUE(
+      fake_->WaitFor([](const auto& s) { return s.size() == 2 && s[1].events.size() >= 3; }));
+  auto second = fake_->Streams()[1];
+  ASSERT_TRUE(second.events[0].has_hello()) << "Hello first, then the outbox";
+  std::set<std::string> resent;
+  for (size_t i = 1; i < second.events.size(); ++i) {
+    ASSERT_TRUE(second.events[i].has_command_result());
+    resent.insert(second.events[i].command_result().command_id());
+  }
+  // "early" was written on a stream that broke before its settle window ended: sent again.
+  EXPECT_EQ(resent, (std::set<std::string>{"early", "late"}));
+  EXPECT_EQ(PayloadJson(Results("late").back().result())["stdout"], "late\n");
+  // Once the new stream has stayed up for the settle window, the outbox is pruned. The
+  // window starts when the agent sees each write complete: wait for both to be recorded.
+  ASSERT_TRUE(WaitUntil([&] {
+    auto outbox = OutboxStore::Open(data_, clock_);
+    if (!outbox) return false;
+    auto all = (*outbox)->All();
+    return all && all->size() == 2 && std::all_of(all->begin(), all->end(), [&](const auto& e) {
+             return e.stream_id == second.stream_id && e.written_ms > 0;
+           });
+  }));
+  Advance(30s);
+  EXPECT_TRUE(WaitUntil([&] { return session_->status().outbox_entries == 0; }));
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, OutboxOfAPreviousRunIsSentAfterHello) {
+  StartController();
+  {
+    auto outbox = OutboxStore::Open(data_, clock_);
+    ASSERT_TRUE(outbox);
+    pb::EdgeResult r;
+    r.mutable_cancelled()->set_reason("agent shutdown");
+    ASSERT_TRUE((*outbox)->Put("from-last-run", r));
+  }
+  StartSession();
+  ASSERT_TRUE(fake_->WaitFor([](const auto& s) { return s[0].events.size() >= 2; }));
+  auto events = fake_->Streams()[0].events;
+  EXPECT_TRUE(events[0].has_hello());
+  ASSERT_TRUE(events[1].has_command_result());
+  EXPECT_EQ(events[1].command_result().command_id(), "from-last-run");
+  EXPECT_EQ(events[1].command_result().result().cancelled().reason(), "agent shutdown");
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, TokenIsRenewedAt70To90PercentAndTheNextEnvelopeCarriesTheNewOne) {
+  random_.set_mode(FixedRandom::Mode::kMin);  // the low end of the jitter: 70 %
+  StartController({.token_ttl = 100s});
+  StartSession();
+  const std::string first = fake_->IssuedTokens().back();
+  Advance(30s);
+  // Each heartbeat schedules the next when it runs: wait for it before moving time again.
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 1));
+  Advance(30s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 2));
+  Advance(9s);  // 69 s: not yet
+  EXPECT_EQ(UntilNextTimer(), 1s) << "the renewal is due at 70 s of the 100 s lifetime";
+  EXPECT_EQ(fake_->Calls("RotateEdgeKey"), 0);
+  Advance(1s);
+  ASSERT_TRUE(WaitUntil([&] { return fake_->IssuedTokens().size() == 2; }));
+  EXPECT_EQ(fake_->Calls("RotateEdgeKey"), 1) << "renewed with RotateEdgeKey, same key";
+  EXPECT_EQ(fake_->Keys("edge-01"), std::vector<std::string>{key_->public_key()});
+  const std::string second = fake_->IssuedTokens().back();
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().token_expires_at_ms > 0; }));
+  Advance(20s);  // 90 s: a heartbeat, sealed with the new token (the old one is revoked)
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 3));
+  auto s = fake_->Streams()[0];
+  EXPECT_EQ(s.envelope_tokens.back(), second);
+  EXPECT_NE(second, first);
+  ExpectAllVerified();
+
+  // When the refresh fails, the agent attests again.
+  fake_->FailNext("RotateEdgeKey", 1, grpc::Status(grpc::StatusCode::ABORTED, "busy"));
+  const int attests = fake_->Calls("AttestNode");
+  Advance(70s);
+  ASSERT_TRUE(WaitUntil([&] { return fake_->IssuedTokens().size() == 3; }));
+  EXPECT_EQ(fake_->Calls("AttestNode"), attests + 1);
+}
+
+TEST_F(EdgeSessionTest, PendingJoinTokenIsTheFirstProofAndIsDeletedAfterTheChallenge) {
+  StartController({.join_token = "aGVhZA.Y2xhaW1z.c2ln"}, /*register_key=*/false);
+  ASSERT_TRUE(EnrollmentFiles::WritePendingToken(data_, "aGVhZA.Y2xhaW1z.c2ln"));
+  StartSession();
+  EXPECT_EQ(fake_->ProofsSeen(), std::vector<std::string>{"aGVhZA.Y2xhaW1z.c2ln"});
+  EXPECT_FALSE(std::filesystem::exists(EnrollmentFiles::PendingTokenPath(data_)));
+  EXPECT_EQ(fake_->Keys("edge-01"), std::vector<std::string>{key_->public_key()});
+  // A refused stream drops the token; the next attestation carries no proof.
+  fake_->EndStream(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "token revoked"));
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().state == "backoff"; }));
+  Advance(session_->status().last_backoff);
+  ASSERT_TRUE(fake_->WaitFor([](const auto& s) { return s.size() == 2 && !s[1].events.empty(); }));
+  EXPECT_EQ(fake_->ProofsSeen(), (std::vector<std::string>{"aGVhZA.Y2xhaW1z.c2ln", ""}));
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, AnAlreadyRedeemedProofFallsBackToPlainAttestation) {
+  StartController({.join_token = "aGVhZA.Y2xhaW1z.c2ln"}, /*register_key=*/true);
+  ASSERT_TRUE(EnrollmentFiles::WritePendingToken(data_, "aGVhZA.Y2xhaW1z.c2ln"));
+  StartSession();
+  EXPECT_EQ(fake_->ProofsSeen(), (std::vector<std::string>{"aGVhZA.Y2xhaW1z.c2ln", ""}));
+  EXPECT_FALSE(std::filesystem::exists(EnrollmentFiles::PendingTokenPath(data_)));
+}
+
+TEST_F(EdgeSessionTest, AKeyReplacedOnDiskIsUsedFromTheNextHeartbeat) {
+  StartController();
+  StartSession();
+  // What `edge-agent rotate-key` does: the controller accepts the new key, the file is replaced.
+  auto next = identity::NodeKey::Generate();
+  ASSERT_TRUE(next);
+  auto identity = identity::KeystoreFiles::Load(data_);
+  NodeAttestor cli(identity::ChannelFactory(*identity).Mtls(fake_->address()), "edge-01", data_,
+                   clock_);
+  auto token = cli.Attest(*key_);
+  ASSERT_TRUE(token) << token.error().ToString();
+  auto rotated = cli.Rotate(*key_, *next, *token);
+  ASSERT_TRUE(rotated) << rotated.error().ToString();
+  EXPECT_EQ(rotated->overlap_window, 60s);
+  ASSERT_TRUE(NodeKeyStore(data_).Install(*next, clock_.Now()));
+  const int attests = fake_->Calls("AttestNode");
+  const int64_t expiry = session_->status().token_expires_at_ms;
+  Advance(30s);  // heartbeat: the key file changed → attest with the new key
+  ASSERT_TRUE(WaitUntil([&] { return fake_->Calls("AttestNode") == attests + 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return fake_->IssuedTokens().size() == 4; }));
+  // The session installed the new token (issued 30 s later, so it expires 30 s later).
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().token_expires_at_ms == expiry + 30000; }));
+  Advance(30s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 2));
+  auto s = fake_->Streams()[0];
+  ASSERT_EQ(s.events.size(), 3u);
+  std::vector<std::string> only_new = {next->public_key()};
+  EXPECT_TRUE(identity::EnvelopeCodec::VerifyEvent(s.events[2], "edge-01", s.stream_id, only_new,
+                                                   clock_.Now()))
+      << "the heartbeat after the change is signed by the new key";
+  EXPECT_EQ(s.envelope_tokens.back(), fake_->IssuedTokens().back());
+  EXPECT_EQ(fake_->Streams().size(), 1u) << "the stream survived the key change";
+}
+
+TEST_F(EdgeSessionTest, MalformedCommandsAreRefusedOrCountedNeverRun) {
+  StartController();
+  StartSession();
+  // No command_id: nothing can be answered; counted.
+  ASSERT_TRUE(fake_->Send(Exec("", "echo x")));
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().commands.rejected_commands == 1; }));
+  // No known kind (an empty command, or only a field this agent does not know).
+  pb::EdgeCommand unknown;
+  unknown.GetReflection()->MutableUnknownFields(&unknown)->AddVarint(99, 1);
+  ASSERT_TRUE(fake_->Send(unknown));
+  ASSERT_TRUE(fake_->Send(pb::EdgeCommand()));
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().commands.rejected_commands == 3; }));
+  // Args the tool needs, missing or of the wrong shape.
+  ASSERT_TRUE(fake_->Send(Invoke("no-args", "exec", json::object())));
+  pb::EdgeResult r = WaitResult("no-args");
+  ASSERT_TRUE(r.has_err());
+  EXPECT_EQ(r.err().code(), "INVALID_ARGUMENT");
+  EXPECT_NE(r.err().message().find("command"), std::string::npos) << r.err().message();
+  ASSERT_TRUE(fake_->Send(Invoke("bad-args", "exec", {{"command", 5}})));
+  r = WaitResult("bad-args");
+  ASSERT_TRUE(r.has_err());
+  EXPECT_EQ(r.err().code(), "INVALID_ARGUMENT");
+  ASSERT_TRUE(fake_->Send(Invoke("no-tool", "", json::object())));
+  r = WaitResult("no-tool");
+  EXPECT_EQ(r.err().code(), "INVALID_ARGUMENT");
+  EXPECT_NE(r.err().message().find("invoke_tool.tool_name"), std::string::npos);
+  ASSERT_TRUE(fake_->Send(Invoke("ghost", "no.such.tool", json::object())));
+  EXPECT_EQ(WaitResult("ghost").err().code(), "NOT_FOUND");
+  pb::EdgeCommand negative = Exec("negative", "true");
+  negative.mutable_invoke_tool()->mutable_deadline()->set_seconds(-1);
+  ASSERT_TRUE(fake_->Send(negative));
+  r = WaitResult("negative");
+  EXPECT_EQ(r.err().code(), "INVALID_ARGUMENT");
+  EXPECT_NE(r.err().message().find("invoke_tool.deadline"), std::string::npos);
+  // The stream is still fine.
+  ASSERT_TRUE(fake_->Send(Exec("fine", "echo fine")));
+  EXPECT_TRUE(WaitResult("fine").has_ok());
+  EXPECT_EQ(fake_->Streams().size(), 1u);
+  ExpectAllVerified();
+}
+
+TEST_F(EdgeSessionTest, RepeatedCommandIdsNeverRunTwice) {
+  StartController();
+  StartSession();
+  const std::string ran = dir_ / "ran.log";
+  // Completed: the stored result comes back, nothing runs again.
+  ASSERT_TRUE(fake_->Send(Exec("once", "echo run >> " + ran + "; echo done")));
+  WaitResult("once");
+  ASSERT_TRUE(fake_->Send(Exec("once", "echo run >> " + ran + "; echo done")));
+  // The predicate runs under the fake's lock: it counts in the streams it is given.
+  ASSERT_TRUE(fake_->WaitFor([](const auto& streams) {
+    size_t n = 0;
+    for (const auto& s : streams)
+      for (const auto& e : s.events)
+        n += e.has_command_result() && e.command_result().command_id() == "once" ? 1 : 0;
+    return n == 2;
+  }));
+  EXPECT_EQ(PayloadJson(Results("once")[1].result())["stdout"], "done\n");
+  // Still running: the duplicate is ignored; one result when it ends.
+  ASSERT_TRUE(fake_->Send(Exec("twice", "sleep 0.3; echo run >> " + ran)));
+  ASSERT_TRUE(WaitUntil([&] { return executor_->running() == 1; }));
+  ASSERT_TRUE(fake_->Send(Exec("twice", "sleep 0.3; echo run >> " + ran)));
+  WaitResult("twice");
+  ASSERT_TRUE(fake_->Send(Exec("marker", "true")));
+  WaitResult("marker");
+  EXPECT_EQ(Results("twice").size(), 1u);
+  std::ifstream in(ran);
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(all, "run\nrun\n") << "each command ran exactly once";
+}
+
+TEST_F(EdgeSessionTest, StopIsPromptWhileBackingOff) {
+  StartController();
+  fake_->FailNext("ConnectEdge", 100, grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  backoff_.Reset();
+  StartSession("", false);
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().state == "backoff"; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  session_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(session_->status().state, "stopped");
+}
+
+}  // namespace
+}  // namespace edge::agentedge::testing
