@@ -125,9 +125,11 @@ FakeController::~FakeController() {
 
 std::string FakeController::Start() {
   auto server_cert = ca_->IssueServerCert({"fake.controller"}, RealNow());
-  grpc::SslServerCredentialsOptions opts(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions opts(
+      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   opts.pem_root_certs = ca_->cert_pem();
-  opts.pem_key_cert_pairs.push_back({server_cert->key_pem, server_cert->cert_pem + ca_->cert_pem()});
+  opts.pem_key_cert_pairs.push_back(
+      {server_cert->key_pem, server_cert->cert_pem + ca_->cert_pem()});
   grpc::ServerBuilder b;
   int port = 0;
   b.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(opts), &port);
@@ -201,13 +203,10 @@ std::vector<std::string> FakeController::IssuedTokens() const {
 
 std::string FakeController::IssueToken(const std::string& node_id) {
   const int64_t now = ToEpochMillis(clock_.Now()) / 1000;
-  nlohmann::json claims = {{"iss", "fake-controller"},
-                           {"sub", node_id},
-                           {"role", "edge"},
-                           {"tid", options_.tenant},
-                           {"iat", now},
-                           {"exp", now + options_.token_ttl.count()},
-                           {"jti", NewUuidV4()}};
+  nlohmann::json claims = {
+      {"iss", "fake-controller"}, {"sub", node_id}, {"role", "edge"},
+      {"tid", options_.tenant},   {"iat", now},     {"exp", now + options_.token_ttl.count()},
+      {"jti", NewUuidV4()}};
   std::string token = *identity::SignJwtEs256(claims, *token_key_);
   issued_.push_back(token);
   return token;
