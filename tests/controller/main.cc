@@ -1,5 +1,6 @@
 // edge-controller: the bundled minimal controller (serve) and its operator CLI, whose
 // subcommands are thin clients of the admin API on data_dir/admin.sock.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -322,6 +323,13 @@ int EdgeRpcFailed(const edge::config::ControllerConfig& cfg, const grpc::Status&
 
 // Connects to the admin socket first, so an UNAVAILABLE afterwards means the node.
 std::shared_ptr<grpc::Channel> ConnectedAdminChannel(const edge::config::ControllerConfig& cfg) {
+  struct stat st {};
+  if (::stat(cfg.admin.socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr,
+                 "error: controller not reachable on %s: no socket there (is it running?)\n",
+                 cfg.admin.socket.c_str());
+    return nullptr;
+  }
   auto ch = edge::controller::AdminChannel(cfg.admin.socket);
   if (!ch->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
     std::fprintf(stderr, "error: controller not reachable on %s\n", cfg.admin.socket.c_str());
@@ -330,11 +338,13 @@ std::shared_ptr<grpc::Channel> ConnectedAdminChannel(const edge::config::Control
   return ch;
 }
 
-// A value of --arg k=v: JSON numbers, booleans, null, arrays and objects are passed typed;
-// anything else (including a JSON string in quotes... which stays a string) as a string.
+// A value of --arg k=v: a JSON number, boolean, array or object is passed typed; a JSON
+// string in double quotes is passed unquoted (so '"42"' is the string 42); anything else,
+// null included, is passed as the string it is.
 json ArgValue(const std::string& v) {
   auto j = json::parse(v, nullptr, false);
-  if (!j.is_discarded() && (j.is_number() || j.is_boolean() || j.is_array() || j.is_object()))
+  if (!j.is_discarded() &&
+      (j.is_number() || j.is_boolean() || j.is_array() || j.is_object() || j.is_string()))
     return j;
   return v;
 }
@@ -697,7 +707,8 @@ int main(int argc, char** argv) {
   invoke->add_option("--tool", inv.tool, "tool name, e.g. exec, sysinfo, file.read")->required();
   invoke->add_option("--arg", inv.args,
                      "argument key=value (repeatable); a value that is a JSON number, boolean, "
-                     "array or object is passed typed, anything else as a string");
+                     "array or object is passed typed, a JSON \"string\" unquoted, anything "
+                     "else as a string");
   invoke->add_option("--args-json", inv.args_json, "arguments as a JSON object (--arg wins)");
   invoke->add_option("--context", inv.context, "security context name on the node");
   invoke->add_option("--deadline", inv.deadline,
