@@ -1,0 +1,252 @@
+// OutboxStore: results are stored before they are sent, survive an agent restart, come back
+// oldest first, are pruned only once the stream they were written on has stayed up for the
+// settle window, and the store is bounded. ManualClock only: no sleeping.
+#include "agent/edge/outbox_store.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "common/clock.h"
+#include "tests/unit/edge/test_support.h"
+
+namespace edge::agentedge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace pb = aegis::cluster::v1;
+
+pb::EdgeResult OkResult(int exit_code) {
+  pb::EdgeResult r;
+  r.mutable_ok()->set_exit_code(exit_code);
+  return r;
+}
+
+pb::EdgeResult ErrResult(const std::string& code, const std::string& message) {
+  pb::EdgeResult r;
+  r.mutable_err()->set_code(code);
+  r.mutable_err()->set_message(message);
+  return r;
+}
+
+std::vector<std::string> Ids(const std::vector<OutboxStore::Entry>& entries) {
+  std::vector<std::string> ids;
+  for (const auto& e : entries)
+    ids.push_back(e.command_id);
+  return ids;
+}
+
+class OutboxStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<OutboxStore> OpenStore(OutboxStore::Options options = {}) {
+    auto store = OutboxStore::Open(dir_.path(), clock_, options);
+    EXPECT_TRUE(store) << store.error().ToString();
+    return store ? std::move(*store) : nullptr;
+  }
+
+  std::vector<std::string> AllIds(const OutboxStore& store) {
+    auto all = store.All();
+    EXPECT_TRUE(all) << all.error().ToString();
+    return all ? Ids(*all) : std::vector<std::string>{};
+  }
+
+  TempDir dir_;
+  ManualClock clock_;
+};
+
+TEST_F(OutboxStoreTest, PutStoresTheResultAndGetReturnsIt) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto put = store->Put("cmd-1", ErrResult("NOT_FOUND", "no tool \"x\""));
+  ASSERT_TRUE(put) << put.error().ToString();
+  EXPECT_TRUE(*put);
+
+  auto got = store->Get("cmd-1");
+  ASSERT_TRUE(got) << got.error().ToString();
+  ASSERT_TRUE(got->has_value());
+  ASSERT_TRUE((*got)->has_err());
+  EXPECT_EQ((*got)->err().code(), "NOT_FOUND");
+  EXPECT_EQ((*got)->err().message(), "no tool \"x\"");
+
+  auto missing = store->Get("cmd-2");
+  ASSERT_TRUE(missing) << missing.error().ToString();
+  EXPECT_FALSE(missing->has_value());
+  EXPECT_EQ(store->Size().value_or(99), 1u);
+  // It lives in data_dir/state/agent.db.
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "state/agent.db"));
+}
+
+TEST_F(OutboxStoreTest, SecondPutOfTheSameCommandKeepsTheFirst) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  ASSERT_EQ(store->Put("cmd-1", OkResult(1)).value_or(false), true);
+  clock_.Advance(5s);
+  auto again = store->Put("cmd-1", OkResult(2));
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_FALSE(*again);
+
+  auto got = store->Get("cmd-1");
+  ASSERT_TRUE(got && got->has_value());
+  EXPECT_EQ((*got)->ok().exit_code(), 1);
+  auto all = store->All();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 1u);
+  // The first write's time is kept too.
+  EXPECT_EQ((*all)[0].created_ms, ToEpochMillis(clock_.Now()) - 5000);
+}
+
+TEST_F(OutboxStoreTest, EmptyCommandIdIsInvalid) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto put = store->Put("", OkResult(0));
+  ASSERT_FALSE(put);
+  EXPECT_EQ(put.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(put.error().message.find("command_id"), std::string::npos) << put.error().message;
+  EXPECT_EQ(store->Size().value_or(99), 0u);
+}
+
+TEST_F(OutboxStoreTest, ResultsSurviveAnAgentRestart) {
+  const int64_t created = ToEpochMillis(clock_.Now());
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->Put("cmd-a", OkResult(3)).value_or(false));
+    ASSERT_TRUE(store->Put("cmd-b", ErrResult("DRAINING", "agent is draining")).value_or(false));
+    clock_.Advance(2s);
+    ASSERT_TRUE(store->MarkWritten("cmd-a", "stream-1"));
+  }  // the agent stops: the store and its connection are gone
+
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  auto all = store->All();
+  ASSERT_TRUE(all) << all.error().ToString();
+  ASSERT_EQ(all->size(), 2u);
+  const auto& a = (*all)[0];
+  const auto& b = (*all)[1];
+  EXPECT_EQ(a.command_id, "cmd-a");
+  ASSERT_TRUE(a.result.has_ok());
+  EXPECT_EQ(a.result.ok().exit_code(), 3);
+  EXPECT_EQ(a.created_ms, created);
+  EXPECT_EQ(a.stream_id, "stream-1");
+  EXPECT_EQ(a.written_ms, created + 2000);
+  EXPECT_EQ(b.command_id, "cmd-b");
+  ASSERT_TRUE(b.result.has_err());
+  EXPECT_EQ(b.result.err().code(), "DRAINING");
+  EXPECT_EQ(b.result.err().message(), "agent is draining");
+  EXPECT_EQ(b.stream_id, "");
+  EXPECT_EQ(b.written_ms, 0);
+
+  // The restarted store still de-duplicates against what the old one stored.
+  auto again = store->Put("cmd-a", OkResult(9));
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(*again);
+  EXPECT_EQ(store->Get("cmd-a").value().value().ok().exit_code(), 3);
+}
+
+TEST_F(OutboxStoreTest, AllIsOldestFirst) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  // Not in alphabetical order, so an ORDER BY command_id would show.
+  for (const char* id : {"zeta", "alpha", "mid"}) {
+    ASSERT_TRUE(store->Put(id, OkResult(0)).value_or(false));
+    clock_.Advance(1s);
+  }
+  auto all = store->All();
+  ASSERT_TRUE(all);
+  EXPECT_EQ(Ids(*all), (std::vector<std::string>{"zeta", "alpha", "mid"}));
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_LT((*all)[0].seq, (*all)[1].seq);
+  EXPECT_LT((*all)[1].seq, (*all)[2].seq);
+  EXPECT_EQ((*all)[1].created_ms - (*all)[0].created_ms, 1000);
+}
+
+TEST_F(OutboxStoreTest, PruneRemovesOnlyEntriesSettledOnThatStream) {
+  auto store = OpenStore();  // settle = 30 s
+  ASSERT_TRUE(store);
+  ASSERT_EQ(store->options().settle, 30s);
+  for (const char* id : {"early", "late", "other", "unsent"})
+    ASSERT_TRUE(store->Put(id, OkResult(0)).value_or(false));
+
+  ASSERT_TRUE(store->MarkWritten("early", "s1"));
+  ASSERT_TRUE(store->MarkWritten("other", "s2"));
+  clock_.Advance(10s);
+  ASSERT_TRUE(store->MarkWritten("late", "s1"));
+
+  // early: 10 s on s1 — not settled yet.
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 0u);
+  clock_.Advance(19'999ms);
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 0u);
+  // early: exactly 30 s ("at least settle ago").
+  clock_.Advance(1ms);
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 1u);
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"late", "other", "unsent"}));
+
+  // late: 30 s later. "other" (s2) is as old but on another stream; "unsent" was never written.
+  clock_.Advance(10s);
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 1u);
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"other", "unsent"}));
+  clock_.Advance(1h);
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 0u);
+  EXPECT_EQ(store->PruneSettled("s3").value_or(99), 0u);
+  // A never-written entry has stream "" — pruning "" must not remove it.
+  EXPECT_EQ(store->PruneSettled("").value_or(99), 0u);
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"other", "unsent"}));
+
+  EXPECT_EQ(store->PruneSettled("s2").value_or(99), 1u);
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"unsent"}));
+}
+
+TEST_F(OutboxStoreTest, RewriteOnANewStreamRestartsTheSettleWindow) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Put("cmd", OkResult(0)).value_or(false));
+  ASSERT_TRUE(store->MarkWritten("cmd", "s1"));
+  clock_.Advance(5s);
+  // s1 broke before settling; after the reconnect the entry is re-sent on s2.
+  ASSERT_TRUE(store->MarkWritten("cmd", "s2"));
+  clock_.Advance(1min);
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 0u);
+  auto all = store->All();
+  ASSERT_TRUE(all && all->size() == 1u);
+  EXPECT_EQ((*all)[0].stream_id, "s2");
+  EXPECT_EQ(store->PruneSettled("s2").value_or(99), 1u);
+  EXPECT_EQ(store->Size().value_or(99), 0u);
+}
+
+TEST_F(OutboxStoreTest, CustomSettleWindowIsHonoured) {
+  auto store = OpenStore({.max_entries = 10, .settle = 2s});
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Put("cmd", OkResult(0)).value_or(false));
+  ASSERT_TRUE(store->MarkWritten("cmd", "s1"));
+  clock_.Advance(1999ms);
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 0u);
+  clock_.Advance(1ms);
+  EXPECT_EQ(store->PruneSettled("s1").value_or(99), 1u);
+}
+
+TEST_F(OutboxStoreTest, BoundDropsTheOldest) {
+  auto store = OpenStore({.max_entries = 3});
+  ASSERT_TRUE(store);
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_TRUE(store->Put("cmd-" + std::to_string(i), OkResult(i)).value_or(false)) << i;
+    EXPECT_LE(store->Size().value_or(99), 3u) << "after cmd-" << i;
+  }
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"cmd-3", "cmd-4", "cmd-5"}));
+  EXPECT_FALSE(store->Get("cmd-1").value().has_value());
+  EXPECT_EQ(store->Get("cmd-5").value().value().ok().exit_code(), 5);
+
+  // A duplicate Put while full stores nothing, so it drops nothing.
+  EXPECT_EQ(store->Put("cmd-4", OkResult(0)).value_or(true), false);
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"cmd-3", "cmd-4", "cmd-5"}));
+}
+
+TEST_F(OutboxStoreTest, ZeroBoundIsRejected) {
+  auto store = OutboxStore::Open(dir_.path(), clock_, {.max_entries = 0});
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(store.error().message.find("max_entries"), std::string::npos) << store.error().message;
+}
+
+}  // namespace
+}  // namespace edge::agentedge::testing
