@@ -32,8 +32,11 @@ aegis::cluster::v1::EdgeCapabilities BuildCapabilities(const config::AgentConfig
   for (const auto& m : mounts)
     caps.add_mount_points(m);
   auto& labels = *caps.mutable_custom_labels();
-  for (const auto& [k, v] : config.labels)
+  // The agent.* labels are the agent's to state: a config label of that name is not advertised.
+  for (const auto& [k, v] : config.labels) {
+    if (k == kAgentVersionLabel || k == kAgentStateLabel) continue;
     labels[k] = v;
+  }
   labels[kAgentVersionLabel] = agent_version;
   if (draining) labels[kAgentStateLabel] = "draining";
   return caps;

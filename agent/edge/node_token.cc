@@ -40,20 +40,40 @@ Result<NodeToken> NodeToken::Parse(std::string_view token, std::string_view expe
   if (!tid) return std::unexpected(tid.error());
   t.tenant_id = *tid;
   if (auto jti = c.find("jti"); jti != c.end() && jti->is_string()) t.jti = jti->get<std::string>();
-  auto exp = c.find("exp");
-  if (exp == c.end() || !exp->is_number_integer()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "node_security_token: claim 'exp' is missing or not an integer");
-  }
-  t.expires_at = Clock::WallTime(std::chrono::seconds(exp->get<int64_t>()));
-  t.issued_at = received_at;
-  if (auto iat = c.find("iat"); iat != c.end()) {
-    if (!iat->is_number_integer()) {
+  // Seconds since the epoch, within what the nanosecond clock can hold (±9e9 s is past the
+  // year 2255): anything else would overflow converting it.
+  constexpr int64_t kMaxEpochSeconds = 9'000'000'000;
+  auto epoch_seconds = [&c](const char* name, bool required) -> Result<std::optional<int64_t>> {
+    auto it = c.find(name);
+    if (it == c.end()) {
+      if (!required) return std::optional<int64_t>();
       return MakeError(ErrorCode::kInvalidArgument,
-                       "node_security_token: claim 'iat' is not an integer");
+                       std::string("node_security_token: claim '") + name + "' is missing");
     }
-    t.issued_at = Clock::WallTime(std::chrono::seconds(iat->get<int64_t>()));
-  }
+    if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(kMaxEpochSeconds)) {
+      return MakeError(ErrorCode::kInvalidArgument, std::string("node_security_token: claim '") +
+                                                        name + "' " + it->dump() +
+                                                        " is out of range (seconds since 1970)");
+    }
+    if (!it->is_number_integer()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       std::string("node_security_token: claim '") + name + "' is not an integer");
+    }
+    const int64_t v = it->get<int64_t>();
+    if (v > kMaxEpochSeconds || v < -kMaxEpochSeconds) {
+      return MakeError(ErrorCode::kInvalidArgument, std::string("node_security_token: claim '") +
+                                                        name + "' " + std::to_string(v) +
+                                                        " is out of range (seconds since 1970)");
+    }
+    return std::optional<int64_t>(v);
+  };
+  auto exp = epoch_seconds("exp", true);
+  if (!exp) return std::unexpected(exp.error());
+  t.expires_at = Clock::WallTime(std::chrono::seconds(**exp));
+  t.issued_at = received_at;
+  auto iat = epoch_seconds("iat", false);
+  if (!iat) return std::unexpected(iat.error());
+  if (*iat) t.issued_at = Clock::WallTime(std::chrono::seconds(**iat));
   if (t.expires_at <= t.issued_at) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "node_security_token: claim 'exp' is not after 'iat'");

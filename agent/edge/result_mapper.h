@@ -52,7 +52,7 @@ aegis::cluster::v1::EdgeResult ToEdgeResult(const sandbox::InvokeResult& result,
 // Err{code, message} for a refusal by the edge door itself.
 aegis::cluster::v1::EdgeResult ErrorResult(ErrorCode code, std::string message);
 
-// "ok", "err:CODE", "timed_out", "cancelled" — for logs.
+// One line for logs: "ok exit N", "err CODE", "timed_out", "cancelled (reason)", "empty".
 std::string DescribeResult(const aegis::cluster::v1::EdgeResult& result);
 
 }  // namespace edge::agentedge

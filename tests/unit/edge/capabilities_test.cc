@@ -92,5 +92,13 @@ TEST(CapabilitiesTest, AgentVersionIsNotOverriddenByAConfigLabel) {
   EXPECT_EQ(caps.custom_labels().at(kAgentVersionLabel), "1.2.3");
 }
 
+TEST(CapabilitiesTest, AConfigLabelCannotClaimTheAgentIsDraining) {
+  config::AgentConfig cfg = Config();
+  cfg.labels[kAgentStateLabel] = "draining";
+  auto caps = BuildCapabilities(cfg, {}, "1.2.3", false);
+  EXPECT_FALSE(caps.custom_labels().contains(kAgentStateLabel));
+  EXPECT_EQ(caps.custom_labels().at("site"), "lab") << "other labels are kept";
+}
+
 }  // namespace
 }  // namespace edge::agentedge

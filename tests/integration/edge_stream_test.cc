@@ -1,0 +1,494 @@
+// The edge stream through the real binaries (issue: edge stream): edge-controller and
+// edge-agent on loopback; the agent enrolls, attests, connects and runs what the operator's
+// CLI dispatches. A hand-driven client (the test, holding a real node's keystore and key)
+// checks what the controller refuses on ConnectEdge.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "agent/identity/channel_factory.h"
+#include "agent/identity/envelope_codec.h"
+#include "agent/identity/jwt.h"
+#include "agent/identity/keystore_files.h"
+#include "agent/identity/node_key.h"
+#include "node_cluster.grpc.pb.h"
+#include "tests/integration/controller_fixture.h"
+
+namespace edge::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+namespace pb = aegis::cluster::v1;
+using json = nlohmann::json;
+
+class EdgeStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ctl_ = std::make_unique<ControllerFixture>(dir_); }
+  void TearDown() override {
+    agents_.clear();
+    ctl_.reset();
+  }
+
+  std::string DataDir(const std::string& node) { return dir_ / ("agent-" + node); }
+  std::string ConfigPath(const std::string& node) { return dir_ / ("agent-" + node + ".yaml"); }
+
+  // Writes the agent's config with a fresh join token bound to `node`.
+  void WriteAgentConfig(const std::string& node, const std::string& extra = "",
+                        int heartbeat_secs = 30) {
+    auto [id, token] = ctl_->CreateToken(node);
+    WriteText(ConfigPath(node),
+              "node_id: " + node + "\ndata_dir: " + DataDir(node) +
+                  "\ncontroller:\n  join_token: \"" + token +
+                  "\"\ncluster:\n  heartbeat_interval_secs: " + std::to_string(heartbeat_secs) +
+                  "\nsandbox:\n  kill_grace: 1s\nlog:\n  level: debug\n" + extra);
+  }
+  // `edge-agent run`: enrolls with the token, attests, connects.
+  ChildProcess& StartAgent(const std::string& node = "edge-01") {
+    agents_.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{AgentBin(), "--config", ConfigPath(node), "run"}, dir_.path()));
+    return *agents_.back();
+  }
+  ChildProcess& EnrollAndStart(const std::string& node = "edge-01", const std::string& extra = "",
+                               int heartbeat_secs = 30) {
+    WriteAgentConfig(node, extra, heartbeat_secs);
+    auto& agent = StartAgent(node);
+    EXPECT_TRUE(WaitConnected(node, true)) << agent.Stderr();
+    return agent;
+  }
+
+  // The controller's view of one node (`edge-controller nodes --format json`).
+  json Node(const std::string& node) {
+    auto r = ctl_->Cli({"nodes", "--format", "json"});
+    if (r.exit_code != 0) return json();
+    for (const auto& n : json::parse(r.out)) {
+      if (n.value("node_id", "") == node) return n;
+    }
+    return json();
+  }
+  bool WaitConnected(const std::string& node, bool connected, std::chrono::seconds t = 60s) {
+    return WaitUntil(
+        [&] {
+          json n = Node(node);
+          return n.is_object() && n.value("connected", false) == connected;
+        },
+        t);
+  }
+  CommandResult Ctl(std::vector<std::string> args) { return ctl_->Cli(std::move(args)); }
+  // `invoke --detach`: the command id.
+  std::string Detach(const std::string& node, const std::string& command,
+                     std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        "invoke", "--node", node, "--tool", "exec", "--arg", "command=" + command, "--detach"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = Ctl(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string id = r.out;
+    while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back())))
+      id.pop_back();
+    return id;
+  }
+  json Command(const std::string& id) {
+    auto r = Ctl({"command", "get", id, "--format", "json"});
+    return r.exit_code == 0 ? json::parse(r.out) : json();
+  }
+  // Waits for the command's result; returns the command (with "result") or null.
+  json WaitResult(const std::string& id, std::chrono::seconds t = 60s) {
+    json c;
+    WaitUntil(
+        [&] {
+          c = Command(id);
+          return c.is_object() && c.contains("result") && c["result"].is_object();
+        },
+        t);
+    return c;
+  }
+  // True when some live process has `marker` in its command line.
+  static bool ProcessWithMarker(const std::string& marker) {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string cmdline = ReadText(e.path() / "cmdline");
+      for (char& ch : cmdline)
+        if (ch == '\0') ch = ' ';
+      if (cmdline.find(marker) != std::string::npos &&
+          cmdline.find("edge-controller") == std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ControllerFixture> ctl_;
+  std::vector<std::unique_ptr<ChildProcess>> agents_;
+};
+
+TEST_F(EdgeStreamTest, EnrollConnectInvokeEchoStreamsOutputAndResult) {
+  auto& agent = EnrollAndStart();
+  json node = Node("edge-01");
+  EXPECT_EQ(node.value("state", ""), "healthy") << node.dump();
+
+  auto r = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo hi"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("hi\n"), std::string::npos) << r.out;
+
+  // The tool's exit code is the CLI's exit code.
+  auto three = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=exit 3"});
+  EXPECT_EQ(three.exit_code, 3) << three.out << three.err;
+
+  // Both are recorded with their results.
+  auto list = Ctl({"commands", "--node", "edge-01", "--format", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(json::parse(list.out).size(), 2u) << list.out;
+
+  // The join token was spent and is gone from the agent's disk and config.
+  EXPECT_EQ(ReadText(ConfigPath("edge-01")).find("join_token"), std::string::npos);
+  EXPECT_FALSE(fs::exists(DataDir("edge-01") + "/certs/join_token.pending"));
+  EXPECT_TRUE(fs::exists(DataDir("edge-01") + "/keys/node.ed25519"));
+  EXPECT_TRUE(agent.Running());
+}
+
+TEST_F(EdgeStreamTest, UnknownNodeAndBadArgumentsAreClearErrors) {
+  EnrollAndStart();
+  auto unknown = Ctl({"invoke", "--node", "nope", "--tool", "exec", "--arg", "command=true"});
+  EXPECT_NE(unknown.exit_code, 0);
+  EXPECT_NE(unknown.err.find("nope"), std::string::npos) << unknown.err;
+  auto tool = Ctl({"invoke", "--node", "edge-01", "--tool", "no.such.tool"});
+  EXPECT_NE(tool.exit_code, 0);
+  EXPECT_NE((tool.out + tool.err).find("NOT_FOUND"), std::string::npos) << tool.out << tool.err;
+  auto escape = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg",
+                     "path=../../../../etc/passwd"});
+  EXPECT_NE(escape.exit_code, 0);
+  EXPECT_NE((escape.out + escape.err).find("PATH_OUTSIDE_ROOT"), std::string::npos)
+      << escape.out << escape.err;
+}
+
+TEST_F(EdgeStreamTest, CancelEndsASleepWithCancelledAndKillsIt) {
+  EnrollAndStart();
+  const std::string marker = "edge-it-cancel-" + std::to_string(::getpid());
+  const std::string id = Detach("edge-01", "sleep 60; echo " + marker);
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(WaitUntil([&] { return ProcessWithMarker(marker); }, 30s)) << "never started";
+  auto c = Ctl({"cancel", "--command", id, "--reason", "operator said so"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  json cmd = WaitResult(id, 30s);
+  ASSERT_TRUE(cmd.is_object()) << "no result after cancel";
+  EXPECT_EQ(cmd["result"].value("outcome", ""), "cancelled") << cmd.dump();
+  EXPECT_TRUE(WaitUntil([&] { return !ProcessWithMarker(marker); }, 20s)) << "still running";
+}
+
+TEST_F(EdgeStreamTest, DeadlineEndsWithTimedOut) {
+  EnrollAndStart();
+  auto r = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=sleep 30",
+                "--deadline", "1s"});
+  EXPECT_EQ(r.exit_code, 124) << r.out << r.err;
+  auto list = json::parse(Ctl({"commands", "--node", "edge-01", "--format", "json"}).out);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["result"].value("outcome", ""), "timed_out") << list.dump();
+}
+
+TEST_F(EdgeStreamTest, DrainRefusesNewWorkAndFinishesInFlight) {
+  EnrollAndStart();
+  const std::string id = Detach("edge-01", "sleep 2; echo finished-after-drain");
+  auto d = Ctl({"drain", "--node", "edge-01"});
+  EXPECT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(WaitUntil([&] { return Node("edge-01").value("state", "") == "draining"; }, 30s))
+      << Node("edge-01").dump();
+  auto refused = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=true"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE((refused.out + refused.err).find("DRAINING"), std::string::npos)
+      << refused.out << refused.err;
+  json cmd = WaitResult(id);
+  ASSERT_TRUE(cmd.is_object());
+  EXPECT_EQ(cmd["result"].value("outcome", ""), "ok") << cmd.dump();
+  EXPECT_NE(cmd.dump().find("finished-after-drain"), std::string::npos) << cmd.dump();
+}
+
+TEST_F(EdgeStreamTest, ShutdownWithGraceCancelsWhatIsLeftAndExitsZero) {
+  auto& agent = EnrollAndStart();
+  const std::string marker = "edge-it-shutdown-" + std::to_string(::getpid());
+  const std::string id = Detach("edge-01", "sleep 60; echo " + marker);
+  ASSERT_TRUE(WaitUntil([&] { return ProcessWithMarker(marker); }, 30s));
+  auto s = Ctl({"shutdown", "--node", "edge-01", "--grace", "1s"});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  auto code = agent.Wait(30s);
+  ASSERT_TRUE(code.has_value()) << "agent did not exit";
+  EXPECT_EQ(*code, 0) << agent.Stderr();
+  EXPECT_FALSE(ProcessWithMarker(marker)) << "a child outlived the agent";
+  json cmd = WaitResult(id, 10s);
+  ASSERT_TRUE(cmd.is_object()) << "the cancelled result was flushed before exit";
+  EXPECT_EQ(cmd["result"].value("outcome", ""), "cancelled") << cmd.dump();
+}
+
+TEST_F(EdgeStreamTest, PushConfigChangesTheHeartbeatInterval) {
+  EnrollAndStart("edge-01", "", 30);
+  const std::string delta = dir_ / "delta.yaml";
+  WriteText(delta, "cluster:\n  heartbeat_interval_secs: 1\n");
+  auto p = Ctl({"push-config", "--node", "edge-01", delta, "--version", "v2"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  // With a 30 s interval three distinct heartbeats cannot arrive in 20 s; with 1 s they do.
+  std::set<std::string> seen;
+  bool fast = WaitUntil(
+      [&] {
+        json n = Node("edge-01");
+        if (n.contains("last_heartbeat")) seen.insert(n["last_heartbeat"].dump());
+        return seen.size() >= 3;
+      },
+      20s);
+  EXPECT_TRUE(fast) << "heartbeats seen: " << seen.size();
+}
+
+TEST_F(EdgeStreamTest, ControllerKilledWhile20CommandsRunEveryResultArrivesOnce) {
+  EnrollAndStart("edge-01", "edge:\n  max_concurrent_commands: 32\n", 30);
+  const std::string ran = dir_ / "ran.log";
+  std::vector<std::string> ids;
+  for (int i = 0; i < 20; ++i) {
+    ids.push_back(Detach("edge-01", "sleep 3; echo run-" + std::to_string(i) + " >> " + ran +
+                                        "; echo out-" + std::to_string(i)));
+    ASSERT_FALSE(ids.back().empty());
+  }
+  ctl_->Kill();
+  std::this_thread::sleep_for(500ms);
+  ctl_->Restart();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    json cmd = WaitResult(ids[i], 90s);
+    ASSERT_TRUE(cmd.is_object()) << "no result for command " << i << " " << ids[i];
+    EXPECT_EQ(cmd["result"].value("outcome", ""), "ok") << cmd.dump();
+    EXPECT_NE(cmd.dump().find("out-" + std::to_string(i)), std::string::npos) << cmd.dump();
+  }
+  // Each ran exactly once, and the controller holds exactly one record per command.
+  std::string log = ReadText(ran);
+  for (int i = 0; i < 20; ++i) {
+    const std::string line = "run-" + std::to_string(i) + "\n";
+    size_t first = log.find(line);
+    EXPECT_NE(first, std::string::npos) << line;
+    EXPECT_EQ(log.find(line, first + 1), std::string::npos) << "ran twice: " << line;
+  }
+  auto list = json::parse(Ctl({"commands", "--node", "edge-01", "--format", "json"}).out);
+  EXPECT_EQ(list.size(), 20u);
+}
+
+TEST_F(EdgeStreamTest, AgentRestartedReconnectsWithTheSameIdentity) {
+  auto& first = EnrollAndStart();
+  const std::string key_before = ReadText(DataDir("edge-01") + "/keys/node.ed25519");
+  const std::string p12_before = ReadText(DataDir("edge-01") + "/certs/node.p12");
+  ASSERT_FALSE(key_before.empty());
+  first.Signal(SIGTERM);
+  auto code = first.Wait(30s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << first.Stderr();
+  ASSERT_TRUE(WaitConnected("edge-01", false, 30s));
+
+  auto& second = StartAgent();
+  ASSERT_TRUE(WaitConnected("edge-01", true)) << second.Stderr();
+  EXPECT_EQ(ReadText(DataDir("edge-01") + "/keys/node.ed25519"), key_before);
+  EXPECT_EQ(ReadText(DataDir("edge-01") + "/certs/node.p12"), p12_before);
+  auto r = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo again"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("again"), std::string::npos) << r.out;
+}
+
+// A test client holding a real enrolled node's identity, driving ConnectEdge by hand.
+class HandDrivenNode {
+ public:
+  HandDrivenNode(const std::string& data_dir, const std::string& target, std::string node,
+                 std::string key_path = "")
+      : node_(std::move(node)) {
+    if (key_path.empty()) key_path = data_dir + "/keys/node.ed25519";
+    auto ident = identity::KeystoreFiles::Load(data_dir);
+    if (!ident) throw std::runtime_error(ident.error().ToString());
+    channel_ = identity::ChannelFactory(*ident).Mtls(target);
+    stub_ = pb::NodeClusterService::NewStub(channel_);
+    auto key = identity::NodeKey::Load(key_path);
+    if (!key) throw std::runtime_error(key.error().ToString());
+    key_.emplace(std::move(*key));
+  }
+  // AttestNode + ChallengeNode without a bootstrap proof (the node is enrolled); the
+  // status of the first call that fails.
+  grpc::Status TryAttest(std::string* token) {
+    try {
+      *token = Attest();
+      return grpc::Status::OK;
+    } catch (const std::runtime_error& e) {
+      return grpc::Status(last_code_, e.what());
+    }
+  }
+  std::string Attest() {
+    pb::AttestNodeRequest req;
+    req.set_node_id(node_);
+    req.set_role(pb::NODE_ROLE_EDGE);
+    req.set_public_key(key_->public_key());
+    req.mutable_capabilities();
+    pb::AttestNodeResponse resp;
+    grpc::ClientContext c1;
+    auto st = stub_->AttestNode(&c1, req, &resp);
+    if (!st.ok()) {
+      last_code_ = st.error_code();
+      throw std::runtime_error("attest: " + st.error_message());
+    }
+    pb::ChallengeNodeRequest ch;
+    ch.set_challenge_id(resp.challenge_id());
+    ch.set_node_id(node_);
+    ch.set_challenge_signature(*key_->Sign(resp.challenge_nonce()));
+    pb::ChallengeNodeResponse tok;
+    grpc::ClientContext c2;
+    st = stub_->ChallengeNode(&c2, ch, &tok);
+    if (!st.ok()) {
+      last_code_ = st.error_code();
+      throw std::runtime_error("challenge: " + st.error_message());
+    }
+    return tok.node_security_token();
+  }
+  pb::EdgeEvent Hello(const std::string& token, const std::string& stream_id,
+                      const identity::NodeKey* signer = nullptr) {
+    pb::EdgeEvent e;
+    e.mutable_hello()->set_stream_id(stream_id);
+    e.mutable_hello()->mutable_capabilities()->set_os("linux");
+    Seal(e, token, stream_id, signer);
+    return e;
+  }
+  pb::EdgeEvent Heartbeat(const std::string& token, const std::string& stream_id) {
+    pb::EdgeEvent e;
+    e.mutable_heartbeat()->mutable_sent_at()->set_seconds(std::time(nullptr));
+    Seal(e, token, stream_id, nullptr);
+    return e;
+  }
+  // Opens ConnectEdge with `bearer`, writes `events` in order, and returns how the
+  // controller ended the stream.
+  grpc::Status Run(const std::string& bearer, const std::vector<pb::EdgeEvent>& events) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + bearer);
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    auto stream = stub_->ConnectEdge(&ctx);
+    for (const auto& e : events) {
+      if (!stream->Write(e)) break;
+    }
+    pb::EdgeCommand cmd;
+    // The controller sends no command to this node; Read ends when it ends the stream. A
+    // stream that is (wrongly) kept open ends at the deadline: DEADLINE_EXCEEDED.
+    while (stream->Read(&cmd)) {
+    }
+    return stream->Finish();
+  }
+  const std::string& node() const { return node_; }
+
+ private:
+  void Seal(pb::EdgeEvent& e, const std::string& token, const std::string& stream_id,
+            const identity::NodeKey* signer) {
+    auto st = identity::EnvelopeCodec::SealEvent(
+        e, signer ? *signer : *key_, token, std::chrono::system_clock::now(), node_, stream_id);
+    if (!st) throw std::runtime_error(st.error().ToString());
+  }
+  std::string node_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::NodeClusterService::Stub> stub_;
+  std::optional<identity::NodeKey> key_;
+  grpc::StatusCode last_code_ = grpc::StatusCode::OK;
+};
+
+TEST_F(EdgeStreamTest, ForgedReplayedOutOfOrderAndExpiredAreRefused) {
+  // Enroll a node with `edge-agent enroll` (keystore, node key, first attestation) and
+  // drive its stream by hand.
+  WriteAgentConfig("edge-07");
+  auto e = RunCommand({AgentBin(), "--config", ConfigPath("edge-07"), "enroll"}, {}, 60s);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  HandDrivenNode n(DataDir("edge-07"), ctl_->advertise(), "edge-07");
+  const std::string token = n.Attest();
+  const std::string sid_a = "0b7c6a4e-6f0b-4c7e-9a51-3c2f4c1d2e01";
+  const std::string sid_b = "0b7c6a4e-6f0b-4c7e-9a51-3c2f4c1d2e02";
+
+  // First message not a Hello: INVALID_ARGUMENT.
+  auto st = n.Run(token, {n.Heartbeat(token, sid_a)});
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+
+  // A Hello signed by a key that is not the node's: UNAUTHENTICATED.
+  auto forger = identity::NodeKey::Generate();
+  ASSERT_TRUE(forger);
+  st = n.Run(token, {n.Hello(token, sid_a, &*forger)});
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+
+  // A genuine heartbeat replayed from stream B onto stream A: UNAUTHENTICATED.
+  st = n.Run(token, {n.Hello(token, sid_a), n.Heartbeat(token, sid_b)});
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+
+  // An expired NodeSecurityToken (signed by the controller's own key, so only the expiry
+  // is wrong), and one signed by a foreign key: UNAUTHENTICATED.
+  auto ctl_key = identity::EcSigningKey::FromPem(ReadText(ctl_->data_dir() + "/ca/token.key"));
+  ASSERT_TRUE(ctl_key) << ctl_key.error().ToString();
+  const int64_t now = std::time(nullptr);
+  json claims = {{"iss", "edge-controller"}, {"sub", "edge-07"},  {"role", "edge"},
+                 {"tid", "default"},         {"iat", now - 7200}, {"exp", now - 3600},
+                 {"jti", "expired-1"}};
+  auto expired = identity::SignJwtEs256(claims, *ctl_key);
+  ASSERT_TRUE(expired);
+  st = n.Run(*expired, {n.Hello(*expired, sid_a)});
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+  EXPECT_NE(st.error_message().find("expired"), std::string::npos) << st.error_message();
+  auto foreign_key = identity::EcSigningKey::Generate();
+  claims["exp"] = now + 3600;
+  auto foreign = identity::SignJwtEs256(claims, *foreign_key);
+  st = n.Run(*foreign, {n.Hello(*foreign, sid_a)});
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
+  EXPECT_EQ(st.error_message().find("expired"), std::string::npos) << st.error_message();
+
+  // The genuine stream is accepted: the node shows as connected while it is open.
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + token);
+  auto stub = pb::NodeClusterService::NewStub(
+      identity::ChannelFactory(*identity::KeystoreFiles::Load(DataDir("edge-07")))
+          .Mtls(ctl_->advertise()));
+  auto stream = stub->ConnectEdge(&ctx);
+  ASSERT_TRUE(stream->Write(n.Hello(token, sid_a)));
+  EXPECT_TRUE(WaitConnected("edge-07", true, 20s));
+  ctx.TryCancel();
+  stream->Finish();
+}
+
+TEST_F(EdgeStreamTest, RotateKeyWhileRunningArchivesTheOldKeyAndTheAgentSwitchesToTheNew) {
+  // A short overlap, so the old key's end is observable; heartbeats every second, so the
+  // running agent notices the new key file within the overlap.
+  ctl_.reset();
+  ctl_ = std::make_unique<ControllerFixture>(dir_, "ctl", "cluster:\n  rotation_overlap: 4s\n");
+  auto& agent = EnrollAndStart("edge-01", "", 1);
+  const std::string data = DataDir("edge-01");
+  const std::string old_key = ReadText(data + "/keys/node.ed25519");
+
+  auto r = RunCommand({AgentBin(), "--config", ConfigPath("edge-01"), "rotate-key"}, {}, 60s);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("rotated the node key of edge-01"), std::string::npos) << r.out;
+  EXPECT_NE(ReadText(data + "/keys/node.ed25519"), old_key) << "a new key is installed";
+  std::vector<fs::path> archived;
+  for (const auto& e : fs::directory_iterator(data + "/keys/archive"))
+    archived.push_back(e.path());
+  ASSERT_EQ(archived.size(), 1u);
+  EXPECT_EQ(ReadText(archived[0]), old_key) << "the old key is archived, not lost";
+  EXPECT_EQ(fs::status(archived[0]).permissions() & fs::perms::all, fs::perms::owner_read |
+                                                                        fs::perms::owner_write);
+  EXPECT_EQ(fs::status(data + "/keys/node.ed25519").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+
+  // Past the overlap the controller knows only the new key: the agent still works, on the
+  // same stream identity, and the old key can no longer attest.
+  std::this_thread::sleep_for(5s);
+  auto again = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo new"});
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err << agent.Stderr();
+  EXPECT_NE(again.out.find("new"), std::string::npos) << again.out;
+  EXPECT_TRUE(agent.Running());
+  const std::string log = agent.Stderr();
+  EXPECT_NE(log.find("changed on disk: attesting with the new key"), std::string::npos) << log;
+  EXPECT_EQ(log.find("ended:"), std::string::npos) << "the stream survived the rotation: " << log;
+  HandDrivenNode with_old(data, ctl_->advertise(), "edge-01", archived[0]);
+  std::string token;
+  auto st = with_old.TryAttest(&token);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  HandDrivenNode with_new(data, ctl_->advertise(), "edge-01");
+  EXPECT_TRUE(with_new.TryAttest(&token).ok());
+}
+
+}  // namespace
+}  // namespace edge::testing
