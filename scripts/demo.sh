@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demo command: installs what is missing, builds Release, and runs the whole story on
 # this machine — a controller, a join token, an agent that enrolls with it (mTLS identity
-# stored, token removed from its config), both healthy, then a clean stop of both.
+# stored, token removed from its config), attests and opens the edge stream; the operator
+# invokes tools on the node through the controller and sees their output streamed back;
+# then a clean stop of both.
 # Everything lives in a temp directory on loopback; nothing is installed system-wide.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,9 +73,34 @@ openssl pkcs12 -in "$work/agent/certs/node.p12" -passin "file:$work/agent/certs/
 echo "agent.yaml after enrollment (join_token removed):"
 sed 's/^/  /' "$work/agent.yaml"
 
-step "edge-controller nodes / token list --all"
+step "edge-controller nodes (the agent attested and holds the edge stream)"
+connected() { "$CTL" --config "$work/controller.yaml" nodes --format json | grep -q '"connected":true'; }
+wait_for 30 connected
 "$CTL" --config "$work/controller.yaml" nodes
 "$CTL" --config "$work/controller.yaml" token list --all
+
+step "edge-controller invoke --node demo-node-1 --tool exec (output streamed from the node)"
+"$CTL" --config "$work/controller.yaml" invoke --node demo-node-1 --tool exec \
+  --arg 'command=echo "hello from $(hostname) as $(id -un)"; uname -sr; for i in 1 2 3; do echo "tick $i"; sleep 0.2; done'
+echo "exit code: $?"
+
+step "edge-controller invoke --tool sysinfo / file.write + file.read"
+"$CTL" --config "$work/controller.yaml" invoke --node demo-node-1 --tool sysinfo
+"$CTL" --config "$work/controller.yaml" invoke --node demo-node-1 --tool file.write \
+  --arg path=notes/hello.txt --arg content="$(printf 'written over the edge stream\n' | base64)"
+read_json=$("$CTL" --config "$work/controller.yaml" invoke --node demo-node-1 --tool file.read --arg path=notes/hello.txt)
+printf '%s\n' "$read_json"
+printf 'content, decoded: %s' "$(printf '%s' "$read_json" | sed -n 's/.*"content": "\([^"]*\)".*/\1/p' | base64 -d)"
+echo
+
+step "a command that fails: its exit code comes back to the operator"
+set +e
+"$CTL" --config "$work/controller.yaml" invoke --node demo-node-1 --tool exec --arg 'command=echo about to fail >&2; exit 7'
+echo "exit code: $?"
+set -e
+
+step "edge-controller commands"
+"$CTL" --config "$work/controller.yaml" commands --node demo-node-1
 
 step "stopping both (SIGTERM)"
 kill -TERM "$agent_pid"; wait "$agent_pid"; echo "edge-agent exited with $?"; agent_pid=""
