@@ -262,5 +262,50 @@ TEST_F(EdgeStreamTest, HealthCheckServesOverMtls) {
   EXPECT_EQ(bytes, std::string("\x08\x01", 2)) << "status SERVING";
 }
 
+// grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo with a hand-encoded
+// ServerReflectionRequest{list_services: "*"} (field 7, string: 3a 01 2a); the answer lists
+// the services by name.
+TEST_F(EdgeStreamTest, ServerReflectionListsTheServices) {
+  auto node = NewNode("edge-01");
+  grpc::GenericStub generic(node->channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline());
+  grpc::CompletionQueue cq;
+  auto call = generic.PrepareCall(
+      &ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  auto step = [&cq](intptr_t want) {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && reinterpret_cast<intptr_t>(tag) == want && ok;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(step(1));
+  grpc::Slice req_bytes(std::string("\x3a\x01*", 3));
+  grpc::ByteBuffer request(&req_bytes, 1), response;
+  call->Write(request, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(step(2));
+  call->Read(&response, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(step(3));
+  call->WritesDone(reinterpret_cast<void*>(4));
+  ASSERT_TRUE(step(4));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  ASSERT_TRUE(step(5));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& sl : slices)
+    bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  for (const char* service : {"aegis.cluster.v1.NodeClusterService", "grpc.health.v1.Health"}) {
+    EXPECT_NE(bytes.find(service), std::string::npos) << service << " not listed";
+  }
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
 }  // namespace
 }  // namespace edge::controller::testing
