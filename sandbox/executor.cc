@@ -206,6 +206,18 @@ Executor::~Executor() {
 
 // ---- admission ---------------------------------------------------------------------------
 
+Result<std::optional<InvokeResult>> Executor::StoredResult(const std::string& command_id) const {
+  auto stored = idempotency_->Lookup(command_id);
+  if (!stored) return std::unexpected(stored.error());
+  if (!stored->has_value()) return std::optional<InvokeResult>();
+  // A stored entry that no longer parses is treated as absent: the command runs again
+  // rather than answering with something that is not its result.
+  auto parsed = InvokeResult::FromJson(json::parse(**stored, nullptr, false));
+  if (!parsed) return std::optional<InvokeResult>();
+  parsed->replayed = true;
+  return std::optional<InvokeResult>(std::move(*parsed));
+}
+
 void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_chunk,
                       DoneCallback done) {
   const std::string command_id = request.command_id;
@@ -213,15 +225,9 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
 
   // Repeated command ids first: a stored result is returned even while draining.
   if (!command_id.empty()) {
-    auto stored = idempotency_->Lookup(command_id);
+    auto stored = StoredResult(command_id);
     if (!stored) return refuse(stored.error());
-    if (stored->has_value()) {
-      auto parsed = InvokeResult::FromJson(json::parse(**stored, nullptr, false));
-      if (parsed) {
-        parsed->replayed = true;
-        return done(std::move(*parsed));
-      }
-    }
+    if (stored->has_value()) return done(std::move(**stored));
   }
   // The rules in force now; a Reconfigure during this call does not change them for it.
   const std::shared_ptr<const Rules> rules = this->rules();

@@ -102,6 +102,10 @@ class Executor {
   // INVALID_ARGUMENT / PATH_OUTSIDE_ROOT (args), and the tool's own outcome. A command_id that
   // already completed returns its stored result with `replayed` set.
   void Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_chunk, DoneCallback done);
+  // The stored result of a command_id that already completed (with `replayed` set), nullopt
+  // when there is none — what Invoke would return for it. Lets a door answer a repeat before
+  // its own admission rules (drain, caps) would refuse it.
+  Result<std::optional<InvokeResult>> StoredResult(const std::string& command_id) const;
 
   // Exec on a sandbox (tool "exec", `args` as for it): streams through `on_chunk` and appends
   // the output to the sandbox's console log. Same rules as Invoke.

@@ -235,6 +235,13 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
     if (ms > 0) deadline = milliseconds(ms);
   }
 
+  // A command that already completed gets its stored result, even while draining or at
+  // the cap: the controller is asking again for a result it may have missed.
+  if (auto stored = executor_.StoredResult(id); stored && stored->has_value()) {
+    log->info("command {} already ran: its stored result is sent again", id);
+    return Complete(id, ToEdgeResult(**stored, deadline));
+  }
+
   auto running = std::make_shared<Running>();
   {
     std::unique_lock lock(mu_);

@@ -15,6 +15,9 @@ namespace pb = aegis::cluster::v1;
 using google::protobuf::util::TimeUtil;
 using std::chrono::milliseconds;
 
+// How long a stream must stay up to count as taken when no message arrived (wire.md §2.3).
+constexpr std::chrono::seconds kStableStream{60};
+
 std::string IsoTime(Clock::WallTime t) {
   return TimeUtil::ToString(TimeUtil::MillisecondsToTimestamp(ToEpochMillis(t)));
 }
@@ -290,6 +293,18 @@ void EdgeSession::OpenStreamLocked() {
   status_.state = "connected";
   // Scheduled before the Hello goes out, so the first heartbeat is due one interval after it.
   ScheduleHeartbeatLocked();
+  // A controller with no work for this node sends nothing, so a stream that has stayed up
+  // for a minute also counts as taken (wire.md §2.3 step 7) and resets the backoff.
+  if (stable_timer_ != 0) timers_.Cancel(stable_timer_);
+  stable_timer_ = timers_.After(kStableStream, [this, gen] {
+    std::lock_guard lock(mu_);
+    if (gen != gen_ || !StreamUpLocked()) return;
+    stable_timer_ = 0;
+    if (!got_message_) {
+      got_message_ = true;
+      deps_.backoff.Reset();
+    }
+  });
 
   pb::EdgeEvent hello;
   hello.mutable_hello()->set_stream_id(sid);
@@ -442,6 +457,8 @@ void EdgeSession::ScheduleHeartbeatLocked() {
 void EdgeSession::CancelStreamTimersLocked() {
   if (heartbeat_timer_ != 0) timers_.Cancel(heartbeat_timer_);
   heartbeat_timer_ = 0;
+  if (stable_timer_ != 0) timers_.Cancel(stable_timer_);
+  stable_timer_ = 0;
 }
 
 void EdgeSession::OnHeartbeat(uint64_t gen) {

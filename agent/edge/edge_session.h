@@ -176,6 +176,7 @@ class EdgeSession final : public DispatcherHost {
   bool got_message_ = false;
   grpc::Status done_status_;
   TimerQueue::TimerId heartbeat_timer_ = 0;
+  TimerQueue::TimerId stable_timer_ = 0;  // the stream stayed up kStableStream: reset backoff
   TimerQueue::TimerId renew_timer_ = 0;
   SessionStatus status_;
 };

@@ -319,6 +319,41 @@ TEST_F(EdgeSessionTest, BackoffGrowsWithFullJitterAndResetsOnlyAfterAMessageIsRe
   EXPECT_NE(session_->status().last_error.find("dropped again"), std::string::npos);
 }
 
+TEST_F(EdgeSessionTest, AQuietStreamThatStayedUpAMinuteAlsoResetsTheBackoff) {
+  StartController();
+  fake_->FailNext("ConnectEdge", 2, grpc::Status(grpc::StatusCode::UNAVAILABLE, "down"));
+  StartSession("", /*wait_connected=*/false);
+  for (auto expected : {1000ms, 2000ms}) {
+    ASSERT_TRUE(WaitUntil([&] {
+      auto s = session_->status();
+      return s.state == "backoff" && s.last_backoff == expected;
+    }));
+    Advance(expected);
+  }
+  ASSERT_TRUE(fake_->WaitFor([](const auto& s) { return s.size() == 3 && !s[2].events.empty(); }));
+  // 59 s up without a message: no reset yet, the next delay keeps growing.
+  Advance(59s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 1));
+  fake_->EndStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped early"));
+  ASSERT_TRUE(WaitUntil([&] {
+    auto s = session_->status();
+    return s.state == "backoff" && s.last_backoff == 4000ms;
+  }));
+  Advance(4000ms);
+  ASSERT_TRUE(fake_->WaitFor([](const auto& s) { return s.size() == 4 && !s[3].events.empty(); }));
+  // This one stays up a full minute with nothing from the controller but its acceptance.
+  Advance(30s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 2));
+  Advance(30s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 3));
+  fake_->EndStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, "dropped late"));
+  ASSERT_TRUE(WaitUntil([&] {
+    auto s = session_->status();
+    return s.state == "backoff" && s.last_backoff == 1000ms;
+  })) << "backoff "
+      << session_->status().last_backoff.count() << " ms";
+}
+
 TEST_F(EdgeSessionTest, InvokeToolStreamsProgressThenExactlyOneResult) {
   StartController();
   StartSession();
@@ -548,6 +583,7 @@ TEST_F(EdgeSessionTest, TokenIsRenewedAt70To90PercentAndTheNextEnvelopeCarriesTh
   StartController({.token_ttl = 100s});
   StartSession();
   const std::string first = fake_->IssuedTokens().back();
+  const int64_t first_expiry = session_->status().token_expires_at_ms;
   Advance(30s);
   // Each heartbeat schedules the next when it runs: wait for it before moving time again.
   ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 1));
@@ -561,7 +597,9 @@ TEST_F(EdgeSessionTest, TokenIsRenewedAt70To90PercentAndTheNextEnvelopeCarriesTh
   EXPECT_EQ(fake_->Calls("RotateEdgeKey"), 1) << "renewed with RotateEdgeKey, same key";
   EXPECT_EQ(fake_->Keys("edge-01"), std::vector<std::string>{key_->public_key()});
   const std::string second = fake_->IssuedTokens().back();
-  ASSERT_TRUE(WaitUntil([&] { return session_->status().token_expires_at_ms > 0; }));
+  // The session installed it (issued at 70 s, so it expires 70 s after the first).
+  ASSERT_TRUE(
+      WaitUntil([&] { return session_->status().token_expires_at_ms == first_expiry + 70000; }));
   Advance(20s);  // 90 s: a heartbeat, sealed with the new token (the old one is revoked)
   ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 3));
   auto s = fake_->Streams()[0];
@@ -704,6 +742,25 @@ TEST_F(EdgeSessionTest, RepeatedCommandIdsNeverRunTwice) {
   std::ifstream in(ran);
   std::string all((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(all, "run\nrun\n") << "each command ran exactly once";
+
+  // While draining, a repeat of a completed command still gets its stored result (a new
+  // command is refused with DRAINING).
+  pb::EdgeCommand drain;
+  drain.mutable_drain();
+  ASSERT_TRUE(fake_->Send(drain));
+  ASSERT_TRUE(fake_->Send(Exec("new-while-draining", "true")));
+  EXPECT_EQ(WaitResult("new-while-draining").err().code(), "DRAINING");
+  ASSERT_TRUE(fake_->Send(Exec("once", "echo run >> " + ran + "; echo done")));
+  ASSERT_TRUE(fake_->WaitFor([](const auto& streams) {
+    size_t n = 0;
+    for (const auto& s : streams)
+      for (const auto& e : s.events)
+        n += e.has_command_result() && e.command_result().command_id() == "once" ? 1 : 0;
+    return n == 3;
+  }));
+  auto third = Results("once")[2].result();
+  ASSERT_TRUE(third.has_ok()) << third.DebugString();
+  EXPECT_EQ(PayloadJson(third)["stdout"], "done\n");
 }
 
 TEST_F(EdgeSessionTest, StopIsPromptWhileBackingOff) {
