@@ -30,6 +30,16 @@ InvokeResult ErrorResult(std::string command_id, Error error) {
   return r;
 }
 
+// The result of work whose cancel came before its process (or file call) started.
+InvokeResult CancelledBeforeStart(std::string command_id, const CancelSource& source) {
+  InvokeResult r;
+  r.command_id = std::move(command_id);
+  r.outcome = Outcome::kCancelled;
+  r.reason = source.token().reason();
+  r.error = Error{ErrorCode::kCancelled, "cancelled before it started: " + r.reason};
+  return r;
+}
+
 }  // namespace
 
 std::string_view OutcomeName(Outcome outcome) {
@@ -55,6 +65,7 @@ json InvokeResult::ToJson() const {
               {"error_code", ErrorCodeName(error.code)},
               {"error_message", error.message},
               {"duration_ms", duration.count()},
+              {"timeout_ms", timeout.count()},
               {"output_truncated", output_truncated},
               {"peak_rss_kb", peak_rss_kb},
               {"reason", reason}};
@@ -82,6 +93,7 @@ Result<InvokeResult> InvokeResult::FromJson(const json& j) {
     r.error.code = ErrorCodeFromName(j.at("error_code").get<std::string>());
     r.error.message = j.at("error_message").get<std::string>();
     r.duration = milliseconds(j.at("duration_ms").get<int64_t>());
+    r.timeout = milliseconds(j.value("timeout_ms", int64_t{0}));  // absent in older entries
     r.output_truncated = j.at("output_truncated").get<bool>();
     r.peak_rss_kb = j.at("peak_rss_kb").get<long>();
     r.reason = j.at("reason").get<std::string>();
@@ -291,14 +303,7 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   if (def.kind == ToolKind::kExec || def.kind == ToolKind::kConfig) {
     return RunProcess(job, def, **ctx, request, *workspace, std::move(on_chunk));
   }
-  if (job->source.cancelled()) {
-    InvokeResult r;
-    r.command_id = command_id;
-    r.outcome = Outcome::kCancelled;
-    r.reason = job->source.token().reason();
-    r.error = Error{ErrorCode::kCancelled, "cancelled before it started: " + r.reason};
-    return Finish(job, std::move(r));
-  }
+  if (job->source.cancelled()) return Finish(job, CancelledBeforeStart(command_id, job->source));
   InvokeResult r = RunFileTool(def, request, *workspace);
   r.command_id = command_id;
   Finish(job, std::move(r));
@@ -386,7 +391,13 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
       std::move(spec), job->source.token(), std::move(sink),
       [this, job, collected, collect, command_id, timeout, console](Result<ProcessResult> pr) {
         if (console != nullptr) console->FlushPartial();
-        if (!pr) return Finish(job, ErrorResult(command_id, pr.error()));
+        if (!pr) {
+          // A cancel that came before the start (a destroy removing the workspace, a drain
+          // past its grace) is why the start failed: the outcome is the cancel.
+          if (job->source.cancelled())
+            return Finish(job, CancelledBeforeStart(command_id, job->source));
+          return Finish(job, ErrorResult(command_id, pr.error()));
+        }
         InvokeResult r;
         r.command_id = command_id;
         r.exit_code = pr->exit_code;
@@ -398,6 +409,7 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
           r.payload["stdout"] = std::move(collected->out);
           r.payload["stderr"] = std::move(collected->err);
         }
+        r.timeout = timeout;
         if (pr->timed_out) {
           r.outcome = Outcome::kTimedOut;
           r.error = Error{ErrorCode::kTimedOut, "command exceeded its timeout of " +

@@ -73,6 +73,7 @@ struct InvokeResult {
   nlohmann::json payload;  // exec: {exit_code, signal, stdout, stderr}; file/sysinfo: the data
   Error error{ErrorCode::kOk, ""};  // set unless outcome is kOk
   std::chrono::milliseconds duration{0};
+  std::chrono::milliseconds timeout{0};  // the time limit that applied; 0 = none known
   bool output_truncated = false;
   long peak_rss_kb = 0;
   std::string reason;     // why it was cancelled

@@ -440,9 +440,26 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     in.close(ignored);
     queue.clear();
     cancel_reg.Reset();
+    ReleaseCgroupThenReport(0);
+  }
+
+  // Processes left in the command's pids cgroup are killed; the cgroup can be removed only
+  // once they are gone (SIGKILL is not instant), so the result is reported after that, so
+  // nothing of the command outlives its result. Bounded: after ~1 s the leftover is left to
+  // KillStaleGroups and the result reported anyway.
+  void ReleaseCgroupThenReport(int attempt) {
+    constexpr int kMaxAttempts = 200;
+    constexpr auto kRetry = std::chrono::milliseconds(5);
     if (!cgroup_dir.empty()) {
       KillCgroupProcs(cgroup_dir);
-      ::rmdir(cgroup_dir.c_str());  // best effort: KillStaleGroups retries leftovers
+      if (::rmdir(cgroup_dir.c_str()) != 0 && errno == EBUSY && attempt < kMaxAttempts) {
+        auto self = shared_from_this();
+        drain.expires_after(kRetry);
+        drain.async_wait([self, attempt](const boost::system::error_code& ec) {
+          self->ReleaseCgroupThenReport(ec ? kMaxAttempts : attempt + 1);
+        });
+        return;
+      }
     }
     auto cb = std::move(done);
     ProcessResult r = result;

@@ -140,7 +140,10 @@ pb::EdgeResult ToEdgeResult(const sandbox::InvokeResult& result,
       return r;
     }
     case sandbox::Outcome::kTimedOut: {
-      const auto d = deadline.value_or(result.duration);
+      // The limit that ended it: the executor's (the deadline, or a security context's
+      // tighter cap), else the requested deadline, else how long it ran.
+      const auto d =
+          result.timeout.count() > 0 ? result.timeout : deadline.value_or(result.duration);
       *r.mutable_timed_out()->mutable_deadline() = TimeUtil::MillisecondsToDuration(d.count());
       return r;
     }

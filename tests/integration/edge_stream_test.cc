@@ -467,8 +467,8 @@ TEST_F(EdgeStreamTest, RotateKeyWhileRunningArchivesTheOldKeyAndTheAgentSwitches
     archived.push_back(e.path());
   ASSERT_EQ(archived.size(), 1u);
   EXPECT_EQ(ReadText(archived[0]), old_key) << "the old key is archived, not lost";
-  EXPECT_EQ(fs::status(archived[0]).permissions() & fs::perms::all, fs::perms::owner_read |
-                                                                        fs::perms::owner_write);
+  EXPECT_EQ(fs::status(archived[0]).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
   EXPECT_EQ(fs::status(data + "/keys/node.ed25519").permissions() & fs::perms::all,
             fs::perms::owner_read | fs::perms::owner_write);
 

@@ -150,6 +150,12 @@ TEST(ToEdgeResultTest, TimedOutReportsTheDeadlineOrElseTheDuration) {
   auto without = ToEdgeResult(r, std::nullopt);
   ASSERT_TRUE(without.has_timed_out());
   EXPECT_EQ(TimeUtil::DurationToMilliseconds(without.timed_out().deadline()), 5012);
+  // A security context's cap (2 s) ended it before the requested 5 s: the cap is reported.
+  r.timeout = 2000ms;
+  r.duration = 2004ms;
+  auto capped = ToEdgeResult(r, 5s);
+  ASSERT_TRUE(capped.has_timed_out());
+  EXPECT_EQ(TimeUtil::DurationToMilliseconds(capped.timed_out().deadline()), 2000);
 }
 
 TEST(ToEdgeResultTest, CancelledCarriesTheReason) {

@@ -239,6 +239,10 @@ TEST_F(ExecutorTest, SecurityContextsDecide) {
   EXPECT_EQ(r.outcome, Outcome::kTimedOut);
   EXPECT_EQ(r.error.code, ErrorCode::kTimedOut);
   EXPECT_NE(r.error.message.find("300 ms"), std::string::npos);
+  EXPECT_EQ(r.timeout, 300ms) << "the limit that applied is in the result";
+  auto again = InvokeResult::FromJson(r.ToJson());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->timeout, 300ms) << "and survives the idempotency store";
 }
 
 TEST_F(ExecutorTest, FileTools) {
@@ -524,7 +528,7 @@ TEST_F(ExecutorTest, SandboxWhoseTtlRunsOutIsDestroyedOnTick) {
   clock_.Advance(2s);
   ex_->Tick(clock_.Now());
   InvokeResult r = running.get();
-  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_EQ(r.outcome, Outcome::kCancelled) << r.error.message;
   EXPECT_NE(r.reason.find("expired"), std::string::npos) << r.reason;
   auto gone = ex_->Status("short");
   EXPECT_TRUE(!gone.has_value() || gone->state == SandboxState::kDestroyed);
