@@ -74,23 +74,6 @@ bool ValidKind(uint8_t k) {
          k <= static_cast<uint8_t>(EnvelopeKind::kCapabilityUpdate);
 }
 
-const pb::SealNodeEnvelope* EnvelopeOf(const pb::EdgeEvent& e) {
-  switch (e.event_case()) {
-    case pb::EdgeEvent::kHello:
-      return &e.hello().envelope();
-    case pb::EdgeEvent::kHeartbeat:
-      return &e.heartbeat().envelope();
-    case pb::EdgeEvent::kCommandResult:
-      return &e.command_result().envelope();
-    case pb::EdgeEvent::kCommandProgress:
-      return &e.command_progress().envelope();
-    case pb::EdgeEvent::kCapabilityUpdate:
-      return &e.capability_update().envelope();
-    default:
-      return nullptr;
-  }
-}
-
 pb::SealNodeEnvelope* MutableEnvelopeOf(pb::EdgeEvent& e) {
   switch (e.event_case()) {
     case pb::EdgeEvent::kHello:
@@ -316,6 +299,23 @@ Result<EnvelopeHeader> EnvelopeCodec::VerifyEvent(
                              std::move(ki->second)};
   if (event.has_hello() && stream_id.empty()) expect.stream_id = event.hello().stream_id();
   return Verify(*env, expect, public_keys, now, skew);
+}
+
+const pb::SealNodeEnvelope* EnvelopeCodec::EnvelopeOf(const pb::EdgeEvent& e) {
+  switch (e.event_case()) {
+    case pb::EdgeEvent::kHello:
+      return &e.hello().envelope();
+    case pb::EdgeEvent::kHeartbeat:
+      return &e.heartbeat().envelope();
+    case pb::EdgeEvent::kCommandResult:
+      return &e.command_result().envelope();
+    case pb::EdgeEvent::kCommandProgress:
+      return &e.command_progress().envelope();
+    case pb::EdgeEvent::kCapabilityUpdate:
+      return &e.capability_update().envelope();
+    default:
+      return nullptr;
+  }
 }
 
 }  // namespace edge::identity

@@ -100,6 +100,9 @@ class EnvelopeCodec {
                                        std::span<const std::string> public_keys,
                                        Clock::WallTime now,
                                        std::chrono::milliseconds skew = kEnvelopeSkew);
+  // The envelope `event` carries; nullptr when it has no body (event not set).
+  static const aegis::cluster::v1::SealNodeEnvelope* EnvelopeOf(
+      const aegis::cluster::v1::EdgeEvent& event);
   // Verify for a whole EdgeEvent: the kind and inner are recomputed from the event's body;
   // for a Hello the stream id is the Hello's own `stream_id` when `stream_id` is empty.
   static Result<EnvelopeHeader> VerifyEvent(const aegis::cluster::v1::EdgeEvent& event,

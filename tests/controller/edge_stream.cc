@@ -13,24 +13,6 @@ namespace pb = aegis::cluster::v1;
 
 namespace {
 
-const pb::SealNodeEnvelope* EnvelopeOf(const pb::EdgeEvent& e) {
-  switch (e.event_case()) {
-    case pb::EdgeEvent::kHello:
-      return &e.hello().envelope();
-    case pb::EdgeEvent::kHeartbeat:
-      return &e.heartbeat().envelope();
-    case pb::EdgeEvent::kCommandResult:
-      return &e.command_result().envelope();
-    case pb::EdgeEvent::kCommandProgress:
-      return &e.command_progress().envelope();
-    case pb::EdgeEvent::kCapabilityUpdate:
-      return &e.capability_update().envelope();
-    case pb::EdgeEvent::EVENT_NOT_SET:
-      break;
-  }
-  return nullptr;
-}
-
 grpc::Status Unauthenticated(const std::string& why) {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
 }
@@ -96,7 +78,7 @@ grpc::Status EdgeStream::Authenticate(const pb::EdgeEvent& event) {
   const auto keys = EdgeAttestation::ActiveKeys(**edge, ToEpochMillis(now));
   auto header = identity::EnvelopeCodec::VerifyEvent(event, node_id_, stream_id_, keys, now);
   if (!header) return Unauthenticated("envelope refused: " + header.error().message);
-  const auto* env = EnvelopeOf(event);
+  const auto* env = identity::EnvelopeCodec::EnvelopeOf(event);
   auto claims = deps_.tokens.Verify(env->node_security_token(),
                                     attached_ ? TokenUse::kOpenStream : TokenUse::kNewSession);
   if (!claims) return Unauthenticated("envelope refused: " + claims.error().message);

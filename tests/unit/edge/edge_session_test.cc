@@ -116,6 +116,17 @@ class EdgeSessionTest : public ::testing::Test {
       all.insert(all.end(), s.events.begin(), s.events.end());
     return all;
   }
+  // Waits until `n` CommandResults for `id` arrived (the predicate runs under the fake's
+  // lock, so it counts in the streams it is given, not through Results()).
+  bool WaitResultCount(const std::string& id, size_t n) {
+    return fake_->WaitFor([&](const auto& streams) {
+      size_t count = 0;
+      for (const auto& s : streams)
+        for (const auto& e : s.events)
+          count += e.has_command_result() && e.command_result().command_id() == id ? 1 : 0;
+      return count == n;
+    });
+  }
   std::vector<pb::CommandResult> Results(const std::string& id) {
     std::vector<pb::CommandResult> out;
     for (const auto& e : AllEvents()) {
@@ -722,14 +733,7 @@ TEST_F(EdgeSessionTest, RepeatedCommandIdsNeverRunTwice) {
   ASSERT_TRUE(fake_->Send(Exec("once", "echo run >> " + ran + "; echo done")));
   WaitResult("once");
   ASSERT_TRUE(fake_->Send(Exec("once", "echo run >> " + ran + "; echo done")));
-  // The predicate runs under the fake's lock: it counts in the streams it is given.
-  ASSERT_TRUE(fake_->WaitFor([](const auto& streams) {
-    size_t n = 0;
-    for (const auto& s : streams)
-      for (const auto& e : s.events)
-        n += e.has_command_result() && e.command_result().command_id() == "once" ? 1 : 0;
-    return n == 2;
-  }));
+  ASSERT_TRUE(WaitResultCount("once", 2));
   EXPECT_EQ(PayloadJson(Results("once")[1].result())["stdout"], "done\n");
   // Still running: the duplicate is ignored; one result when it ends.
   ASSERT_TRUE(fake_->Send(Exec("twice", "sleep 0.3; echo run >> " + ran)));
@@ -751,13 +755,7 @@ TEST_F(EdgeSessionTest, RepeatedCommandIdsNeverRunTwice) {
   ASSERT_TRUE(fake_->Send(Exec("new-while-draining", "true")));
   EXPECT_EQ(WaitResult("new-while-draining").err().code(), "DRAINING");
   ASSERT_TRUE(fake_->Send(Exec("once", "echo run >> " + ran + "; echo done")));
-  ASSERT_TRUE(fake_->WaitFor([](const auto& streams) {
-    size_t n = 0;
-    for (const auto& s : streams)
-      for (const auto& e : s.events)
-        n += e.has_command_result() && e.command_result().command_id() == "once" ? 1 : 0;
-    return n == 3;
-  }));
+  ASSERT_TRUE(WaitResultCount("once", 3));
   auto third = Results("once")[2].result();
   ASSERT_TRUE(third.has_ok()) << third.DebugString();
   EXPECT_EQ(PayloadJson(third)["stdout"], "done\n");

@@ -15,23 +15,6 @@ Clock::WallTime RealNow() {
   return std::chrono::system_clock::now();
 }
 
-const pb::SealNodeEnvelope* EnvelopeOf(const pb::EdgeEvent& e) {
-  switch (e.event_case()) {
-    case pb::EdgeEvent::kHello:
-      return &e.hello().envelope();
-    case pb::EdgeEvent::kHeartbeat:
-      return &e.heartbeat().envelope();
-    case pb::EdgeEvent::kCommandResult:
-      return &e.command_result().envelope();
-    case pb::EdgeEvent::kCommandProgress:
-      return &e.command_progress().envelope();
-    case pb::EdgeEvent::kCapabilityUpdate:
-      return &e.capability_update().envelope();
-    default:
-      return nullptr;
-  }
-}
-
 std::string PeerCn(grpc::CallbackServerContext* ctx) {
   auto cn = ctx->auth_context()->FindPropertyValues("x509_common_name");
   return cn.empty() ? "" : std::string(cn.front().data(), cn.front().size());
@@ -383,7 +366,7 @@ void FakeController::OnEvent(int index, const pb::EdgeEvent& event) {
   auto verified =
       identity::EnvelopeCodec::VerifyEvent(event, log.peer_cn, log.stream_id, keys, clock_.Now());
   if (!verified) log.verify_errors.push_back(verified.error().ToString());
-  const pb::SealNodeEnvelope* env = EnvelopeOf(event);
+  const pb::SealNodeEnvelope* env = identity::EnvelopeCodec::EnvelopeOf(event);
   const std::string token = env ? env->node_security_token() : "";
   if (!TokenValid(token)) log.verify_errors.push_back("envelope token is not a valid token");
   log.envelope_tokens.push_back(token);
