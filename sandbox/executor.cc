@@ -367,10 +367,30 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     return Finish(job, ErrorResult(command_id, st.error()));
   }
 
+  // Output kept for the payload: all of it (up to the cap), or with a tail limit the last
+  // `tail` bytes of each stream, trimmed as it grows so memory stays bounded.
   struct Collected {
     std::string out, err;
+    size_t tail = 0;
+    bool cut = false;
+    void Add(std::string& to, const std::string& data) {
+      to += data;
+      if (tail == 0 || to.size() <= 2 * tail) return;
+      Trim(to);
+    }
+    void Trim(std::string& s) {
+      if (tail == 0 || s.size() <= tail) return;
+      size_t start = s.size() - tail;
+      // Start on a UTF-8 character, not inside one.
+      for (int i = 0;
+           i < 3 && start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80; ++i)
+        ++start;
+      s.erase(0, start);
+      cut = true;
+    }
   };
   auto collected = std::make_shared<Collected>();
+  collected->tail = request.collect_tail_bytes;
   std::shared_ptr<LogBuffer> console =
       request.sandbox_id.empty() ? nullptr : ConsoleLog(request.sandbox_id);
   bool collect = request.collect_output;
@@ -378,7 +398,8 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
                                                            std::function<void()> ack) {
     if (console != nullptr) (void)console->Append(chunk.data);
     if (collect) {
-      (chunk.stream == OutputStream::kStdout ? collected->out : collected->err) += chunk.data;
+      collected->Add(chunk.stream == OutputStream::kStdout ? collected->out : collected->err,
+                     chunk.data);
     }
     if (on_chunk) {
       on_chunk(std::move(chunk), std::move(ack));
@@ -406,8 +427,11 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
         r.peak_rss_kb = pr->peak_rss_kb;
         r.payload = json{{"exit_code", pr->exit_code}, {"signal", pr->signal}};
         if (collect) {
+          collected->Trim(collected->out);
+          collected->Trim(collected->err);
           r.payload["stdout"] = std::move(collected->out);
           r.payload["stderr"] = std::move(collected->err);
+          if (collected->cut) r.payload["output_truncated"] = true;
         }
         r.timeout = timeout;
         if (pr->timed_out) {

@@ -59,6 +59,10 @@ struct InvokeRequest {
   std::optional<Lease> lease;    // checked (and accepted) before the work starts
   std::optional<std::chrono::milliseconds> timeout;  // overrides the tool's and exec's
   bool collect_output = true;  // put stdout/stderr (up to the cap) in the exec payload
+  // With collect_output: keep only the last N bytes of each stream in the payload (0 = all,
+  // up to the output cap), for a door that streams the output and returns just its tail.
+  // When bytes were dropped the payload says "output_truncated": true.
+  size_t collect_tail_bytes = 0;
 };
 
 enum class Outcome { kOk, kError, kTimedOut, kCancelled };

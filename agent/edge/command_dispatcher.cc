@@ -273,6 +273,8 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
   req.args = std::move(args);
   req.security_context = invoke.security_context_name();
   req.timeout = deadline;
+  // The output streams as CommandProgress; the result carries only its tail.
+  req.collect_tail_bytes = kResultOutputTailBytes;
   std::weak_ptr<CommandDispatcher> weak = weak_from_this();
   sandbox::ChunkSink sink = [weak, id](sandbox::OutputChunk chunk, std::function<void()> ack) {
     auto self = weak.lock();

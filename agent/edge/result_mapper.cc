@@ -92,7 +92,10 @@ std::string TailUtf8(std::string_view s, size_t limit) {
 
 nlohmann::json TrimOutputs(nlohmann::json payload, bool executor_truncated, size_t limit) {
   if (!payload.is_object()) return payload;
-  bool cut = executor_truncated;
+  // The executor marks a payload whose output it kept only the tail of.
+  const auto marked = payload.find("output_truncated");
+  bool cut = executor_truncated ||
+             (marked != payload.end() && marked->is_boolean() && marked->get<bool>());
   for (const char* name : {"stdout", "stderr"}) {
     auto it = payload.find(name);
     if (it == payload.end() || !it->is_string()) continue;

@@ -41,7 +41,7 @@ time_runs() {  # time_runs NAME CMD...: runs CMD $runs times, prints stats
   local name=$1; shift
   for ((i = 0; i < runs; i++)); do
     local t0; t0=$(now_us)
-    "$@" >/dev/null 2>&1 || { echo "bench: '$*' failed" >&2; exit 1; }
+    "$@" >/dev/null 2>"$work/last.err" || { echo "bench: '$*' failed: $(cat "$work/last.err")" >&2; exit 1; }
     echo $(( $(now_us) - t0 ))
   done | stats "$name"
 }
@@ -76,11 +76,11 @@ wait_for 30 connected
 
 echo "edge stream round trip, $runs runs each ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
 echo -n "  agent at start:  "; rss "$agent_pid"
-time_runs "baseline: /bin/sh -c true (local fork/exec)" /bin/sh -c true
+time_runs "baseline: /bin/sh -c /bin/true (local fork/exec)" /bin/sh -c /bin/true
 time_runs "baseline: edge-controller nodes (CLI + admin)" \
   "$CTL" --config "$work/controller.yaml" nodes
-time_runs "edge-controller invoke exec 'true'" \
-  "$CTL" --config "$work/controller.yaml" invoke --node bench-node --tool exec --arg command=true
+time_runs "edge-controller invoke exec /bin/true" \
+  "$CTL" --config "$work/controller.yaml" invoke --node bench-node --tool exec --arg command=/bin/true
 
 echo "bulk output, $mib MiB of zeros into /dev/null"
 t0=$(now_us); head -c "${mib}M" /dev/zero >/dev/null; t1=$(now_us)

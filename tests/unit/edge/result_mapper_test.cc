@@ -191,6 +191,15 @@ TEST(TailUtf8Test, CutsAtACharacterBoundary) {
   EXPECT_EQ(TailUtf8("a\xC3\xA9z", 2), "z");
 }
 
+TEST(TrimOutputsTest, AnExecutorTailMarkIsKept) {
+  // The executor kept only a tail (short enough here) and marked it: still truncated.
+  EXPECT_EQ(TrimOutputs(json{{"stdout", "end"}, {"output_truncated", true}}, false, 4),
+            (json{{"stdout", "end"}, {"output_truncated", true}}));
+  // A tool's own non-boolean field of that name is not taken for the mark.
+  EXPECT_EQ(TrimOutputs(json{{"stdout", "end"}, {"output_truncated", "yes"}}, false, 4),
+            (json{{"stdout", "end"}, {"output_truncated", false}}));
+}
+
 TEST(TrimOutputsTest, MarksOnlyOutputPayloads) {
   EXPECT_EQ(TrimOutputs(json{{"size", 3}}, false, 4), (json{{"size", 3}}));
   EXPECT_EQ(TrimOutputs(json{{"stdout", "abcdef"}}, false, 4),

@@ -245,6 +245,35 @@ TEST_F(ExecutorTest, SecurityContextsDecide) {
   EXPECT_EQ(again->timeout, 300ms) << "and survives the idempotency store";
 }
 
+TEST_F(ExecutorTest, ATailLimitKeepsTheLastBytesOfEachStreamAndSaysSo) {
+  Open();
+  // 3 MiB of 'a' then a marker on stdout, a short stderr: the payload keeps the last 1000
+  // bytes of stdout (ending with the marker), all of stderr, and says output_truncated.
+  InvokeRequest big = Exec("head -c 3145728 /dev/zero | tr '\\0' a; printf END; echo oops >&2");
+  big.collect_tail_bytes = 1000;
+  InvokeResult r = Call(big);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.message;
+  const std::string out = r.payload["stdout"];
+  EXPECT_EQ(out.size(), 1000u);
+  EXPECT_EQ(out, std::string(997, 'a') + "END");
+  EXPECT_EQ(r.payload["stderr"], "oops\n");
+  EXPECT_EQ(r.payload["output_truncated"], true);
+  EXPECT_FALSE(r.output_truncated) << "the output cap was not reached";
+  // Under the limit nothing is cut and nothing is marked.
+  InvokeRequest small = Exec("printf hi");
+  small.collect_tail_bytes = 1000;
+  r = Call(small);
+  EXPECT_EQ(r.payload["stdout"], "hi");
+  EXPECT_FALSE(r.payload.contains("output_truncated"));
+  // The cut never starts inside a UTF-8 character: 'é' is two bytes.
+  InvokeRequest utf = Exec("for i in $(seq 600); do printf '\\303\\251'; done");
+  utf.collect_tail_bytes = 101;
+  r = Call(utf);
+  const std::string tail = r.payload["stdout"];
+  EXPECT_EQ(tail.size(), 100u);
+  EXPECT_EQ(static_cast<unsigned char>(tail[0]), 0xC3);
+}
+
 TEST_F(ExecutorTest, FileTools) {
   Open();
   InvokeRequest w;
