@@ -95,7 +95,12 @@ TEST_F(NodeKeyStoreTest, SecondCallLoadsTheSameKey) {
 }
 
 TEST_F(NodeKeyStoreTest, CorruptKeyIsAnErrorAndIsNotOverwritten) {
-  const std::string garbage = "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n";
+  // A key generated now, then cut in half: a PEM that no longer parses.
+  bool made = false;
+  ASSERT_TRUE(store_.LoadOrCreate(&made));
+  ASSERT_TRUE(made);
+  const std::string whole = Slurp(store_.KeyPath());
+  const std::string garbage = whole.substr(0, whole.size() / 2);
   Spit(store_.KeyPath(), garbage, 0600);
 
   bool created = true;
