@@ -18,22 +18,9 @@ cmake --build "$build" -j "$(nproc)" --target edge-agent edge-controller
 AGENT="$build/bin/edge-agent"
 CTL="$build/bin/edge-controller"
 
-work=$(mktemp -d /tmp/edge-demo-XXXXXX)
-ctl_pid="" agent_pid=""
-cleanup() {
-  [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null || true
-  [[ -n "$ctl_pid" ]] && kill "$ctl_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$root/scripts/lib/local_run.sh" edge-demo
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
-wait_for() {  # wait_for SECONDS CMD...
-  local secs=$1; shift
-  for ((i = 0; i < secs * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  "$@"
-}
 
 cat >"$work/controller.yaml" <<YAML
 data_dir: $work/controller

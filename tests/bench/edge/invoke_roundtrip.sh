@@ -16,20 +16,7 @@ mib=${3:-32}
 AGENT="$bin/edge-agent"
 CTL="$bin/edge-controller"
 
-work=$(mktemp -d /tmp/edge-bench-XXXXXX)
-ctl_pid="" agent_pid=""
-cleanup() {
-  [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null || true
-  [[ -n "$ctl_pid" ]] && kill "$ctl_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-wait_for() {  # wait_for SECONDS CMD...
-  local secs=$1; shift
-  for ((i = 0; i < secs * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  "$@"
-}
+source "$(dirname "$0")/../../../scripts/lib/local_run.sh" edge-bench
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
 # stats NAME < microsecond samples: median, p95, mean in ms
 stats() {

@@ -11,24 +11,13 @@
 #include <vector>
 
 #include "tests/controller/sqlite_store.h"
+#include "tests/unit/controller/store_test_support.h"
 
 namespace edge::controller {
 namespace {
 
-class SqliteStoreEdgeTest : public ::testing::Test {
+class SqliteStoreEdgeTest : public StoreTestBase {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-store-edge-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/controller.db";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::unique_ptr<SqliteStore> OpenStore() {
-    auto s = SqliteStore::Open(path_);
-    EXPECT_TRUE(s) << s.error().ToString();
-    return s ? std::move(*s) : nullptr;
-  }
   static JoinTokenRecord Token(const std::string& id, const std::string& node = "",
                                const std::string& tenant = "t1") {
     return JoinTokenRecord{.token_id = id,
@@ -51,7 +40,6 @@ class SqliteStoreEdgeTest : public ::testing::Test {
                                     .issued_at_ms = 2000,
                                     .expires_at_ms = 3'602'000}};
   }
-  std::string dir_, path_;
 };
 
 const std::string kKeyA(32, 'a'), kKeyB(32, 'b'), kKeyC(32, 'c');

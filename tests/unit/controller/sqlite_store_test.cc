@@ -1,4 +1,5 @@
 #include "tests/controller/sqlite_store.h"
+#include "tests/unit/controller/store_test_support.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -13,20 +14,8 @@
 namespace edge::controller {
 namespace {
 
-class SqliteStoreTest : public ::testing::Test {
+class SqliteStoreTest : public StoreTestBase {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-store-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/controller.db";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::unique_ptr<SqliteStore> OpenStore() {
-    auto s = SqliteStore::Open(path_);
-    EXPECT_TRUE(s) << s.error().ToString();
-    return std::move(*s);
-  }
   static JoinTokenRecord Token(const std::string& id, const std::string& node = "") {
     return JoinTokenRecord{.token_id = id,
                            .token_hash = "hash-" + id,
@@ -35,7 +24,6 @@ class SqliteStoreTest : public ::testing::Test {
                            .created_at_ms = 1000,
                            .expires_at_ms = 10'000};
   }
-  std::string dir_, path_;
 };
 
 TEST_F(SqliteStoreTest, DatabaseFileIsOwnerOnlyAndSchemaVersioned) {
