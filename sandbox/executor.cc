@@ -260,8 +260,11 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
                           "the agent is draining: tool '" + request.tool + "' was not started"});
     }
     if (!command_id.empty() && running_ids_.contains(command_id)) {
-      return refuse(
+      InvokeResult r = ErrorResult(
+          command_id,
           Error{ErrorCode::kAlreadyExists, "command_id '" + command_id + "' is already running"});
+      r.already_running = true;
+      return done(std::move(r));
     }
     if (inflight_.size() >= options_.max_concurrent) {
       return refuse(Error{ErrorCode::kResourceExhausted,

@@ -82,6 +82,9 @@ struct InvokeResult {
   long peak_rss_kb = 0;
   std::string reason;     // why it was cancelled
   bool replayed = false;  // returned from the idempotency store, not run again
+  // Refused because this command_id is running already (through any door): that run's one
+  // result is the answer, this is not. Never stored.
+  bool already_running = false;
 
   nlohmann::json ToJson() const;
   static Result<InvokeResult> FromJson(const nlohmann::json& j);

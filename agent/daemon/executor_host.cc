@@ -18,15 +18,16 @@ ExecutorHost::~ExecutorHost() {
 Status ExecutorHost::Start() {
   std::lock_guard lock(mu_);
   if (executor_) return MakeError(ErrorCode::kAlreadyExists, "executor already running");
-  auto ex = sandbox::Executor::Open(io_, clock_, ExecutorOptionsFromConfig(config_, version_));
+  auto io = std::make_unique<boost::asio::io_context>();
+  auto ex = sandbox::Executor::Open(*io, clock_, ExecutorOptionsFromConfig(config_, version_));
   if (!ex) return std::unexpected(ex.error());
+  io_ = std::move(io);
   executor_ = std::move(*ex);
   stopping_ = false;
-  io_.restart();
-  work_.emplace(io_.get_executor());
+  work_.emplace(io_->get_executor());
   for (size_t i = 0; i < std::max<size_t>(options_.threads, 1); ++i)
-    pool_.emplace_back([this] { io_.run(); });
-  tick_timer_ = std::make_unique<boost::asio::steady_timer>(io_);
+    pool_.emplace_back([io = io_.get()] { io->run(); });
+  tick_timer_ = std::make_unique<boost::asio::steady_timer>(*io_);
   ScheduleTick();
   log::Get("daemon")->info("executor ready: {} tool(s), provider {}, {} I/O threads",
                            executor_->Tools().size(), executor_->options().provider, pool_.size());
@@ -67,18 +68,21 @@ void ExecutorHost::Stop() {
   if (done.wait_for(grace + std::chrono::seconds(5)) != std::future_status::ready) {
     log::Get("daemon")->warn("executor: work still running after shutdown; killing it");
   }
+  // The I/O threads stop first: none may still be running a completion inside the
+  // executor while it is destroyed.
+  work_.reset();
+  io_->stop();
+  for (auto& t : pool_)
+    if (t.joinable()) t.join();
+  pool_.clear();
   std::unique_ptr<sandbox::Executor> owned;
   {
     std::lock_guard lock(mu_);
     owned = std::move(executor_);
   }
-  owned.reset();  // kills and reaps whatever is left
-  work_.reset();
-  io_.stop();
-  for (auto& t : pool_)
-    if (t.joinable()) t.join();
-  pool_.clear();
+  owned.reset();  // kills and reaps whatever is left (without the io_context)
   tick_timer_.reset();
+  io_.reset();  // drops handlers still queued for the old executor
 }
 
 std::map<std::string, std::string> ExecutorHost::Details() const {

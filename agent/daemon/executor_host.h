@@ -58,7 +58,8 @@ class ExecutorHost final : public Service {
   Clock& clock_;
   Options options_;
   mutable std::mutex mu_;
-  boost::asio::io_context io_;
+  // Made fresh by each Start: handlers a stopped executor left queued never run later.
+  std::unique_ptr<boost::asio::io_context> io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> pool_;
   std::unique_ptr<boost::asio::steady_timer> tick_timer_;

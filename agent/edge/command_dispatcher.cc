@@ -292,28 +292,28 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
     });
     if (!handed) ack();
   };
-  executor_.Invoke(
-      std::move(req), running->cancel.token(), std::move(sink),
-      [weak, id, deadline](sandbox::InvokeResult r) {
-        auto self = weak.lock();
-        if (!self) return;
-        if (r.outcome == sandbox::Outcome::kError && r.error.code == ErrorCode::kAlreadyExists) {
-          // Another door runs this command_id: that run's result is not ours.
-          {
-            std::lock_guard lock(self->mu_);
-            self->running_.erase(id);
-          }
-          log::Get("edge")->info("command {}: {}; the duplicate is ignored", id, r.error.message);
-          return;
-        }
-        if (r.replayed) {
-          log::Get("edge")->info(
-              "command {} already ran: its stored result is "
-              "sent again",
-              id);
-        }
-        self->Complete(id, ToEdgeResult(r, deadline));
-      });
+  executor_.Invoke(std::move(req), running->cancel.token(), std::move(sink),
+                   [weak, id, deadline](sandbox::InvokeResult r) {
+                     auto self = weak.lock();
+                     if (!self) return;
+                     if (r.already_running) {
+                       // Another door runs this command_id: that run's result is not ours.
+                       {
+                         std::lock_guard lock(self->mu_);
+                         self->running_.erase(id);
+                       }
+                       log::Get("edge")->info("command {}: {}; the duplicate is ignored", id,
+                                              r.error.message);
+                       return;
+                     }
+                     if (r.replayed) {
+                       log::Get("edge")->info(
+                           "command {} already ran: its stored result is "
+                           "sent again",
+                           id);
+                     }
+                     self->Complete(id, ToEdgeResult(r, deadline));
+                   });
 }
 
 void CommandDispatcher::HandleCancel(const pb::Cancel& cancel) {

@@ -22,7 +22,9 @@ EdgeAttestation::EdgeAttestation(Store& store, NodeTokenAuthority& tokens,
       limiter_(clock, settings_.attest_per_minute, std::chrono::minutes(1)) {}
 
 std::vector<std::string> EdgeAttestation::ActiveKeys(const EdgeNodeRecord& node, int64_t now_ms) {
-  std::vector<std::string> keys{node.public_key};
+  // A revoked node has no key left (empty): nothing matches it.
+  std::vector<std::string> keys;
+  if (!node.public_key.empty()) keys.push_back(node.public_key);
   if (!node.prev_public_key.empty() && now_ms < node.prev_key_until_ms &&
       node.prev_public_key != node.public_key) {
     keys.push_back(node.prev_public_key);

@@ -739,6 +739,13 @@ Status SqliteStore::RevokeNode(const std::string& node_id, int64_t now_ms) {
            "grace_until_ms = 0 WHERE node_id = ? AND (revoked_at_ms = 0 OR grace_until_ms > ?)");
     t.Bind(1, now_ms).Bind(2, node_id).Bind(3, now_ms);
     if (t.Step() != SQLITE_DONE) return std::unexpected(DbError("revoke node tokens"));
+    // Its registered keys go too: after a new bootstrap the node must edge-enroll again
+    // with a new join token, never re-attest with the key that was revoked.
+    Stmt k(db_,
+           "UPDATE edge_nodes SET public_key_hex = '', prev_public_key_hex = '', "
+           "prev_key_until_ms = 0 WHERE node_id = ?");
+    k.Bind(1, node_id);
+    if (k.Step() != SQLITE_DONE) return std::unexpected(DbError("revoke node keys"));
     return OkStatus();
   });
 }

@@ -268,6 +268,9 @@ TEST_F(SqliteStoreEdgeTest, HelloHeartbeatStaleAndRevoke) {
   ASSERT_TRUE(store->RevokeNode("edge-01", 40'000));
   EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeRevoked);
   EXPECT_EQ((*store->GetNodeToken("nt-j1-edge-01"))->revoked_at_ms, 40'000);
+  EXPECT_TRUE((*store->GetEdgeNode("edge-01"))->public_key.empty())
+      << "its keys are gone: after a new bootstrap it must edge-enroll again with a join token";
+  EXPECT_TRUE((*store->GetEdgeNode("edge-01"))->prev_public_key.empty());
   ASSERT_TRUE(store->RecordHello("edge-01", "{}", false, 41'000));
   EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeRevoked) << "revoked is final";
   EXPECT_EQ(store->RevokeNode("nope", 1).error().code, ErrorCode::kNotFound);

@@ -337,12 +337,15 @@ TEST_F(ExecutorTest, RunningCommandIdIsRefused) {
   CancelSource cancel;
   auto running = Start(Exec("sleep 30", "dup"), cancel.token());
   WaitRunning(1);
-  ExpectError(Call(Exec("sleep 30", "dup")), ErrorCode::kAlreadyExists, "'dup'");
+  InvokeResult dup = Call(Exec("sleep 30", "dup"));
+  ExpectError(dup, ErrorCode::kAlreadyExists, "'dup'");
+  EXPECT_TRUE(dup.already_running) << "a door tells this refusal from a tool's ALREADY_EXISTS";
   cancel.Cancel("test done");
   InvokeResult r = running.get();
   EXPECT_EQ(r.outcome, Outcome::kCancelled);
   EXPECT_EQ(r.reason, "test done");
   EXPECT_EQ(r.error.code, ErrorCode::kCancelled);
+  EXPECT_FALSE(r.already_running);
 }
 
 TEST_F(ExecutorTest, ConcurrencyCaps) {
