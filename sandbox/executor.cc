@@ -793,8 +793,13 @@ size_t Executor::Tick(Clock::WallTime now) {
   // cancelled, the workspace removed, the lease released.
   if (auto sandboxes = registry_->Expired(now); sandboxes) {
     for (const auto& sb : *sandboxes) {
-      if (DestroyNow(sb.id, "expired (ttl)")) {
+      if (auto gone = DestroyNow(sb.id, "expired (ttl)"); gone) {
         log::Get("sandbox")->info("sandbox {} expired (ttl) and was destroyed", sb.id);
+      } else {
+        log::Get("sandbox")->warn(
+            "sandbox {} expired (ttl) but could not be destroyed: {}; "
+            "retried on the next tick",
+            sb.id, gone.error().ToString());
       }
     }
   }

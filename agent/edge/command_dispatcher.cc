@@ -216,11 +216,8 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
   }
   nlohmann::json args = nlohmann::json::object();
   if (invoke.has_args()) {
-    auto j = StructToJson(invoke.args());
-    if (!j) {
-      return Complete(
-          id, ErrorResult(ErrorCode::kInvalidArgument, "invoke_tool.args: " + j.error().message));
-    }
+    auto j = StructToJson(invoke.args(), "invoke_tool.args");
+    if (!j) return Complete(id, ErrorResult(ErrorCode::kInvalidArgument, j.error().message));
     args = std::move(*j);
   }
   std::optional<milliseconds> deadline;
@@ -388,6 +385,11 @@ void CommandDispatcher::HandleShutdown(const pb::Shutdown& shutdown) {
   milliseconds grace{0};
   if (shutdown.has_grace() && ValidDuration(shutdown.grace())) {
     grace = milliseconds(std::max<int64_t>(TimeUtil::DurationToMilliseconds(shutdown.grace()), 0));
+  } else if (shutdown.has_grace()) {
+    log::Get("edge")->warn(
+        "shutdown.grace {}s {}ns is not a valid Duration (seconds and nanos must share a sign, "
+        "|nanos| < 1e9): shutting down with no grace",
+        shutdown.grace().seconds(), shutdown.grace().nanos());
   }
   bool first_drain = false;
   {

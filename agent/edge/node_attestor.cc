@@ -113,7 +113,9 @@ Result<NodeToken> NodeAttestor::AttestOnce(const identity::NodeKey& key, const s
   }
   if (aresp.challenge_nonce().empty() || aresp.challenge_id().empty()) {
     return MakeError(ErrorCode::kInternal,
-                     "AttestNode: the controller returned no challenge_nonce/challenge_id");
+                     std::string("AttestNode: the controller's answer has an empty ") +
+                         (aresp.challenge_nonce().empty() ? "challenge_nonce" : "challenge_id") +
+                         " (both are required)");
   }
   auto sig = key.Sign(aresp.challenge_nonce());
   if (!sig) return std::unexpected(sig.error());

@@ -28,7 +28,7 @@ const std::vector<sandbox::StateDb::Migration>& Migrations() {
 Result<std::unique_ptr<OutboxStore>> OutboxStore::Open(const std::string& data_dir, Clock& clock,
                                                        Options options) {
   if (options.max_entries == 0) {
-    return MakeError(ErrorCode::kInvalidArgument, "outbox max_entries: must be > 0");
+    return MakeError(ErrorCode::kInvalidArgument, "outbox max_entries 0: must be at least 1");
   }
   auto db = sandbox::StateDb::Open(data_dir);
   if (!db) return std::unexpected(db.error());

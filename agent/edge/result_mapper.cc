@@ -12,54 +12,21 @@ using google::protobuf::util::TimeUtil;
 }  // namespace
 
 std::string_view EdgeErrorCode(ErrorCode code) {
-  // One row per executor code; the spelling is what the controller and operators see.
-  switch (code) {
-    case ErrorCode::kOk:
-      return "OK";
-    case ErrorCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case ErrorCode::kNotFound:
-      return "NOT_FOUND";
-    case ErrorCode::kAlreadyExists:
-      return "ALREADY_EXISTS";
-    case ErrorCode::kPermissionDenied:
-      return "PERMISSION_DENIED";
-    case ErrorCode::kUnauthenticated:
-      return "UNAUTHENTICATED";
-    case ErrorCode::kLeaseRejected:
-      return "LEASE_REJECTED";
-    case ErrorCode::kPathOutsideRoot:
-      return "PATH_OUTSIDE_ROOT";
-    case ErrorCode::kTimedOut:
-      return "TIMED_OUT";
-    case ErrorCode::kCancelled:
-      return "CANCELLED";
-    case ErrorCode::kResourceExhausted:
-      return "RESOURCE_EXHAUSTED";
-    case ErrorCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case ErrorCode::kDraining:
-      return "DRAINING";
-    case ErrorCode::kUnavailable:
-      return "UNAVAILABLE";
-    case ErrorCode::kAborted:
-      return "ABORTED";
-    case ErrorCode::kInternal:
-      return "INTERNAL";
-  }
-  return "INTERNAL";
+  // The edge wire carries the executor's stable names (design.md §7) as they are.
+  return ErrorCodeName(code);
 }
 
-Result<nlohmann::json> StructToJson(const google::protobuf::Struct& s) {
+Result<nlohmann::json> StructToJson(const google::protobuf::Struct& s, std::string_view field) {
   std::string text;
   auto st = google::protobuf::util::MessageToJsonString(s, &text);
   if (!st.ok()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "args: not convertible to JSON: " + std::string(st.message()));
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        std::string(field) + ": not convertible to JSON: " + std::string(st.message()));
   }
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    return MakeError(ErrorCode::kInvalidArgument, "args: not a JSON object");
+    return MakeError(ErrorCode::kInvalidArgument, std::string(field) + ": must be a JSON object");
   }
   return j;
 }

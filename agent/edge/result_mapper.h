@@ -34,7 +34,7 @@ std::string_view EdgeErrorCode(ErrorCode code);
 
 // google.protobuf.Struct <-> JSON object. INVALID_ARGUMENT naming `field` when `json` is not
 // an object or does not convert (numbers become doubles, as Struct has only doubles).
-Result<nlohmann::json> StructToJson(const google::protobuf::Struct& s);
+Result<nlohmann::json> StructToJson(const google::protobuf::Struct& s, std::string_view field);
 Result<google::protobuf::Struct> JsonToStruct(const nlohmann::json& json, std::string_view field);
 
 // Keeps the last `limit` bytes of a string, cut at a UTF-8 character boundary.

@@ -112,9 +112,14 @@ bool IsDraining(const pb::EdgeCapabilities& caps) {
 
 Result<google::protobuf::Struct> StructFromJsonObject(const std::string& json,
                                                       const std::string& field) {
-  auto j = nlohmann::json::parse(json.empty() ? std::string("{}") : json, nullptr, false);
-  if (j.is_discarded()) {
-    return MakeError(ErrorCode::kInvalidArgument, field + " is not valid JSON");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json.empty() ? std::string("{}") : json);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() says where (byte offset) and what the parser expected.
+    return MakeError(ErrorCode::kInvalidArgument, field + " \"" + json.substr(0, 80) +
+                                                      (json.size() > 80 ? "..." : "") +
+                                                      "\" is not valid JSON: " + e.what());
   }
   if (!j.is_object()) {
     return MakeError(ErrorCode::kInvalidArgument,

@@ -103,7 +103,8 @@ grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
   if (event.has_hello() &&
       (event.hello().stream_id().empty() || event.hello().stream_id().size() > 128)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "Hello.stream_id must be a UUID (1 to 128 characters)");
+                        "Hello.stream_id has " + std::to_string(event.hello().stream_id().size()) +
+                            " characters: it must be a UUID, 1 to 128 characters");
   }
   if (auto st = Authenticate(event); !st.ok()) return st;
 

@@ -44,8 +44,13 @@ Result<NodeTokenClaims> NodeTokenAuthority::Verify(std::string_view token, Token
   };
   if (str("role") != "edge") return fail("role is not \"edge\"");
   NodeTokenClaims out{.node_id = str("sub"), .tenant_id = str("tid"), .jti = str("jti")};
-  if (out.node_id.empty() || out.jti.empty() || out.tenant_id.empty()) {
-    return fail("sub, tid and jti are required");
+  for (const auto& [claim, value] :
+       {std::pair<const char*, const std::string*>{"sub", &out.node_id},
+        {"tid", &out.tenant_id},
+        {"jti", &out.jti}}) {
+    if (value->empty()) {
+      return fail(std::string("claim '") + claim + "' is missing or not a non-empty string");
+    }
   }
   out.issued_at_ms = c.value("iat", int64_t{0}) * 1000;
   out.expires_at_ms = c["exp"].get<int64_t>() * 1000;

@@ -285,11 +285,12 @@ TEST(EdgeAttestationRotation, ConcurrentRotationOfOneNodeIsAborted) {
   auto first = std::async(std::launch::async, [&] { return attestation.Rotate("edge-01", *a); });
   store.entered.get_future().wait();  // the first rotation is inside its transaction
   auto second = attestation.Rotate("edge-01", *b);
+  // Released before any assertion: a failing one must not leave the first blocked forever.
+  store.release.set_value();
+  auto won = first.get();
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, ErrorCode::kAborted);
   EXPECT_NE(second.error().message.find("already in progress"), std::string::npos);
-  store.release.set_value();
-  auto won = first.get();
   ASSERT_TRUE(won) << won.error().ToString();
   EXPECT_EQ((*store.GetEdgeNode("edge-01"))->public_key, a->new_public_key());
   std::filesystem::remove_all(dir);

@@ -92,12 +92,14 @@ TEST_F(SqliteStoreEdgeTest, EnrollmentRedeemsTheJtiOnceAndBindsTheTenant) {
   ASSERT_TRUE(tok && tok->has_value()) << "the token is recorded in the same transaction";
   EXPECT_EQ((*tok)->revoked_at_ms, 0);
 
-  auto again = store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyB));
+  EdgeEnrollment second = Enrollment("j1", "edge-01", kKeyB);
+  second.token.jti = "nt-again";
+  auto again = store->EnrollEdgeNode(second);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(again.error().message.find("already redeemed"), std::string::npos);
   EXPECT_EQ((*store->GetEdgeNode("edge-01"))->public_key, kKeyA) << "nothing changed";
-  EXPECT_FALSE(store->GetNodeToken("nt-j1-edge-01x").value().has_value());
+  EXPECT_FALSE(store->GetNodeToken("nt-again").value().has_value()) << "its token rolled back";
 }
 
 TEST_F(SqliteStoreEdgeTest, EnrollmentRefusals) {
@@ -212,13 +214,15 @@ TEST_F(SqliteStoreEdgeTest, RotationReplacesTheKeyBlacklistsTheOldTokenAndRefuse
   ASSERT_FALSE(stale);
   EXPECT_EQ(stale.error().code, ErrorCode::kAborted);
   EXPECT_FALSE(store->GetNodeToken("nt-3")->has_value()) << "rolled back";
+  EXPECT_EQ((*store->GetEdgeNode("edge-01"))->public_key, kKeyB) << "the key is unchanged";
 
   // Same key = token refresh: the key and the overlap stay, the token changes.
   KeyRotation refresh{
       .node_id = "edge-01",
       .expected_public_key = kKeyB,
       .new_public_key = kKeyB,
-      .nonce = std::string(32, 'r'),
+      // The refused request's nonce: it was rolled back with it, so it is still unused.
+      .nonce = std::string(32, 'm'),
       .old_token_jti = "nt-2",
       .overlap_until_ms = 70'000,
       .now_ms = 10'000,

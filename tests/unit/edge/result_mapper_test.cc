@@ -214,7 +214,7 @@ TEST(TrimOutputsTest, MarksOnlyOutputPayloads) {
 TEST(StructJsonTest, RoundTripAndErrorsNameTheField) {
   auto s = JsonToStruct(json{{"command", "ls"}, {"n", 2}, {"env", {{"A", "b"}}}}, "args");
   ASSERT_TRUE(s) << s.error().ToString();
-  auto back = StructToJson(*s);
+  auto back = StructToJson(*s, "payload");
   ASSERT_TRUE(back) << back.error().ToString();
   EXPECT_EQ(*back, (json{{"command", "ls"}, {"n", 2.0}, {"env", {{"A", "b"}}}}));
 
