@@ -533,9 +533,14 @@ TEST_F(EdgeSessionTest, ResultsCompletedWhileDisconnectedAreResentAfterTheNextHe
   StartSession();
   ASSERT_TRUE(fake_->Send(Exec("early", "echo early")));
   WaitResult("early");
-  ASSERT_TRUE(fake_->Send(Exec("late", "sleep 0.3; echo late")));
+  // It finishes only when the test says so (the gate file), not after some sleep.
+  const std::string gate = dir_ / "late.go";
+  ASSERT_TRUE(
+      fake_->Send(Exec("late", "while [ ! -e " + gate + " ]; do sleep 0.01; done; echo late")));
   ASSERT_TRUE(WaitUntil([&] { return executor_->running() == 1; }));
   fake_->EndStream(grpc::Status(grpc::StatusCode::UNAVAILABLE, "controller restarting"));
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().state == "backoff"; }));
+  std::ofstream(gate).put('x');
   // The command finishes while there is no stream: its result waits in the outbox.
   ASSERT_TRUE(WaitUntil([&] {
     auto s = session_->status();
@@ -736,9 +741,17 @@ TEST_F(EdgeSessionTest, RepeatedCommandIdsNeverRunTwice) {
   ASSERT_TRUE(WaitResultCount("once", 2));
   EXPECT_EQ(PayloadJson(Results("once")[1].result())["stdout"], "done\n");
   // Still running: the duplicate is ignored; one result when it ends.
-  ASSERT_TRUE(fake_->Send(Exec("twice", "sleep 0.3; echo run >> " + ran)));
+  const std::string gate = dir_ / "twice.go";
+  const std::string twice = "while [ ! -e " + gate + " ]; do sleep 0.01; done; echo run >> " + ran;
+  ASSERT_TRUE(fake_->Send(Exec("twice", twice)));
   ASSERT_TRUE(WaitUntil([&] { return executor_->running() == 1; }));
-  ASSERT_TRUE(fake_->Send(Exec("twice", "sleep 0.3; echo run >> " + ran)));
+  ASSERT_TRUE(fake_->Send(Exec("twice", twice)));
+  // The duplicate is handled (ignored) before the first may end: a marker command after it
+  // on the same stream has its result while "twice" still waits on the gate.
+  ASSERT_TRUE(fake_->Send(Exec("between", "true")));
+  WaitResult("between");
+  EXPECT_TRUE(Results("twice").empty());
+  std::ofstream(gate).put('x');
   WaitResult("twice");
   ASSERT_TRUE(fake_->Send(Exec("marker", "true")));
   WaitResult("marker");

@@ -176,13 +176,17 @@ TEST_F(ExecutorTest, ConfigToolFillsArgsWithoutShell) {
 TEST_F(ExecutorTest, ReconfigureAppliesToTheNextInvocation) {
   Open();
   // Started under the old rules: it runs to the end whatever comes next.
-  auto running = Start(Exec("sleep 0.3; echo old", "before"));
+  // It ends only after the reconfigure (the gate file), so it surely spans it.
+  const std::string gate = dir_ + "/reconfigure.go";
+  auto running =
+      Start(Exec("while [ ! -e " + gate + " ]; do sleep 0.01; done; echo old", "before"));
   WaitRunning(1);
   std::map<std::string, ToolConfig> tools = {
       {"greet", ToolConfig{{"/bin/echo", "hi {name}"}, 0s, ""}}};
   std::map<std::string, SecurityContextConfig> contexts = {
       {"readers", SecurityContextConfig{{"file.*", "exec"}, "", {}, {}}}};
   ASSERT_TRUE(ex_->Reconfigure(tools, contexts).has_value());
+  std::ofstream(gate).put('x');
   InvokeResult before = running.get();
   EXPECT_EQ(before.outcome, Outcome::kOk) << before.error.ToString();
   EXPECT_EQ(before.payload["stdout"], "old\n");
