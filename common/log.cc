@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -132,6 +134,93 @@ std::string Redact(std::string_view text) {
       out.replace(pos, s.size(), "[REDACTED]");
       pos += 10;
     }
+  }
+  return out;
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i] (2..4) and its code point, or 0 when
+// the bytes there are not valid UTF-8 (overlong forms, surrogates, > U+10FFFF, truncation).
+size_t Utf8Sequence(std::string_view s, size_t i, uint32_t* cp) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    *cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    *cp = c & 0x0F;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;  // no surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    *cp = c & 0x07;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;  // <= U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const unsigned char cc = b(k);
+    const unsigned char min = k == 1 ? lo : 0x80, max = k == 1 ? hi : 0xBF;
+    if (cc < min || cc > max) return 0;
+    *cp = (*cp << 6) | (cc & 0x3F);
+  }
+  return len;
+}
+
+bool HidesText(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x200E ||
+         cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
+std::string Escape(std::string_view s, size_t max_len) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(s.size(), max_len) + 24);
+  std::string piece;
+  size_t i = 0;
+  while (i < s.size()) {
+    piece.clear();
+    size_t advance = 1;
+    const auto c = static_cast<unsigned char>(s[i]);
+    uint32_t cp = 0;
+    size_t seq = 0;
+    if (c == '\\') {
+      piece = "\\\\";
+    } else if (c == '\n') {
+      piece = "\\n";
+    } else if (c == '\r') {
+      piece = "\\r";
+    } else if (c == '\t') {
+      piece = "\\t";
+    } else if (c == 0x1B) {
+      piece = "\\e";
+    } else if (c >= 0x20 && c < 0x7F) {
+      piece.push_back(static_cast<char>(c));
+    } else if (c >= 0x80 && (seq = Utf8Sequence(s, i, &cp)) != 0) {
+      advance = seq;
+      if (HidesText(cp)) {
+        piece = fmt::format("\\u{{{:04x}}}", cp);
+      } else {
+        piece.assign(s.substr(i, seq));
+      }
+    } else {
+      // Other C0 controls, DEL, and a byte that does not start valid UTF-8.
+      piece = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    }
+    if (out.size() + piece.size() > max_len) {
+      out += fmt::format("...[{} more bytes]", s.size() - i);
+      return out;
+    }
+    out += piece;
+    i += advance;
   }
   return out;
 }

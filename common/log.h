@@ -40,4 +40,13 @@ void RegisterSecret(std::string_view secret);
 // Replaces registered secrets in `text` (what the sink applies to every line).
 std::string Redact(std::string_view text);
 
+// A peer-supplied string made safe for one log line. Kept as is: printable ASCII and valid
+// UTF-8. Escaped: backslash (\\), \n, \r, \t, ESC (\e), other C0 controls and DEL (\xNN),
+// each byte of invalid UTF-8 (\xNN), and the valid-UTF-8 characters that move or hide text
+// in a terminal — C1 controls U+0080..U+009F, line/paragraph separators U+2028/U+2029 and
+// the bidi controls U+200E/F, U+202A..U+202E, U+2066..U+2069 (\u{XXXX}). The escaped text is
+// at most `max_len` bytes; when the input does not fit, it is cut at a character boundary
+// and "...[N more bytes]" (N = input bytes not shown) is appended.
+std::string Escape(std::string_view s, size_t max_len = 256);
+
 }  // namespace edge::log

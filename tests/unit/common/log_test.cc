@@ -78,5 +78,60 @@ TEST(Log, ParseLevelAndFormatRejectUnknownWithTheValue) {
   EXPECT_FALSE(ParseFormat("xml"));
 }
 
+TEST(LogEscape, KeepsPrintableAsciiAndValidUtf8) {
+  EXPECT_EQ(Escape("edge-01"), "edge-01");
+  EXPECT_EQ(Escape("a b ~ {}\"'"), "a b ~ {}\"'");
+  EXPECT_EQ(Escape("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80")
+      << "é, €, an emoji";
+  EXPECT_EQ(Escape(""), "");
+}
+
+TEST(LogEscape, EscapesControlCharactersBackslashAndDel) {
+  EXPECT_EQ(Escape("a\nb"), "a\\nb");
+  EXPECT_EQ(Escape("a\r\tb"), "a\\r\\tb");
+  EXPECT_EQ(Escape("\x1b[31mred"), "\\e[31mred");
+  EXPECT_EQ(Escape(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(Escape("\x07\x7f"), "\\x07\\x7f");
+  EXPECT_EQ(Escape("C:\\path"), "C:\\\\path") << "a literal backslash cannot fake an escape";
+  EXPECT_EQ(Escape("n1\n2024-01-01T00:00:00Z info  [audit] forged"),
+            "n1\\n2024-01-01T00:00:00Z info  [audit] forged");
+}
+
+TEST(LogEscape, EscapesInvalidUtf8ByteByByte) {
+  EXPECT_EQ(Escape("x\xff"), "x\\xff");
+  EXPECT_EQ(Escape("\xc3"), "\\xc3") << "truncated sequence";
+  EXPECT_EQ(Escape("\xc3("), "\\xc3(") << "bad continuation";
+  EXPECT_EQ(Escape("\xc0\xaf"), "\\xc0\\xaf") << "overlong '/'";
+  EXPECT_EQ(Escape("\xed\xa0\x80"), "\\xed\\xa0\\x80") << "a UTF-16 surrogate";
+  EXPECT_EQ(Escape("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80") << "above U+10FFFF";
+  EXPECT_EQ(Escape("\x80"), "\\x80") << "a lone continuation byte";
+}
+
+TEST(LogEscape, EscapesCharactersThatHideOrMoveText) {
+  EXPECT_EQ(Escape("\xc2\x9b"
+                   "2J"),
+            "\\u{009b}2J")
+      << "C1 CSI";
+  EXPECT_EQ(Escape("a\xe2\x80\xa8"
+                   "b"),
+            "a\\u{2028}b")
+      << "line separator";
+  EXPECT_EQ(Escape("\xe2\x80\xae"
+                   "cod.exe"),
+            "\\u{202e}cod.exe")
+      << "right-to-left override";
+}
+
+TEST(LogEscape, TruncatesAtACharacterBoundaryWithAMarker) {
+  EXPECT_EQ(Escape(std::string(300, 'a')), std::string(256, 'a') + "...[44 more bytes]");
+  EXPECT_EQ(Escape("abcdef", 4), "abcd...[2 more bytes]");
+  EXPECT_EQ(Escape("ab\ncd", 3), "ab...[3 more bytes]") << "an escape is never cut in half";
+  EXPECT_EQ(Escape("a\xe2\x82\xac", 3), "a...[3 more bytes]") << "nor a UTF-8 character";
+  EXPECT_EQ(Escape("abcd", 4), "abcd") << "exactly fits";
+  EXPECT_EQ(Escape(std::string(100'000, '\n')).size(),
+            256 + std::string("...[99872 more bytes]").size());
+}
+
 }  // namespace
 }  // namespace edge::log
