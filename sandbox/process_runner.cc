@@ -31,6 +31,8 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/log.h"
@@ -157,7 +159,7 @@ const char* StageName(int stage) {
     case 2:
       return "prctl(PR_SET_PDEATHSIG)";
     case 3:
-      return "joining the pids cgroup";
+      return "joining the command's cgroup (writing cgroup.procs)";
     case 4:
       return "chdir to cwd";
     case 5:
@@ -177,11 +179,203 @@ const char* StageName(int stage) {
   }
 }
 
-void KillCgroupProcs(const std::string& dir) {
+bool Exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+// Writes `value` to a cgroup control file; the error names the file, the value and errno.
+Status WriteCgroupFile(const std::string& path, std::string_view value) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return MakeError(ErrorCode::kInternal, "open " + path + " for writing: " + Errno(errno));
+  }
+  ssize_t n;
+  do {
+    n = ::write(fd, value.data(), value.size());
+  } while (n < 0 && errno == EINTR);
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(value.size())) {
+    return MakeError(ErrorCode::kInternal, "write '" + std::string(value) + "' to " + path + ": " +
+                                               (n < 0 ? Errno(e) : "short write"));
+  }
+  return OkStatus();
+}
+
+std::vector<pid_t> CgroupPids(const std::string& dir) {
+  std::vector<pid_t> out;
   std::ifstream in(dir + "/cgroup.procs");
   pid_t pid;
   while (in >> pid)
+    out.push_back(pid);
+  return out;
+}
+
+// One pass of killing everything in the cgroup `dir` (v1 or v2); the caller repeats until
+// the cgroup can be removed. v2 with cgroup.kill: the kernel kills the whole cgroup at once,
+// also processes forked meanwhile. v2 without it: freeze, SIGKILL each member, thaw (a frozen
+// process cannot fork; SIGKILL still ends it). v1: SIGKILL each pid listed (a member that
+// forks meanwhile is caught by the next pass).
+Status KillCgroup(const std::string& dir) {
+  if (Exists(dir + "/cgroup.kill")) return WriteCgroupFile(dir + "/cgroup.kill", "1");
+  bool freeze = Exists(dir + "/cgroup.freeze");
+  Status st = OkStatus();
+  if (freeze) st = WriteCgroupFile(dir + "/cgroup.freeze", "1");
+  for (pid_t pid : CgroupPids(dir))
     ::kill(pid, SIGKILL);
+  if (freeze) {
+    Status thaw = WriteCgroupFile(dir + "/cgroup.freeze", "0");
+    if (st && !thaw) st = thaw;
+  }
+  return st;
+}
+
+// Kills and removes the cgroup `dir`, waiting up to ~1 s for its members to die (used
+// where no io_context is at hand: the destructor and KillStaleGroups). True when it held
+// processes.
+bool KillAndRemoveCgroup(const std::string& dir) {
+  bool had = !CgroupPids(dir).empty();
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (auto st = KillCgroup(dir); !st && Exists(dir)) {
+      log::Get("sandbox")->warn("killing cgroup {}: {}", dir, st.error().message);
+    }
+    if (::rmdir(dir.c_str()) == 0 || errno != EBUSY) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return had;
+}
+
+enum class CgroupKind { kNone, kV1Pids, kV2 };
+
+struct CgroupSetup {
+  CgroupKind kind = CgroupKind::kNone;
+  std::string base;   // <root>/edge-agent
+  bool pids = false;  // command groups have pids.max
+  std::string description;
+};
+
+// The agent's own cgroup on the cgroup2 mount, or "" with `why` set.
+std::string Cgroup2OwnDir(std::string* why) {
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string line, mount_point;
+  while (std::getline(mounts, line)) {
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype;
+    tail >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, dash));
+    std::string id, parent, dev, root;
+    head >> id >> parent >> dev >> root >> mount_point;
+    break;
+  }
+  if (mount_point.empty()) {
+    *why = "cgroup v2: not mounted";
+    return "";
+  }
+  std::ifstream self("/proc/self/cgroup");
+  while (std::getline(self, line)) {
+    if (line.rfind("0::", 0) == 0) {
+      std::string path = line.substr(3);
+      return path == "/" ? mount_point : mount_point + path;
+    }
+  }
+  *why = "cgroup v2: mounted at " + mount_point + " but /proc/self/cgroup has no 0:: line";
+  return "";
+}
+
+// Makes <root>/edge-agent (0755) and checks that command groups can be created and joined
+// there; "" on success, else why not.
+std::string PrepareBase(const std::string& root, const std::string& base) {
+  if (::access((root + "/cgroup.procs").c_str(), W_OK) != 0) {
+    return root + "/cgroup.procs is not writable (" + Errno(errno) + ")";
+  }
+  if (::mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) {
+    return "mkdir " + base + ": " + Errno(errno);
+  }
+  if (::access((base + "/cgroup.procs").c_str(), W_OK) != 0) {
+    return base + "/cgroup.procs is not writable (" + Errno(errno) + ")";
+  }
+  return "";
+}
+
+CgroupSetup ProbeCgroups(const ProcessRunner::Options& o) {
+  CgroupSetup s;
+  std::string v1_why = "cgroup v1 pids: not configured";
+  if (!o.pids_cgroup_root.empty()) {
+    std::string base = o.pids_cgroup_root + "/edge-agent";
+    std::string why = PrepareBase(o.pids_cgroup_root, base);
+    if (why.empty()) {
+      s.kind = CgroupKind::kV1Pids;
+      s.base = base;
+      s.pids = true;
+      s.description = "cgroup v1 pids (" + base + ")";
+      return s;
+    }
+    v1_why = "cgroup v1 pids: " + why;
+  }
+  std::string v2_why = "cgroup v2: not configured";
+  std::string root = o.cgroup2_root == "auto" ? Cgroup2OwnDir(&v2_why) : o.cgroup2_root;
+  if (!root.empty()) {
+    std::string base = root + "/edge-agent";
+    std::string why;
+    if (!Exists(root + "/cgroup.controllers")) {
+      why = root + " is not a cgroup v2 directory (no cgroup.controllers)";
+    } else {
+      why = PrepareBase(root, base);
+    }
+    if (why.empty()) {
+      s.kind = CgroupKind::kV2;
+      s.base = base;
+      // The pids controller for the command groups, when the parent hands it down.
+      std::ifstream controllers(base + "/cgroup.controllers");
+      std::string c;
+      while (controllers >> c) {
+        if (c == "pids") {
+          s.pids = WriteCgroupFile(base + "/cgroup.subtree_control", "+pids").has_value();
+        }
+      }
+      s.description =
+          "cgroup v2 (" + base + "; " +
+          (Exists(base + "/cgroup.kill") ? "cgroup.kill" : "freeze + SIGKILL each member") + "; " +
+          (s.pids ? "pids limit"
+                  : "no pids controller: max_processes applies only through RLIMIT_NPROC for "
+                    "run_as users") +
+          ")";
+      return s;
+    }
+    v2_why = "cgroup v2: " + why;
+  }
+  s.description = "none: " + v1_why + "; " + v2_why +
+                  " — processes that leave the process group can outlive their command";
+  return s;
+}
+
+// The command cgroup <base>/<agent pid>-<seq>, its limit written, and an fd on its
+// cgroup.procs for the child to join. Every failure names the file and errno.
+Result<std::pair<std::string, int>> MakeCommandCgroup(const CgroupSetup& cg, uint64_t seq,
+                                                      int max_processes) {
+  std::string dir = cg.base + "/" + std::to_string(::getpid()) + "-" + std::to_string(seq);
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    return MakeError(ErrorCode::kInternal, "mkdir " + dir + ": " + Errno(errno));
+  }
+  if (cg.pids) {
+    std::string value = max_processes > 0 ? std::to_string(max_processes) : "max";
+    if (auto st = WriteCgroupFile(dir + "/pids.max", value); !st) {
+      ::rmdir(dir.c_str());
+      return MakeError(ErrorCode::kInternal, "max_processes " + std::to_string(max_processes) +
+                                                 ": " + st.error().message);
+    }
+  }
+  int fd = ::open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    ::rmdir(dir.c_str());
+    return MakeError(ErrorCode::kInternal,
+                     "open " + dir + "/cgroup.procs for writing: " + Errno(e));
+  }
+  return std::make_pair(dir, fd);
 }
 
 }  // namespace
@@ -197,7 +391,7 @@ struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   Options options;
   std::atomic<uint64_t> seq{0};
   std::once_flag cgroup_once;
-  bool cgroup_ok = false;
+  CgroupSetup cgroups;
 
   mutable std::mutex mu;
   std::map<pid_t, std::shared_ptr<Child>> live;
@@ -205,15 +399,9 @@ struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   bool destroyed = false;
   std::vector<std::function<void()>> reaped_waiters;
 
-  bool CgroupAvailable() {
-    std::call_once(cgroup_once, [this] {
-      if (options.pids_cgroup_root.empty()) return;
-      std::string base = options.pids_cgroup_root + "/edge-agent";
-      if (::access(options.pids_cgroup_root.c_str(), W_OK) != 0) return;
-      if (::mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) return;
-      cgroup_ok = ::access((base + "/cgroup.procs").c_str(), W_OK) == 0;
-    });
-    return cgroup_ok;
+  const CgroupSetup& Cgroups() {
+    std::call_once(cgroup_once, [this] { cgroups = ProbeCgroups(options); });
+    return cgroups;
   }
 
   void Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink, DoneCallback done);
@@ -402,7 +590,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
       }
       result.peak_rss_kb = ru.ru_maxrss;
     }
-    if (!cgroup_dir.empty()) KillCgroupProcs(cgroup_dir);
+    if (!cgroup_dir.empty()) KillCgroupLogged();
     if (!ledger_file.empty()) ::unlink(ledger_file.c_str());
     boost::system::error_code ignored;
     deadline.cancel();
@@ -443,16 +631,30 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     ReleaseCgroupThenReport(0);
   }
 
-  // Processes left in the command's pids cgroup are killed; the cgroup can be removed only
-  // once they are gone (SIGKILL is not instant), so the result is reported after that, so
-  // nothing of the command outlives its result. Bounded: after ~1 s the leftover is left to
-  // KillStaleGroups and the result reported anyway.
+  void KillCgroupLogged() {
+    if (auto st = KillCgroup(cgroup_dir); !st) {
+      log::Get("sandbox")->warn("command pid {}: killing what is left in its cgroup: {}", pid,
+                                st.error().message);
+    }
+  }
+
+  // Processes left in the command's cgroup (also those that left its process group) are
+  // killed; the cgroup can be removed only once they are gone (SIGKILL is not instant), so
+  // the result is reported after that, so nothing of the command outlives its result.
+  // Bounded: after ~1 s the leftover is logged, left to KillStaleGroups, and the result
+  // reported anyway.
   void ReleaseCgroupThenReport(int attempt) {
     constexpr int kMaxAttempts = 200;
     constexpr auto kRetry = std::chrono::milliseconds(5);
     if (!cgroup_dir.empty()) {
-      KillCgroupProcs(cgroup_dir);
-      if (::rmdir(cgroup_dir.c_str()) != 0 && errno == EBUSY && attempt < kMaxAttempts) {
+      KillCgroupLogged();
+      if (::rmdir(cgroup_dir.c_str()) != 0 && errno == EBUSY) {
+        if (attempt >= kMaxAttempts) {
+          log::Get("sandbox")->warn("command pid {}: cgroup {} still busy after {} attempts", pid,
+                                    cgroup_dir, attempt);
+          cgroup_dir.clear();
+          return ReleaseCgroupThenReport(attempt);
+        }
         auto self = shared_from_this();
         drain.expires_after(kRetry);
         drain.async_wait([self, attempt](const boost::system::error_code& ec) {
@@ -570,18 +772,18 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
 
   std::string cgroup_dir;
   int cgroup_fd = -1;
-  if (spec.max_processes > 0 && CgroupAvailable()) {
-    cgroup_dir = options.pids_cgroup_root + "/edge-agent/" + std::to_string(::getpid()) + "-" +
-                 std::to_string(seq.fetch_add(1));
-    if (::mkdir(cgroup_dir.c_str(), 0755) == 0) {
-      std::ofstream max(cgroup_dir + "/pids.max");
-      max << spec.max_processes;
-      max.close();
-      cgroup_fd = ::open((cgroup_dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-    }
-    if (cgroup_fd < 0) {
-      ::rmdir(cgroup_dir.c_str());
-      cgroup_dir.clear();
+  if (const CgroupSetup& cg = Cgroups(); cg.kind != CgroupKind::kNone) {
+    auto made = MakeCommandCgroup(cg, seq.fetch_add(1), spec.max_processes);
+    if (made) {
+      cgroup_dir = std::move(made->first);
+      cgroup_fd = made->second;
+    } else if (spec.max_processes > 0 && cg.pids) {
+      // The limit cannot be applied: the command does not start without it.
+      close_all();
+      return fail(made.error());
+    } else {
+      log::Get("sandbox")->warn("'{}' runs without its own cgroup: {}", spec.argv[0],
+                                made.error().message);
     }
   }
 
@@ -672,8 +874,10 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
     if (report[0] == 10 && (report[1] == ENOENT)) code = ErrorCode::kNotFound;
     if (report[1] == EACCES || report[1] == EPERM) code = ErrorCode::kPermissionDenied;
     if (report[1] == EAGAIN) code = ErrorCode::kResourceExhausted;
-    return fail(Error{code, "starting '" + spec.argv[0] + "': " + StageName(report[0]) +
-                                " failed: " + Errno(report[1])});
+    std::string stage = StageName(report[0]);
+    if (report[0] == 3) stage += " of " + cgroup_dir;
+    return fail(
+        Error{code, "starting '" + spec.argv[0] + "': " + stage + " failed: " + Errno(report[1])});
   }
   ::close(st_pipe[0]);
   st_pipe[0] = -1;
@@ -688,6 +892,7 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     close_all();
+    if (!cgroup_dir.empty()) KillAndRemoveCgroup(cgroup_dir);
     return fail(Error{ErrorCode::kInternal, "pidfd_open: " + Errno(e)});
   }
   child->pidfd.assign(pfd);
@@ -739,10 +944,7 @@ ProcessRunner::~ProcessRunner() {
     if (child->reaped.exchange(true)) continue;
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
-    if (!child->cgroup_dir.empty()) {
-      KillCgroupProcs(child->cgroup_dir);
-      ::rmdir(child->cgroup_dir.c_str());
-    }
+    if (!child->cgroup_dir.empty()) KillAndRemoveCgroup(child->cgroup_dir);
     if (!child->ledger_file.empty()) ::unlink(child->ledger_file.c_str());
   }
 }
@@ -787,6 +989,14 @@ size_t ProcessRunner::running() const {
   return impl_->live.size();
 }
 
+std::string ProcessRunner::Isolation() const {
+  return impl_->Cgroups().description;
+}
+
+std::string ProcessRunner::ProbeIsolation(const Options& options) {
+  return ProbeCgroups(options).description;
+}
+
 Result<size_t> ProcessRunner::KillStaleGroups(const Options& options) {
   size_t killed = 0;
   if (!options.state_dir.empty()) {
@@ -810,18 +1020,47 @@ Result<size_t> ProcessRunner::KillStaleGroups(const Options& options) {
       std::string cgroup;
       in >> pgid >> start;
       std::getline(in >> std::ws, cgroup);
+      bool signalled = false;
       if (pgid > 1) {
         uint64_t now_start = ProcStartTime(static_cast<pid_t>(pgid));
         // The leader is gone (0) or is still ours (same start time): the group is ours.
         if (now_start == 0 || now_start == start) {
-          if (::kill(static_cast<pid_t>(-pgid), SIGKILL) == 0) ++killed;
+          signalled = ::kill(static_cast<pid_t>(-pgid), SIGKILL) == 0;
         }
       }
-      if (!cgroup.empty()) {
-        KillCgroupProcs(cgroup);
-        ::rmdir(cgroup.c_str());
-      }
+      // The cgroup also holds what left the process group (setsid).
+      if (!cgroup.empty() && Exists(cgroup)) signalled = KillAndRemoveCgroup(cgroup) || signalled;
+      if (signalled) ++killed;
       ::unlink(file.c_str());
+    }
+  }
+  // Command cgroups of agents that are gone (also without a ledger): <agent pid>-<n>.
+  std::vector<std::string> bases;
+  if (!options.pids_cgroup_root.empty()) bases.push_back(options.pids_cgroup_root + "/edge-agent");
+  if (!options.cgroup2_root.empty()) {
+    std::string why;
+    std::string root = options.cgroup2_root == "auto" ? Cgroup2OwnDir(&why) : options.cgroup2_root;
+    if (!root.empty()) bases.push_back(root + "/edge-agent");
+  }
+  for (const auto& base : bases) {
+    DIR* dir = ::opendir(base.c_str());
+    if (dir == nullptr) continue;
+    std::vector<std::string> stale;
+    while (struct dirent* e = ::readdir(dir)) {
+      std::string name = e->d_name;
+      size_t dash = name.find('-');
+      if (dash == 0 || dash == std::string::npos ||
+          name.find_first_not_of("0123456789-") != std::string::npos) {
+        continue;
+      }
+      long agent = std::strtol(name.substr(0, dash).c_str(), nullptr, 10);
+      if (agent <= 0 || agent == ::getpid()) continue;
+      if (::kill(static_cast<pid_t>(agent), 0) == 0 || errno != ESRCH) continue;  // alive
+      stale.push_back(base + "/" + name);
+    }
+    ::closedir(dir);
+    for (const auto& cg : stale) {
+      if (KillAndRemoveCgroup(cg)) ++killed;
     }
   }
   return killed;

@@ -8,6 +8,15 @@
 // is left of its process group is killed. Cancel, deadline, an output cap with kStop, and
 // Shutdown send SIGTERM to the group and SIGKILL after the grace period.
 //
+// Every command also gets its own cgroup when the agent can make one (see Isolation()): a
+// cgroup-v1 `pids` group (pids.max = max_processes, or "max") or, without a writable v1
+// pids hierarchy, a group in a writable cgroup-v2 subtree (pids.max when the `pids`
+// controller is available there). A process that leaves the process group (setsid,
+// setpgid) stays in the cgroup, so when the leader exits everything left in the cgroup is
+// killed (cgroup.kill on v2 where the kernel has it, else freeze + SIGKILL each member; on
+// v1 SIGKILL each pid of cgroup.procs, again until the cgroup is empty) before the result
+// is reported. Without a usable cgroup only the process group is killed.
+//
 // With Options::state_dir set, each live group is recorded in a small file there, so that a
 // new runner after `kill -9` of the agent can kill the groups the old one left behind
 // (KillStaleGroups). The runner owns its children: destroying it kills and reaps all of
@@ -41,9 +50,14 @@ class ProcessRunner {
   struct Options {
     // Directory for the live-group ledger (created 0700); empty = no ledger.
     std::string state_dir;
-    // cgroup-v1 pids hierarchy; used for max_processes when writable (one child group per
-    // command under <root>/edge-agent/). Empty = never use cgroups.
+    // cgroup-v1 pids hierarchy; used when writable (one group per command under
+    // <root>/edge-agent/<agent pid>-<n>). Empty = never use cgroup v1.
     std::string pids_cgroup_root = "/sys/fs/cgroup/pids";
+    // cgroup-v2 directory delegated to the agent (writable; e.g. the unit's own cgroup under
+    // systemd with Delegate=yes), used when cgroup v1 pids is not: one group per command
+    // under <root>/edge-agent/<agent pid>-<n>. "auto" = the agent's own cgroup on the cgroup2
+    // mount (/proc/self/mountinfo + /proc/self/cgroup). Empty = never use cgroup v2.
+    std::string cgroup2_root = "auto";
   };
 
   using DoneCallback = std::function<void(Result<ProcessResult>)>;
@@ -67,10 +81,20 @@ class ProcessRunner {
   // Children started and not yet reaped.
   size_t running() const;
 
+  // What keeps a command's processes together, probed once (the first call or the first
+  // command; creates <root>/edge-agent when missing): "cgroup v1 pids (<base>)",
+  // "cgroup v2 (<base>; cgroup.kill|freeze+kill; pids limit|no pids controller ...)", or
+  // "none: <why> — processes that leave the process group can outlive their command".
+  std::string Isolation() const;
+  // The same probe for `options` without a runner.
+  static std::string ProbeIsolation(const Options& options);
+
   // Kills the process groups recorded in `state_dir` by a previous runner (e.g. one killed
-  // with -9) and removes their records, plus leftover cgroups under `pids_cgroup_root`.
-  // A record whose leader pid now belongs to another process (start time differs) is
-  // dropped without a kill. Returns how many groups were signalled.
+  // with -9) and everything in their recorded cgroups, and removes the records; then kills
+  // and removes the command cgroups under <v1 or v2 root>/edge-agent/ whose agent pid (the
+  // name's prefix) is no longer alive. A record whose leader pid now belongs to another
+  // process (start time differs) is dropped without a group kill. Returns how many groups
+  // and cgroups held processes that were signalled.
   static Result<size_t> KillStaleGroups(const Options& options);
 
   struct Impl;

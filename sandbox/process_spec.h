@@ -41,8 +41,10 @@ struct ProcessSpec {
   uint64_t max_output_bytes = 64ull << 20;
   OutputCapPolicy on_output_cap = OutputCapPolicy::kDrop;
   // Processes the command may have at once; 0 = no limit. Applied through RLIMIT_NPROC
-  // when the child runs as a non-root user, and through a cgroup-v1 `pids` group when the
-  // runner's cgroup root is writable.
+  // when the child runs as a non-root user, and through pids.max of the command's own cgroup
+  // when the runner has a pids-capable one (cgroup v1 `pids`, or v2 with the pids
+  // controller; see ProcessRunner::Isolation()). If that cgroup cannot be set up with the
+  // limit, the command does not start.
   int max_processes = 0;
 
   static constexpr const char* kDefaultPath =

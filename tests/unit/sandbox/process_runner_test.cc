@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -81,7 +82,8 @@ class ProcessRunnerTest : public ::testing::Test {
     char tmpl[] = "/tmp/edge-proc-XXXXXX";
     dir_ = ::mkdtemp(tmpl);
     dir_ = fs::canonical(dir_);
-    runner_.emplace(io_, clock_, ProcessRunner::Options{dir_ + "/state", ""});
+    // No cgroups for the plain tests; the cgroup tests below make their own runners.
+    runner_.emplace(io_, clock_, ProcessRunner::Options{dir_ + "/state", "", ""});
   }
   void TearDown() override {
     runner_.reset();
@@ -523,7 +525,8 @@ TEST_F(ProcessRunnerTest, PidsCgroupRefusesExtraProcesses) {
   if (::access("/sys/fs/cgroup/pids", W_OK) != 0) {
     GTEST_SKIP() << "/sys/fs/cgroup/pids is not writable here (not root or no cgroup-v1 pids)";
   }
-  ProcessRunner cg_runner(io_, clock_, ProcessRunner::Options{dir_ + "/state3"});
+  ProcessRunner cg_runner(io_, clock_,
+                          ProcessRunner::Options{dir_ + "/state3", "/sys/fs/cgroup/pids", ""});
   ProcessSpec spec = Sh("for i in 1 2 3 4 5 6 7 8 9 10; do sleep 5 & done; wait");
   spec.max_processes = 4;
   spec.timeout = 20s;
@@ -602,7 +605,7 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   if (agent == 0) {
     ::close(ready[0]);
     asio::io_context io;
-    ProcessRunner runner(io, SystemClock::Instance(), ProcessRunner::Options{state, ""});
+    ProcessRunner runner(io, SystemClock::Instance(), ProcessRunner::Options{state, "", ""});
     ProcessSpec spec;
     spec.argv = {"/bin/sh", "-c", "sleep 300 & sleep 300"};
     spec.cwd = "/";
@@ -647,10 +650,254 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   EXPECT_TRUE(WaitFor([&] { return ProcessGone(pgid); }));
   EXPECT_EQ(GroupMembers(pgid).size(), 2u);
 
-  auto killed = ProcessRunner::KillStaleGroups(ProcessRunner::Options{state, ""});
+  auto killed = ProcessRunner::KillStaleGroups(ProcessRunner::Options{state, "", ""});
   ASSERT_TRUE(killed.has_value());
   EXPECT_EQ(*killed, 1u);
   EXPECT_TRUE(WaitFor([&] { return GroupMembers(pgid).empty(); }));
+  EXPECT_TRUE(fs::is_empty(state));
+}
+
+// ---- One cgroup per command (issue 15: `(setsid sh -c 'sleep 779' &)` outlived its
+// command, reparented to init, when no max_processes was set). ----
+
+// Live (non-zombie) processes whose command line is exactly `argv`.
+std::vector<pid_t> ProcessesWithCmdline(const std::vector<std::string>& argv) {
+  std::string want;
+  for (const auto& a : argv)
+    want += a + '\0';
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    pid_t pid = std::stoi(name);
+    if (text == want && !ProcessGone(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+ProcessRunner::Options V1Options(const std::string& state) {
+  return ProcessRunner::Options{state, "/sys/fs/cgroup/pids", ""};
+}
+ProcessRunner::Options V2Options(const std::string& state) {
+  return ProcessRunner::Options{state, "", "auto"};
+}
+
+// Runs a command whose grandchild leaves the process group and session (setsid) and waits,
+// through a gate file, until that grandchild runs; then the leader exits. When the result
+// arrives, the grandchild must be gone: only the command's cgroup can find it.
+void ExpectSetsidGrandchildDies(asio::io_context& io, Clock& clock, const std::string& dir,
+                                const ProcessRunner::Options& options) {
+  ProcessRunner runner(io, clock, options);
+  std::string isolation = runner.Isolation();
+  if (isolation.starts_with("none")) GTEST_SKIP() << "no usable cgroup here: " << isolation;
+  std::string gate = dir + "/gate";
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "(setsid sh -c 'echo $$ > " + gate + ".tmp; mv " + gate + ".tmp " + gate +
+                   "; exec sleep 779' </dev/null >/dev/null 2>&1 &); "
+                   "while [ ! -e " +
+                   gate + " ]; do :; done; cat " + gate};
+  spec.cwd = dir;
+  spec.timeout = 20s;
+  Outcome run;
+  io.restart();
+  runner.Run(
+      spec, {},
+      [&](OutputChunk c, std::function<void()> ack) {
+        run.out += c.data;
+        ack();
+      },
+      [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  io.run();
+  ASSERT_TRUE(run.result.has_value());
+  ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
+  EXPECT_EQ((*run.result)->exit_code, 0);
+  ASSERT_FALSE(run.out.empty());
+  pid_t escaped = std::stoi(run.out);
+  // Whatever happens, leave no sleeper behind.
+  struct Cleanup {
+    pid_t pid;
+    ~Cleanup() {
+      for (pid_t p : ProcessesWithCmdline({"sleep", "779"}))
+        if (p == pid) ::kill(p, SIGKILL);
+    }
+  } cleanup{escaped};
+  // No wait: the result is reported only after the cgroup is empty.
+  EXPECT_TRUE(ProcessGone(escaped))
+      << "escaped grandchild " << escaped << " survived (" << isolation << ")";
+  auto left = ProcessesWithCmdline({"sleep", "779"});
+  EXPECT_EQ(std::count(left.begin(), left.end(), escaped), 0);
+}
+
+TEST_F(ProcessRunnerTest, SetsidGrandchildDoesNotOutliveItsCommandV1) {
+  if (::geteuid() != 0) GTEST_SKIP() << "cgroups need root here; not root";
+  ExpectSetsidGrandchildDies(io_, clock_, dir_, V1Options(dir_ + "/state-v1"));
+}
+
+TEST_F(ProcessRunnerTest, SetsidGrandchildDoesNotOutliveItsCommandV2) {
+  if (::geteuid() != 0) GTEST_SKIP() << "cgroups need root here; not root";
+  ExpectSetsidGrandchildDies(io_, clock_, dir_, V2Options(dir_ + "/state-v2"));
+}
+
+TEST_F(ProcessRunnerTest, IsolationSaysWhatIsInForce) {
+  // Nothing configured: "none", with the reason and the consequence.
+  std::string none = ProcessRunner::ProbeIsolation(ProcessRunner::Options{"", "", ""});
+  EXPECT_TRUE(none.starts_with("none: ")) << none;
+  EXPECT_NE(none.find("not configured"), std::string::npos) << none;
+  EXPECT_NE(none.find("can outlive their command"), std::string::npos) << none;
+  // A v1 root that is not a cgroup directory is named with the reason.
+  std::string bad = ProcessRunner::ProbeIsolation(
+      ProcessRunner::Options{"", dir_ + "/no-such-root", dir_ + "/no-such-v2"});
+  EXPECT_TRUE(bad.starts_with("none: ")) << bad;
+  EXPECT_NE(bad.find(dir_ + "/no-such-root/cgroup.procs"), std::string::npos) << bad;
+  EXPECT_NE(bad.find(dir_ + "/no-such-v2"), std::string::npos) << bad;
+  if (::geteuid() == 0 && ::access("/sys/fs/cgroup/pids/cgroup.procs", W_OK) == 0) {
+    ProcessRunner v1(io_, clock_, V1Options(""));
+    EXPECT_EQ(v1.Isolation(), "cgroup v1 pids (/sys/fs/cgroup/pids/edge-agent)");
+  }
+}
+
+// A fake v1 hierarchy on a plain directory: the probe passes (cgroup.procs files exist), but
+// the command group gets no pids.max file, so writing the limit fails.
+TEST_F(ProcessRunnerTest, FailedPidsMaxWriteRefusesALimitedCommand) {
+  std::string root = dir_ + "/fake-pids";
+  fs::create_directories(root + "/edge-agent");
+  std::ofstream(root + "/cgroup.procs").put('\n');
+  std::ofstream(root + "/edge-agent/cgroup.procs").put('\n');
+  ProcessRunner runner(io_, clock_, ProcessRunner::Options{dir_ + "/state-fake", root, ""});
+  ASSERT_EQ(runner.Isolation(), "cgroup v1 pids (" + root + "/edge-agent)");
+  ProcessSpec spec = Spec({"/bin/true"});
+  spec.max_processes = 4;
+  Outcome run;
+  io_.restart();
+  runner.Run(spec, {}, {}, [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  io_.run();
+  ASSERT_TRUE(run.result.has_value());
+  ASSERT_FALSE(run.result->has_value()) << "started without its process limit";
+  EXPECT_EQ(run.result->error().code, ErrorCode::kInternal);
+  const std::string& m = run.result->error().message;
+  EXPECT_NE(m.find("max_processes 4"), std::string::npos) << m;
+  EXPECT_NE(m.find("/pids.max"), std::string::npos) << m;
+  EXPECT_NE(m.find("No such file"), std::string::npos) << m;
+  // Without a limit the command runs (no cgroup, a warning).
+  spec.max_processes = 0;
+  Outcome unlimited;
+  io_.restart();
+  runner.Run(spec, {}, {}, [&](Result<ProcessResult> r) { unlimited.result = std::move(r); });
+  io_.run();
+  ASSERT_TRUE(unlimited.result->has_value()) << unlimited.result->error().ToString();
+  EXPECT_EQ((*unlimited.result)->exit_code, 0);
+  // The failed attempts left no command group behind.
+  for (const auto& e : fs::directory_iterator(root + "/edge-agent"))
+    EXPECT_EQ(e.path().filename(), "cgroup.procs");
+}
+
+// As root, RLIMIT_NPROC does not apply: only the pids cgroup limits a fork bomb.
+TEST_F(ProcessRunnerTest, ForkBombAsRootIsLimitedByTheCgroup) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for the pids cgroup; not root";
+  ProcessRunner runner(io_, clock_, V1Options(dir_ + "/state-bomb"));
+  if (!runner.Isolation().starts_with("cgroup v1 pids")) {
+    GTEST_SKIP() << "no cgroup v1 pids here: " << runner.Isolation();
+  }
+  ProcessSpec spec = Sh("b() { b | b & }; b; wait");
+  spec.max_processes = 16;
+  spec.timeout = 2s;
+  spec.kill_grace = 100ms;
+  Outcome run;
+  io_.restart();
+  runner.Run(
+      spec, {},
+      [&](OutputChunk c, std::function<void()> ack) {
+        if (run.err.size() < 4096) run.err += c.data;
+        ack();
+      },
+      [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  io_.run();
+  ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
+  EXPECT_NE(run.err.find("fork"), std::string::npos) << "the limit was never hit: " << run.err;
+  EXPECT_LT((*run.result)->wall_time, 15s);
+  EXPECT_TRUE(GroupMembers((*run.result)->pid).empty());
+  for (const auto& e : fs::directory_iterator("/sys/fs/cgroup/pids/edge-agent")) {
+    EXPECT_FALSE(e.path().filename().string().starts_with(std::to_string(::getpid()) + "-"))
+        << e.path();
+  }
+}
+
+// The agent is killed with -9 while a command runs whose grandchild left the process group:
+// the group kill cannot find it, the recorded cgroup can.
+TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for cgroups; not root";
+  std::string state = dir_ + "/agent-state";
+  if (ProcessRunner::ProbeIsolation(V1Options(state)).starts_with("none")) {
+    GTEST_SKIP() << ProcessRunner::ProbeIsolation(V1Options(state));
+  }
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  std::string gate = dir_ + "/escaped";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    ::close(ready[0]);
+    asio::io_context io;
+    ProcessRunner runner(io, SystemClock::Instance(), V1Options(state));
+    ProcessSpec spec;
+    spec.argv = {"/bin/sh", "-c",
+                 "(setsid sh -c 'echo $$ > " + gate + ".tmp; mv " + gate + ".tmp " + gate +
+                     "; exec sleep 300' </dev/null >/dev/null 2>&1 &); sleep 300"};
+    spec.cwd = "/";
+    runner.Run(spec, {}, {}, [](Result<ProcessResult>) {});
+    while (runner.running() < 1)
+      io.run_one_for(std::chrono::seconds(1));
+    char ok = 1;
+    ssize_t w = ::write(ready[1], &ok, 1);
+    (void)w;
+    io.run_for(std::chrono::seconds(60));
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  ::close(ready[0]);
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(gate); }));
+  pid_t escaped = 0;
+  std::ifstream(gate) >> escaped;
+  ASSERT_GT(escaped, 0);
+  struct Cleanup {
+    pid_t escaped;
+    ~Cleanup() {
+      ::kill(escaped, SIGKILL);
+      while (::waitpid(-1, nullptr, 0) > 0) {
+      }
+      ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    }
+  } cleanup{escaped};
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(state))
+    files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  pid_t pgid = 0;
+  uint64_t start = 0;
+  std::string cgroup;
+  {
+    std::ifstream in(files[0]);
+    in >> pgid >> start >> cgroup;
+  }
+  ASSERT_FALSE(cgroup.empty()) << "the ledger names the command's cgroup";
+  ASSERT_TRUE(fs::exists(cgroup));
+
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(pgid); }));  // PDEATHSIG
+  EXPECT_FALSE(ProcessGone(escaped)) << "the escaped grandchild is in its own session";
+
+  auto killed = ProcessRunner::KillStaleGroups(V1Options(state));
+  ASSERT_TRUE(killed.has_value()) << killed.error().ToString();
+  EXPECT_EQ(*killed, 1u);
+  EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); })) << "escaped " << escaped;
+  EXPECT_FALSE(fs::exists(cgroup));
   EXPECT_TRUE(fs::is_empty(state));
 }
 
