@@ -15,6 +15,14 @@ const std::vector<std::string> kScalarPaths = {
     "data_dir",
     "grpc.listen",
     "grpc.advertise",
+    "grpc.max_message_bytes",
+    "limits.exchange_per_minute",
+    "limits.exchange_burst",
+    "limits.attest_per_minute",
+    "limits.attest_per_ip_per_minute",
+    "limits.unauthenticated_calls",
+    "limits.unauthenticated_calls_per_peer",
+    "limits.refusal_log_lines_per_minute",
     "http.listen",
     "admin.socket",
     "cluster.heartbeat_interval_secs",
@@ -44,7 +52,8 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.Issue(root, "", "", "the config must be a YAML map at the top level");
     return c;
   }
-  r.Map(root, "", {"data_dir", "grpc", "http", "admin", "cluster", "tokens", "compute", "log"});
+  r.Map(root, "",
+        {"data_dir", "grpc", "http", "admin", "cluster", "tokens", "compute", "limits", "log"});
   r.String(root, "data_dir", "data_dir", c.data_dir);
   if (c.data_dir.empty()) r.Issue(root["data_dir"], "data_dir", "", "must not be empty");
   auto host_port = [&](const YAML::Node& map, const char* key, const std::string& path,
@@ -54,12 +63,14 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     }
   };
   YAML::Node grpc = root["grpc"];
-  if (r.Map(grpc, "grpc", {"listen", "advertise", "server_names"})) {
+  if (r.Map(grpc, "grpc", {"listen", "advertise", "server_names", "max_message_bytes"})) {
     r.String(grpc, "listen", "grpc.listen", c.grpc.listen);
     host_port(grpc, "listen", "grpc.listen", c.grpc.listen, true);
     r.String(grpc, "advertise", "grpc.advertise", c.grpc.advertise);
     host_port(grpc, "advertise", "grpc.advertise", c.grpc.advertise, false);
     r.StringList(grpc, "server_names", "grpc.server_names", c.grpc.server_names);
+    r.Size(grpc, "max_message_bytes", "grpc.max_message_bytes", c.grpc.max_message_bytes,
+           1ull << 20, 256ull << 20);
   }
   if (c.grpc.listen.empty()) r.Issue(grpc, "grpc.listen", "", "must not be empty");
   if (c.grpc.advertise.empty() && IsHostPort(c.grpc.listen, true)) {
@@ -102,6 +113,37 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     host_port(compute, "listen", "compute.listen", c.compute.listen, true);
     r.Duration(compute, "dispatch_timeout", "compute.dispatch_timeout", c.compute.dispatch_timeout,
                1ms, 1h);
+  }
+  YAML::Node limits = root["limits"];
+  if (r.Map(limits, "limits",
+            {"exchange_per_minute", "exchange_burst", "attest_per_minute",
+             "attest_per_ip_per_minute", "unauthenticated_calls", "unauthenticated_calls_per_peer",
+             "refusal_log_lines_per_minute"})) {
+    auto& l = c.limits;
+    r.Int(limits, "exchange_per_minute", "limits.exchange_per_minute", l.exchange_per_minute, 1,
+          100'000);
+    r.Int(limits, "exchange_burst", "limits.exchange_burst", l.exchange_burst, 1, 100'000);
+    r.Int(limits, "attest_per_minute", "limits.attest_per_minute", l.attest_per_minute, 1, 100'000);
+    r.Int(limits, "attest_per_ip_per_minute", "limits.attest_per_ip_per_minute",
+          l.attest_per_ip_per_minute, 1, 1'000'000);
+    r.Int(limits, "unauthenticated_calls", "limits.unauthenticated_calls", l.unauthenticated_calls,
+          1, 100'000);
+    r.Int(limits, "unauthenticated_calls_per_peer", "limits.unauthenticated_calls_per_peer",
+          l.unauthenticated_calls_per_peer, 1, 100'000);
+    r.Int(limits, "refusal_log_lines_per_minute", "limits.refusal_log_lines_per_minute",
+          l.refusal_log_lines_per_minute, 1, 100'000);
+  }
+  if (c.limits.attest_per_ip_per_minute < c.limits.attest_per_minute) {
+    r.Issue(limits["attest_per_ip_per_minute"], "limits.attest_per_ip_per_minute",
+            std::to_string(c.limits.attest_per_ip_per_minute),
+            "must be at least limits.attest_per_minute (" +
+                std::to_string(c.limits.attest_per_minute) + ")");
+  }
+  if (c.limits.unauthenticated_calls < c.limits.unauthenticated_calls_per_peer) {
+    r.Issue(limits["unauthenticated_calls"], "limits.unauthenticated_calls",
+            std::to_string(c.limits.unauthenticated_calls),
+            "must be at least limits.unauthenticated_calls_per_peer (" +
+                std::to_string(c.limits.unauthenticated_calls_per_peer) + ")");
   }
   YAML::Node log = root["log"];
   if (r.Map(log, "log", {"level", "format"})) {
@@ -164,7 +206,8 @@ std::string DumpRedacted(const ControllerConfig& c) {
   e << YAML::Key << "data_dir" << YAML::Value << c.data_dir;
   e << YAML::Key << "grpc" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
     << c.grpc.listen << YAML::Key << "advertise" << YAML::Value << c.grpc.advertise << YAML::Key
-    << "server_names" << YAML::Value << YAML::Flow << c.grpc.server_names << YAML::EndMap;
+    << "server_names" << YAML::Value << YAML::Flow << c.grpc.server_names << YAML::Key
+    << "max_message_bytes" << YAML::Value << c.grpc.max_message_bytes << YAML::EndMap;
   e << YAML::Key << "http" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
     << c.http.listen << YAML::EndMap;
   e << YAML::Key << "admin" << YAML::Value << YAML::BeginMap << YAML::Key << "socket" << YAML::Value
@@ -181,6 +224,19 @@ std::string DumpRedacted(const ControllerConfig& c) {
   e << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "listen"
     << YAML::Value << c.compute.listen << YAML::Key << "dispatch_timeout" << YAML::Value
     << FormatDuration(c.compute.dispatch_timeout) << YAML::EndMap;
+  const auto& l = c.limits;
+  e << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+  for (const auto& [key, value] : std::initializer_list<std::pair<const char*, int64_t>>{
+           {"exchange_per_minute", l.exchange_per_minute},
+           {"exchange_burst", l.exchange_burst},
+           {"attest_per_minute", l.attest_per_minute},
+           {"attest_per_ip_per_minute", l.attest_per_ip_per_minute},
+           {"unauthenticated_calls", l.unauthenticated_calls},
+           {"unauthenticated_calls_per_peer", l.unauthenticated_calls_per_peer},
+           {"refusal_log_lines_per_minute", l.refusal_log_lines_per_minute}}) {
+    e << YAML::Key << key << YAML::Value << value;
+  }
+  e << YAML::EndMap;
   e << YAML::Key << "log" << YAML::Value << YAML::BeginMap << YAML::Key << "level" << YAML::Value
     << c.log.level << YAML::Key << "format" << YAML::Value << c.log.format << YAML::EndMap;
   e << YAML::EndMap;

@@ -20,6 +20,25 @@ struct ControllerGrpc {
   // listen is a wildcard address, else listen itself.
   std::string advertise;
   std::vector<std::string> server_names;  // extra SANs of the server certificate
+  // The server's largest receive AND send message (a node's CommandResult, an InvokeTool).
+  uint64_t max_message_bytes = 16ull << 20;
+};
+
+// Bounds on what callers may cost the controller, above all the unauthenticated ones.
+struct ControllerLimits {
+  // ExchangeJoinToken per peer IP address: a token bucket of `burst` refilled at
+  // `per_minute` (beyond: RESOURCE_EXHAUSTED).
+  int64_t exchange_per_minute = 10;
+  int64_t exchange_burst = 10;
+  // AttestNode: per peer IP address and node id, and a looser ceiling per IP address alone.
+  int64_t attest_per_minute = 5;
+  int64_t attest_per_ip_per_minute = 60;
+  // Calls and streams open at once from connections without a verified client certificate
+  // (health, reflection, ExchangeJoinToken): in total and per peer IP address.
+  int64_t unauthenticated_calls = 256;
+  int64_t unauthenticated_calls_per_peer = 16;
+  // Refused-call log lines per peer per minute; the rest are counted and summarised.
+  int64_t refusal_log_lines_per_minute = 5;
 };
 
 struct ControllerConfig {
@@ -48,6 +67,7 @@ struct ControllerConfig {
     std::string listen;
     std::chrono::milliseconds dispatch_timeout{30'000};
   } compute;
+  ControllerLimits limits;
   LogConfig log;
   std::string source_path;
 };

@@ -71,5 +71,54 @@ TEST(ControllerConfig, ExampleFileValidates) {
   ASSERT_TRUE(c) << c.error().ToString();
 }
 
+TEST(ControllerConfig, MaxMessageBytesDefaultsTo16MiBWithinItsRange) {
+  auto c = LoadControllerConfigFromString("", "controller.yaml", NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->grpc.max_message_bytes, 16ull << 20);
+  c = LoadControllerConfigFromString("grpc: { max_message_bytes: 64MiB }\n", "controller.yaml",
+                                     NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->grpc.max_message_bytes, 64ull << 20);
+  EXPECT_NE(DumpRedacted(*c).find("max_message_bytes: 67108864"), std::string::npos);
+  for (const char* bad : {"512KiB", "257MiB", "lots"}) {
+    auto r = LoadControllerConfigFromString(
+        std::string("grpc: { max_message_bytes: ") + bad + " }\n", "controller.yaml", NoEnv());
+    ASSERT_FALSE(r) << bad;
+    const std::string msg = r.error().ToString();
+    EXPECT_NE(msg.find("grpc.max_message_bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(bad), std::string::npos) << msg;
+  }
+}
+
+TEST(ControllerConfig, LimitsHaveDefaultsRangesAndConsistencyChecks) {
+  auto c = LoadControllerConfigFromString("", "controller.yaml", NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->limits.exchange_per_minute, 10);
+  EXPECT_EQ(c->limits.exchange_burst, 10);
+  EXPECT_EQ(c->limits.attest_per_minute, 5);
+  EXPECT_EQ(c->limits.attest_per_ip_per_minute, 60);
+  EXPECT_EQ(c->limits.unauthenticated_calls, 256);
+  EXPECT_EQ(c->limits.unauthenticated_calls_per_peer, 16);
+  EXPECT_EQ(c->limits.refusal_log_lines_per_minute, 5);
+  c = LoadControllerConfigFromString(
+      "limits: { exchange_per_minute: 2, exchange_burst: 3, unauthenticated_calls: 20, "
+      "unauthenticated_calls_per_peer: 4 }\n",
+      "controller.yaml", NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->limits.exchange_burst, 3);
+  EXPECT_EQ(c->limits.unauthenticated_calls_per_peer, 4);
+  auto bad = LoadControllerConfigFromString(
+      "limits: { exchange_per_minute: 0, attest_per_minute: 10, attest_per_ip_per_minute: 5, "
+      "unauthenticated_calls: 2, unauthenticated_calls_per_peer: 3, bogus: 1 }\n",
+      "controller.yaml", NoEnv());
+  ASSERT_FALSE(bad);
+  const std::string msg = bad.error().ToString();
+  for (const char* words : {"limits.exchange_per_minute", "limits.attest_per_ip_per_minute",
+                            "must be at least limits.attest_per_minute (10)",
+                            "limits.unauthenticated_calls", "bogus"}) {
+    EXPECT_NE(msg.find(words), std::string::npos) << words << "\n" << msg;
+  }
+}
+
 }  // namespace
 }  // namespace edge::config
