@@ -13,7 +13,7 @@
 namespace edge::controller {
 
 Status AdminServer::Start(const std::string& socket_path,
-                          const std::vector<grpc::Service*>& services) {
+                          const std::vector<grpc::Service*>& services, size_t max_message_bytes) {
   if (socket_path.empty()) return MakeError(ErrorCode::kInvalidArgument, "admin.socket is empty");
   const std::string dir = std::filesystem::path(socket_path).parent_path().string();
   if (!dir.empty()) {
@@ -36,6 +36,7 @@ Status AdminServer::Start(const std::string& socket_path,
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
+  if (max_message_bytes > 0) builder.SetMaxReceiveMessageSize(static_cast<int>(max_message_bytes));
   for (auto* s : services)
     builder.RegisterService(s);
   mode_t old = ::umask(077);
@@ -63,7 +64,10 @@ void AdminServer::Stop() {
 }
 
 std::shared_ptr<grpc::Channel> AdminChannel(const std::string& socket_path) {
-  return grpc::CreateChannel("unix:" + socket_path, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return grpc::CreateCustomChannel("unix:" + socket_path, grpc::InsecureChannelCredentials(), args);
 }
 
 }  // namespace edge::controller

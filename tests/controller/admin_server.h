@@ -22,7 +22,9 @@ class AdminServer {
 
   // Binds `socket_path` (a stale socket left by a dead controller is replaced; any other
   // file there is an error) and serves `services` on it.
-  Status Start(const std::string& socket_path, const std::vector<grpc::Service*>& services);
+  // `max_message_bytes`: the largest request it receives (0 = gRPC's default, 4 MiB).
+  Status Start(const std::string& socket_path, const std::vector<grpc::Service*>& services,
+               size_t max_message_bytes = 0);
   void Stop();
   const std::string& socket_path() const { return socket_path_; }
 
@@ -31,7 +33,8 @@ class AdminServer {
   std::string socket_path_;
 };
 
-// A channel to the admin socket, for the CLI subcommands.
+// A channel to the admin socket, for the CLI subcommands (no limit on what it receives: the
+// controller bounds results by grpc.max_message_bytes).
 std::shared_ptr<grpc::Channel> AdminChannel(const std::string& socket_path);
 
 }  // namespace edge::controller

@@ -3,6 +3,7 @@
 #include <deque>
 
 #include "agent/identity/encoding.h"
+#include "common/json_parse.h"
 #include "common/log.h"
 #include "config/agent_config.h"
 #include "tests/controller/edge_codec.h"
@@ -199,14 +200,22 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Status(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateJoinToken(grpc::CallbackServerContext* ctx,
                                                             const pb::CreateJoinTokenRequest* req,
                                                             pb::CreateJoinTokenResponse* resp) {
-  auto minted =
-      tokens_.Create(req->node_id(), req->tenant_id(), std::chrono::seconds(req->ttl_seconds()));
+  auto minted = tokens_.Create(req->node_id(), req->tenant_id(),
+                               std::chrono::seconds(req->ttl_seconds()), req->replace());
   if (!minted) return Done(ctx, ToGrpcStatus(minted.error()));
   resp->set_token_id(minted->token_id);
   resp->set_join_token(minted->token);
   resp->set_expires_at_epoch_ms(minted->expires_at_ms);
   log::Get("admin")->info("join token {} created (node \"{}\", tenant \"{}\")", minted->token_id,
-                          req->node_id(), req->tenant_id());
+                          log::Escape(req->node_id()), log::Escape(req->tenant_id()));
+  if (req->replace()) {
+    std::string state = "not known yet";
+    if (auto node = store_.GetNode(req->node_id()); node && *node) state = (*node)->state;
+    log::Get("audit")->warn(
+        "join token {} created with --replace: it may replace the identity of node {} "
+        "(currently {}) and lift a revocation",
+        minted->token_id, log::Escape(req->node_id()), state);
+  }
   return Done(ctx, grpc::Status::OK);
 }
 
@@ -219,7 +228,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RevokeJoinToken(grpc::CallbackServer
   if (auto st = store_.RevokeJoinToken(req->token_id(), ToEpochMillis(clock_.Now())); !st) {
     return Done(ctx, ToGrpcStatus(st.error()));
   }
-  log::Get("admin")->info("join token {} revoked", req->token_id());
+  log::Get("admin")->info("join token {} revoked", log::Escape(req->token_id()));
   return Done(ctx, grpc::Status::OK);
 }
 
@@ -238,6 +247,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListJoinTokens(grpc::CallbackServerC
     out->set_consumed_at_epoch_ms(t.consumed_at_ms);
     out->set_revoked_at_epoch_ms(t.revoked_at_ms);
     out->set_consumed_by_node_id(t.consumed_by);
+    out->set_replace(t.replace);
   }
   return Done(ctx, grpc::Status::OK);
 }
@@ -287,8 +297,8 @@ grpc::ServerWriteReactor<pb::InvokeEvent>* AdminServiceImpl::Invoke(grpc::Callba
                   .deadline = std::chrono::milliseconds(req->deadline_ms())};
   auto id = dispatcher_.Invoke(spec, req->detach() ? nullptr : reactor);
   if (!id) {
-    log::Get("admin")->warn("invoke {} on node {} refused: {}", req->tool(), req->node_id(),
-                            id.error().ToString());
+    log::Get("admin")->warn("invoke {} on node {} refused: {}", log::Escape(req->tool()),
+                            log::Escape(req->node_id()), log::Escape(id.error().ToString(), 512));
     reactor->FinishAfterDrain(ToGrpcStatus(id.error()));
     return reactor.get();
   }
@@ -352,6 +362,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ShutdownNode(grpc::CallbackServerCon
 
 edge::Status AdminServiceImpl::ValidateConfigDelta(const std::string& delta) {
   if (delta.empty()) return MakeError(ErrorCode::kInvalidArgument, "config delta is empty");
+  // YAML flow collections and JSON nest with [ and {: bound them before a recursive parser.
+  if (auto st = CheckJsonDepth(delta, "config delta"); !st) return st;
   // A minimal agent config stands in for the node's own; problems that depend on it
   // (references to tools or contexts the node may define) are left to the node.
   static const auto base = config::LoadAgentConfigFromString(
@@ -394,7 +406,10 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RevokeNode(grpc::CallbackServerConte
   }
   dispatcher_.Disconnect(req->node_id(), grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                                       "node " + req->node_id() + " was revoked"));
-  log::Get("admin")->info("node {} revoked", req->node_id());
+  log::Get("audit")->warn(
+      "node {} revoked by the operator: it stays revoked until a join token created with "
+      "`token create --node {} --replace` re-enrolls it",
+      log::Escape(req->node_id()), log::Escape(req->node_id()));
   return Done(ctx, grpc::Status::OK);
 }
 

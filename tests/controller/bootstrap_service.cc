@@ -5,6 +5,7 @@
 #include "config/validate.h"
 #include "tests/controller/grpc_status.h"
 #include "tests/controller/join_token_issuer.h"
+#include "tests/controller/node_cluster_service.h"
 
 namespace edge::controller {
 
@@ -17,7 +18,7 @@ Status BootstrapServiceImpl::Redeem(const pb::ExchangeJoinTokenRequest& req,
   }
   if (req.node_id().empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
   if (!config::IsValidNodeId(req.node_id())) {
-    return MakeError(ErrorCode::kInvalidArgument, "node_id \"" + req.node_id().substr(0, 80) +
+    return MakeError(ErrorCode::kInvalidArgument, "node_id \"" + log::Escape(req.node_id(), 80) +
                                                       "\" must match [A-Za-z0-9._-]{1,64}");
   }
   const std::string hash = JoinTokenIssuer::HashToken(req.join_token());
@@ -45,21 +46,46 @@ Status BootstrapServiceImpl::Redeem(const pb::ExchangeJoinTokenRequest& req,
   resp->set_pkcs12(*p12);
   resp->set_pkcs12_password(password);
   resp->set_ca_certificate_pem(ca_.cert_pem());
-  log::Get("bootstrap")
-      ->info("node {} enrolled with join token {} (tenant {}, cert serial {})", req.node_id(),
-             token->token_id, token->tenant_id, leaf->serial_hex);
+  if (token->replaced_node_state.empty()) {
+    log::Get("audit")->info(
+        "ExchangeJoinToken: new node {} enrolled with join token {} (tenant {}, cert serial {})",
+        req.node_id(), token->token_id, token->tenant_id, leaf->serial_hex);
+  } else {
+    log::Get("audit")->warn(
+        "ExchangeJoinToken: node {} (was {}) re-enrolled with join token {} created with "
+        "--replace: new certificate serial {} (tenant {})",
+        req.node_id(), token->replaced_node_state, token->token_id, leaf->serial_hex,
+        token->tenant_id);
+  }
   return OkStatus();
+}
+
+Status BootstrapServiceImpl::Admit(const std::string& peer_address) {
+  if (limiter_.Allow(peer_address)) return OkStatus();
+  return MakeError(ErrorCode::kResourceExhausted,
+                   "ExchangeJoinToken rate limit: at most " +
+                       std::to_string(static_cast<int64_t>(limits_.burst)) + " at once and " +
+                       std::to_string(static_cast<int64_t>(limits_.per_minute)) +
+                       " per minute from " + peer_address + "; retry later");
 }
 
 grpc::ServerUnaryReactor* BootstrapServiceImpl::ExchangeJoinToken(
     grpc::CallbackServerContext* ctx, const pb::ExchangeJoinTokenRequest* req,
     pb::ExchangeJoinTokenResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
-  auto st = Redeem(*req, resp);
+  const std::string peer = NodeClusterServiceImpl::PeerAddress(ctx->peer());
+  auto st = Admit(peer);
+  if (st) st = Redeem(*req, resp);
   if (!st) {
-    log::Get("bootstrap")
-        ->warn("join token redemption for node \"{}\" from {} refused: {}",
-               req->node_id().substr(0, 80), ctx->peer(), st.error().ToString());
+    // A refusal of a token that exists (bound elsewhere, spent, or for a known node) is an
+    // enrollment decision: audit. Unknown tokens and malformed requests are noise. Either
+    // way at most limits.refusal_log_lines_per_minute lines per peer address.
+    const bool decision = st.error().code == ErrorCode::kPermissionDenied ||
+                          st.error().code == ErrorCode::kFailedPrecondition;
+    refusals_.Warn(log::Get(decision ? "audit" : "bootstrap"), peer,
+                   "ExchangeJoinToken for node \"" + log::Escape(req->node_id(), 80) + "\" from " +
+                       log::Escape(ctx->peer()) +
+                       " refused: " + log::Escape(st.error().ToString(), 512));
     reactor->Finish(ToGrpcStatus(st.error()));
   } else {
     reactor->Finish(grpc::Status::OK);

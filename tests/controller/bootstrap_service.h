@@ -6,20 +6,39 @@
 #include "agent/identity/certificate_authority.h"
 #include "bootstrap.grpc.pb.h"
 #include "common/clock.h"
+#include "tests/controller/rate_limiter.h"
+#include "tests/controller/refusal_log.h"
 #include "tests/controller/store.h"
 
 namespace edge::controller {
 
+// limits.exchange_per_minute / exchange_burst / refusal_log_lines_per_minute.
+struct BootstrapLimits {
+  double per_minute = 10;
+  double burst = 10;
+  size_t log_lines_per_minute = 5;
+};
+
 class BootstrapServiceImpl final
     : public me::prexorjustin::prexorcloud::protocol::BootstrapService::CallbackService {
  public:
-  BootstrapServiceImpl(Store& store, const identity::CertificateAuthority& ca, Clock& clock)
-      : store_(store), ca_(ca), clock_(clock) {}
+  BootstrapServiceImpl(Store& store, const identity::CertificateAuthority& ca, Clock& clock,
+                       BootstrapLimits limits = {})
+      : store_(store),
+        ca_(ca),
+        clock_(clock),
+        limits_(limits),
+        limiter_(clock, limits.per_minute, limits.burst),
+        refusals_(clock, limits.log_lines_per_minute) {}
 
   grpc::ServerUnaryReactor* ExchangeJoinToken(
       grpc::CallbackServerContext* ctx,
       const me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenRequest* req,
       me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse* resp) override;
+
+  // The per-address rate limit (a token bucket): RESOURCE_EXHAUSTED naming the limit when
+  // `peer_address` ("ipv4:1.2.3.4") has no token left. Checked before anything else.
+  Status Admit(const std::string& peer_address);
 
   // The redemption itself, transport-free (unit-tested directly).
   Status Redeem(const me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenRequest& req,
@@ -29,6 +48,9 @@ class BootstrapServiceImpl final
   Store& store_;
   const identity::CertificateAuthority& ca_;
   Clock& clock_;
+  const BootstrapLimits limits_;
+  TokenBucketLimiter limiter_;
+  RefusalLog refusals_;
 };
 
 }  // namespace edge::controller

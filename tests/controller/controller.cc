@@ -110,10 +110,14 @@ Status Controller::Start() {
           .ttl = std::chrono::duration_cast<std::chrono::seconds>(config_.tokens.node_token_ttl)});
   attestation_ = std::make_unique<EdgeAttestation>(
       *store_, *node_tokens_, *token_key_, clock_,
-      AttestationSettings{.overlap_window = std::chrono::duration_cast<std::chrono::seconds>(
-                              config_.cluster.rotation_overlap),
-                          .join_token_issuer = config_.tokens.issuer});
-  dispatcher_ = std::make_unique<Dispatcher>(*store_, *node_tokens_, clock_);
+      AttestationSettings{
+          .attest_per_minute = static_cast<size_t>(config_.limits.attest_per_minute),
+          .attest_per_ip_per_minute = static_cast<size_t>(config_.limits.attest_per_ip_per_minute),
+          .overlap_window =
+              std::chrono::duration_cast<std::chrono::seconds>(config_.cluster.rotation_overlap),
+          .join_token_issuer = config_.tokens.issuer});
+  dispatcher_ = std::make_unique<Dispatcher>(*store_, *node_tokens_, clock_,
+                                             static_cast<size_t>(config_.grpc.max_message_bytes));
   monitor_ = std::make_unique<NodeMonitor>(
       *store_, clock_,
       NodeMonitorSettings{.stale_threshold =
@@ -129,7 +133,9 @@ Status Controller::Start() {
                         .default_ttl = config_.tokens.default_ttl});
   admin_service_ =
       std::make_unique<AdminServiceImpl>(info_, *store_, *tokens_, *dispatcher_, clock_);
-  if (auto st = admin_server_.Start(config_.admin.socket, {admin_service_.get()}); !st) {
+  // The admin API carries a whole InvokeTool's args in, and a whole result out.
+  const size_t admin_max = static_cast<size_t>(config_.grpc.max_message_bytes) + (1u << 20);
+  if (auto st = admin_server_.Start(config_.admin.socket, {admin_service_.get()}, admin_max); !st) {
     Stop();
     return st;
   }
@@ -142,9 +148,21 @@ Status Controller::StartGrpc() {
   auto server_cert = LoadOrIssueServerCert(*ca_, config_.data_dir + "/ca",
                                            config_.grpc.server_names, clock_.Now());
   if (!server_cert) return std::unexpected(server_cert.error());
-  bootstrap_ = std::make_unique<BootstrapServiceImpl>(*store_, *ca_, clock_);
+  const auto& limits = config_.limits;
+  refusals_ = std::make_unique<RefusalLog>(
+      clock_, static_cast<size_t>(limits.refusal_log_lines_per_minute));
+  bootstrap_ = std::make_unique<BootstrapServiceImpl>(
+      *store_, *ca_, clock_,
+      BootstrapLimits{
+          .per_minute = static_cast<double>(limits.exchange_per_minute),
+          .burst = static_cast<double>(limits.exchange_burst),
+          .log_lines_per_minute = static_cast<size_t>(limits.refusal_log_lines_per_minute)});
   node_cluster_ = std::make_unique<NodeClusterServiceImpl>(*attestation_, *store_, *node_tokens_,
-                                                           *dispatcher_, clock_);
+                                                           *dispatcher_, clock_, refusals_.get());
+  unauthenticated_ = std::make_unique<UnauthenticatedCalls>(
+      CallLimitSettings{.max_calls = static_cast<size_t>(limits.unauthenticated_calls),
+                        .max_per_peer = static_cast<size_t>(limits.unauthenticated_calls_per_peer)},
+      *refusals_);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -154,6 +172,12 @@ Status Controller::StartGrpc() {
       ControllerServerCredentials(ca_->cert_pem(), server_cert->cert_pem + ca_->cert_pem(),
                                   server_cert->key_pem),
       &grpc_port_);
+  // One limit both ways: a node's CommandResult may be as large as an InvokeTool may be.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(config_.grpc.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(config_.grpc.max_message_bytes));
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+  creators.push_back(std::make_unique<CallLimitInterceptorFactory>(*unauthenticated_));
+  builder.experimental().SetInterceptorCreators(std::move(creators));
   builder.RegisterService(bootstrap_.get());
   builder.RegisterService(node_cluster_.get());
   grpc_server_ = builder.BuildAndStart();

@@ -17,6 +17,7 @@
 #include "tests/controller/admin_server.h"
 #include "tests/controller/admin_service.h"
 #include "tests/controller/bootstrap_service.h"
+#include "tests/controller/call_limits.h"
 #include "tests/controller/dispatcher.h"
 #include "tests/controller/edge_attestation.h"
 #include "tests/controller/join_token_issuer.h"
@@ -60,6 +61,8 @@ class Controller {
   std::unique_ptr<NodeMonitor> monitor_;
   std::unique_ptr<BootstrapServiceImpl> bootstrap_;
   std::unique_ptr<NodeClusterServiceImpl> node_cluster_;
+  std::unique_ptr<RefusalLog> refusals_;  // refused streams and over-limit calls
+  std::unique_ptr<UnauthenticatedCalls> unauthenticated_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   AdminServer admin_server_;
   std::unique_ptr<grpc::Server> grpc_server_;

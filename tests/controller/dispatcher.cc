@@ -23,7 +23,8 @@ void Dispatcher::Attach(const std::string& node_id, std::shared_ptr<CommandSink>
     old = std::exchange(slot, std::move(sink));
   }
   if (old) {
-    log::Get("edge")->info("node {}: a newer stream replaces the previous one", node_id);
+    log::Get("edge")->info("node {}: a newer stream replaces the previous one",
+                           log::Escape(node_id));
     old->Close(grpc::Status(grpc::StatusCode::ABORTED,
                             "replaced by a newer ConnectEdge stream of node " + node_id));
   }
@@ -125,6 +126,14 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
   inv->set_tool_name(spec.tool);
   *inv->mutable_args() = std::move(*args);
   if (spec.deadline.count() > 0) SetDuration(inv->mutable_deadline(), spec.deadline);
+  // The node would refuse a larger message (and the controller could not send it): refuse it
+  // here, before anything is stored.
+  if (const size_t size = cmd.ByteSizeLong(); size > max_message_bytes_) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "InvokeTool for node " + spec.node_id + " would be " + std::to_string(size) +
+                         " bytes, above grpc.max_message_bytes (" +
+                         std::to_string(max_message_bytes_) + " bytes); send smaller args");
+  }
 
   CommandRecord rec{.command_id = id,
                     .node_id = spec.node_id,
@@ -152,7 +161,8 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
     if (observer) Unsubscribe(id, observer.get());
     return MakeError(ErrorCode::kUnavailable, "node " + spec.node_id + " is not connected");
   }
-  log::Get("edge")->info("command {} → node {}: {}", id, spec.node_id, spec.tool);
+  log::Get("edge")->info("command {} → node {}: {}", id, log::Escape(spec.node_id),
+                         log::Escape(spec.tool));
   return id;
 }
 
@@ -178,7 +188,8 @@ Status Dispatcher::Cancel(const std::string& command_id, const std::string& reas
   c.mutable_cancel()->set_command_id(command_id);
   c.mutable_cancel()->set_reason(reason.empty() ? "cancelled by the operator" : reason);
   if (auto st = SendTo((*cmd)->node_id, c); !st) return st;
-  log::Get("edge")->info("command {}: cancel sent to node {}", command_id, (*cmd)->node_id);
+  log::Get("edge")->info("command {}: cancel sent to node {}", log::Escape(command_id),
+                         log::Escape((*cmd)->node_id));
   return OkStatus();
 }
 
@@ -186,7 +197,7 @@ Status Dispatcher::Drain(const std::string& node_id) {
   pb::EdgeCommand c;
   c.mutable_drain();
   if (auto st = SendTo(node_id, c); !st) return st;
-  log::Get("edge")->info("node {}: drain sent", node_id);
+  log::Get("edge")->info("node {}: drain sent", log::Escape(node_id));
   return OkStatus();
 }
 
@@ -198,7 +209,8 @@ Status Dispatcher::Shutdown(const std::string& node_id, std::chrono::millisecond
   pb::EdgeCommand c;
   SetDuration(c.mutable_shutdown()->mutable_grace(), grace);
   if (auto st = SendTo(node_id, c); !st) return st;
-  log::Get("edge")->info("node {}: shutdown sent (grace {} ms)", node_id, grace.count());
+  log::Get("edge")->info("node {}: shutdown sent (grace {} ms)", log::Escape(node_id),
+                         grace.count());
   return OkStatus();
 }
 
@@ -210,8 +222,8 @@ Status Dispatcher::PushConfig(const std::string& node_id, const std::string& del
   c.mutable_push_config()->set_version(version);
   if (auto st = SendTo(node_id, c); !st) return st;
   if (auto st = store_.SetConfigVersion(node_id, version); !st) return st;
-  log::Get("edge")->info("node {}: config delta version {} sent ({} bytes)", node_id, version,
-                         delta.size());
+  log::Get("edge")->info("node {}: config delta version {} sent ({} bytes)", log::Escape(node_id),
+                         log::Escape(version), delta.size());
   return OkStatus();
 }
 
@@ -234,16 +246,17 @@ void Dispatcher::OnResult(const std::string& node_id, const std::string& command
   const auto outcome = OutcomeFromResult(result);
   auto stored = store_.CompleteCommand(command_id, node_id, outcome, ToEpochMillis(clock_.Now()));
   if (!stored) {
-    log->warn("node {}: result for command {} not stored: {}", node_id, command_id,
-              stored.error().ToString());
+    log->warn("node {}: result for command {} not stored: {}", log::Escape(node_id),
+              log::Escape(command_id), log::Escape(stored.error().ToString(), 512));
     return;
   }
   if (!*stored) {
-    log->debug("node {}: duplicate result for command {} ignored (the first one is kept)", node_id,
-               command_id);
+    log->debug("node {}: duplicate result for command {} ignored (the first one is kept)",
+               log::Escape(node_id), log::Escape(command_id));
     return;
   }
-  log->info("command {} on node {} completed: {}", command_id, node_id, outcome.outcome);
+  log->info("command {} on node {} completed: {}", log::Escape(command_id), log::Escape(node_id),
+            outcome.outcome);
   auto rec = store_.GetCommand(command_id);
   if (!rec || !*rec) return;
   std::vector<std::shared_ptr<CommandObserver>> tell;

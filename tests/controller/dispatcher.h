@@ -60,8 +60,10 @@ struct InvokeSpec {
 
 class Dispatcher {
  public:
-  Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock)
-      : store_(store), tokens_(tokens), clock_(clock) {}
+  // `max_message_bytes`: the largest EdgeCommand it sends (grpc.max_message_bytes).
+  Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,
+             size_t max_message_bytes = size_t{16} << 20)
+      : store_(store), tokens_(tokens), clock_(clock), max_message_bytes_(max_message_bytes) {}
 
   // A node's stream said Hello: it becomes the node's stream; the previous one (if any) is
   // closed with ABORTED "replaced by a newer stream".
@@ -75,7 +77,8 @@ class Dispatcher {
   // Closes every stream (controller stop).
   void CloseAll(const grpc::Status& status);
 
-  // Persists and sends an InvokeTool; returns its command id. INVALID_ARGUMENT bad spec;
+  // Persists and sends an InvokeTool; returns its command id. INVALID_ARGUMENT bad spec (args
+  // not a JSON object, nested deeper than 64, or an InvokeTool above max_message_bytes);
   // NOT_FOUND unknown node; FAILED_PRECONDITION revoked node; UNAVAILABLE "node N is not
   // connected" (nothing is persisted). `observer` (may be null) is subscribed before sending.
   Result<std::string> Invoke(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer);
@@ -104,6 +107,7 @@ class Dispatcher {
   Store& store_;
   NodeTokenAuthority& tokens_;
   Clock& clock_;
+  const size_t max_message_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<CommandSink>> streams_;
   struct Waiter {

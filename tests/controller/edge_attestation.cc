@@ -19,7 +19,8 @@ EdgeAttestation::EdgeAttestation(Store& store, NodeTokenAuthority& tokens,
       key_(key),
       clock_(clock),
       settings_(std::move(settings)),
-      limiter_(clock, settings_.attest_per_minute, std::chrono::minutes(1)) {}
+      limiter_(clock, settings_.attest_per_minute, std::chrono::minutes(1)),
+      ip_limiter_(clock, settings_.attest_per_ip_per_minute, std::chrono::minutes(1)) {}
 
 std::vector<std::string> EdgeAttestation::ActiveKeys(const EdgeNodeRecord& node, int64_t now_ms) {
   // A revoked node has no key left (empty): nothing matches it.
@@ -35,11 +36,22 @@ std::vector<std::string> EdgeAttestation::ActiveKeys(const EdgeNodeRecord& node,
 Result<IssuedChallenge> EdgeAttestation::Attest(const std::string& peer_address,
                                                 const std::string& node_id, pb::NodeRole role,
                                                 const std::string& public_key) {
-  if (!limiter_.Allow(peer_address)) {
-    return MakeError(ErrorCode::kResourceExhausted,
-                     "AttestNode rate limit: at most " +
-                         std::to_string(settings_.attest_per_minute) + " per minute from " +
-                         peer_address);
+  // Keyed by address AND node: one locked-out node behind a NAT does not block its
+  // neighbours; the per-address ceiling stops one address from spraying node ids.
+  switch (
+      RateLimiter::AllowBoth(limiter_, peer_address + " " + node_id, ip_limiter_, peer_address)) {
+    case RateLimiter::Both::kAllowed:
+      break;
+    case RateLimiter::Both::kFirstRefused:
+      return MakeError(ErrorCode::kResourceExhausted,
+                       "AttestNode rate limit: at most " +
+                           std::to_string(settings_.attest_per_minute) + " per minute for node \"" +
+                           log::Escape(node_id, 64) + "\" from " + peer_address + "; retry later");
+    case RateLimiter::Both::kSecondRefused:
+      return MakeError(ErrorCode::kResourceExhausted,
+                       "AttestNode rate limit: at most " +
+                           std::to_string(settings_.attest_per_ip_per_minute) +
+                           " per minute from " + peer_address + " (all node ids); retry later");
   }
   if (role != pb::NODE_ROLE_EDGE) {
     return MakeError(ErrorCode::kInvalidArgument, "role " + pb::NodeRole_Name(role) +
@@ -130,9 +142,22 @@ Result<TokenGrant> EdgeAttestation::Enroll(const std::string& node_id,
                    .now_ms = ToEpochMillis(clock_.Now()),
                    .token = minted->record};
   auto rec = store_.EnrollEdgeNode(e);
-  if (!rec) return std::unexpected(rec.error());
-  log::Get("edge")->info("node {} edge-enrolled with join token {} (tenant {})", node_id,
-                         claims->jti, claims->tid);
+  if (!rec) {
+    log::Get("audit")->warn(
+        "ChallengeNode: edge enrollment of node {} with join token {} refused: {}",
+        log::Escape(node_id), log::Escape(claims->jti), log::Escape(rec.error().ToString(), 512));
+    return std::unexpected(rec.error());
+  }
+  if (rec->identity_replaced) {
+    log::Get("audit")->warn(
+        "ChallengeNode: node {} edge identity replaced with join token {} created with --replace "
+        "(tenant {}): new key registered, every token of the old identity revoked",
+        log::Escape(node_id), log::Escape(claims->jti), log::Escape(claims->tid));
+  } else {
+    log::Get("audit")->info("ChallengeNode: node {} edge-enrolled with join token {} (tenant {})",
+                            log::Escape(node_id), log::Escape(claims->jti),
+                            log::Escape(claims->tid));
+  }
   return TokenGrant{minted->token, minted->record.issued_at_ms, minted->record.expires_at_ms};
 }
 
@@ -223,8 +248,8 @@ Result<RotationGrant> EdgeAttestation::Rotate(const std::string& node_id,
   auto rotated = store_.RotateEdgeKey(r);
   if (!rotated) return std::unexpected(rotated.error());
   const bool refresh = request.new_public_key() == (*edge)->public_key;
-  log::Get("edge")->info("node {}: {} (old token {} revoked)", node_id,
-                         refresh ? "token refreshed" : "key rotated", claims->jti);
+  log::Get("edge")->info("node {}: {} (old token {} revoked)", log::Escape(node_id),
+                         refresh ? "token refreshed" : "key rotated", log::Escape(claims->jti));
   return RotationGrant{
       TokenGrant{minted->token, minted->record.issued_at_ms, minted->record.expires_at_ms},
       settings_.overlap_window};

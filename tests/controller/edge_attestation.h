@@ -27,7 +27,9 @@ namespace edge::controller {
 
 struct AttestationSettings {
   std::chrono::seconds challenge_ttl{300};
-  size_t attest_per_minute = 5;  // per peer address
+  size_t attest_per_minute = 5;  // per peer address + node id
+  // Per peer address alone, whatever node ids it names (one IP cannot spray node ids).
+  size_t attest_per_ip_per_minute = 60;
   std::chrono::seconds overlap_window{60};
   std::string join_token_issuer = "edge-controller";  // iss of the join tokens (tokens.issuer)
   size_t max_challenges = 10'000;                     // outstanding challenges kept in memory
@@ -54,7 +56,8 @@ class EdgeAttestation {
   EdgeAttestation(Store& store, NodeTokenAuthority& tokens, const identity::EcSigningKey& key,
                   Clock& clock, AttestationSettings settings);
 
-  // AttestNode. RESOURCE_EXHAUSTED beyond the rate limit for `peer_address`;
+  // AttestNode. RESOURCE_EXHAUSTED beyond the rate limit for `peer_address` + `node_id`, or
+  // the looser one for `peer_address` alone;
   // INVALID_ARGUMENT for a role other than NODE_ROLE_EDGE or a key that is not 32 bytes.
   Result<IssuedChallenge> Attest(const std::string& peer_address, const std::string& node_id,
                                  aegis::cluster::v1::NodeRole role, const std::string& public_key);
@@ -95,7 +98,8 @@ class EdgeAttestation {
   const identity::EcSigningKey& key_;
   Clock& clock_;
   AttestationSettings settings_;
-  RateLimiter limiter_;
+  RateLimiter limiter_;     // per peer address + node id
+  RateLimiter ip_limiter_;  // per peer address
   std::mutex mu_;
   std::map<std::string, PendingChallenge> challenges_;
   std::set<std::string> rotating_;  // nodes with a rotation in flight

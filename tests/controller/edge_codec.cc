@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/identity/encoding.h"
+#include "common/json_parse.h"
 
 namespace edge::controller {
 
@@ -84,8 +85,9 @@ std::string CapabilitiesToJson(const pb::EdgeCapabilities& caps) {
 
 pb::EdgeCapabilities CapabilitiesFromJson(const std::string& json) {
   pb::EdgeCapabilities caps;
-  auto j = nlohmann::json::parse(json, nullptr, false);
-  if (!j.is_object()) return caps;
+  auto parsed = ParseJsonBounded(json, "capabilities");
+  if (!parsed || !parsed->is_object()) return caps;
+  const nlohmann::json& j = *parsed;
   auto str = [&](const char* k) {
     return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
   };
@@ -112,15 +114,12 @@ bool IsDraining(const pb::EdgeCapabilities& caps) {
 
 Result<google::protobuf::Struct> StructFromJsonObject(const std::string& json,
                                                       const std::string& field) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json.empty() ? std::string("{}") : json);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() says where (byte offset) and what the parser expected.
-    return MakeError(ErrorCode::kInvalidArgument, field + " \"" + json.substr(0, 80) +
-                                                      (json.size() > 80 ? "..." : "") +
-                                                      "\" is not valid JSON: " + e.what());
-  }
+  // Bounded before anything recursive sees it (issue 15 #9: 100 000 levels crashed the
+  // controller in a recursive dump).
+  auto parsed = ParseJsonBounded(json.empty() ? std::string_view("{}") : std::string_view(json),
+                                 field, kMaxArgsDepth);
+  if (!parsed) return std::unexpected(parsed.error());
+  const nlohmann::json& j = *parsed;
   if (!j.is_object()) {
     return MakeError(ErrorCode::kInvalidArgument,
                      field + " must be a JSON object, got " + std::string(j.type_name()));

@@ -29,7 +29,13 @@ std::string CapabilitiesToJson(const aegis::cluster::v1::EdgeCapabilities& caps)
 aegis::cluster::v1::EdgeCapabilities CapabilitiesFromJson(const std::string& json);
 bool IsDraining(const aegis::cluster::v1::EdgeCapabilities& caps);
 
-// A JSON object as a Struct. INVALID_ARGUMENT naming `field` when `json` is not an object.
+// How deep an InvokeTool's args may nest: each JSON object level costs up to three protobuf
+// message levels (Struct, map entry, Value), and a node parses the EdgeCommand with
+// protobuf's default limit of 100 nested messages.
+inline constexpr size_t kMaxArgsDepth = 32;
+
+// A JSON object as a Struct. INVALID_ARGUMENT naming `field` when `json` is not an object,
+// is not valid JSON (with the byte position) or nests deeper than kMaxArgsDepth.
 Result<google::protobuf::Struct> StructFromJsonObject(const std::string& json,
                                                       const std::string& field);
 

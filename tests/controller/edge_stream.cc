@@ -5,6 +5,7 @@
 #include "tests/controller/edge_attestation.h"
 #include "tests/controller/edge_codec.h"
 #include "tests/controller/grpc_status.h"
+#include "tests/controller/node_cluster_service.h"
 #include "tests/controller/peer_identity.h"
 
 namespace edge::controller {
@@ -42,15 +43,23 @@ grpc::ServerBidiReactor<pb::EdgeEvent, pb::EdgeCommand>* EdgeStream::Start(
 
 void EdgeStream::Begin() {
   auto log = log::Get("edge");
+  auto refused = [&](const std::string& line) {
+    if (deps_.refusals) {
+      deps_.refusals->Warn(log, NodeClusterServiceImpl::PeerAddress(ctx_->peer()), line);
+    } else {
+      log->warn("{}", line);
+    }
+  };
   auto token = BearerToken(*ctx_);
   if (!token) {
-    log->warn("ConnectEdge from {} refused: no bearer token", ctx_->peer());
+    refused("ConnectEdge from " + log::Escape(ctx_->peer()) + " refused: no bearer token");
     Close(Unauthenticated("metadata \"authorization: Bearer <node security token>\" is required"));
     return;
   }
   auto claims = deps_.tokens.Verify(*token, TokenUse::kNewSession);
   if (!claims) {
-    log->warn("ConnectEdge from {} refused: {}", ctx_->peer(), claims.error().message);
+    refused("ConnectEdge from " + log::Escape(ctx_->peer()) +
+            " refused: " + log::Escape(claims.error().message, 512));
     Close(Unauthenticated(claims.error().message));
     return;
   }
@@ -61,7 +70,7 @@ void EdgeStream::Begin() {
   }
   if (*cn != claims->node_id) {
     log->warn("ConnectEdge refused: token of node {} presented with the certificate of {}",
-              claims->node_id, *cn);
+              log::Escape(claims->node_id), log::Escape(*cn));
     Close(Unauthenticated("the bearer token is for node \"" + claims->node_id +
                           "\", the client certificate for \"" + *cn + "\""));
     return;
@@ -121,15 +130,16 @@ grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
       stream_id_ = event.hello().stream_id();
       attached_ = true;
       deps_.dispatcher.Attach(node_id_, shared_from_this());
-      log::Get("edge")->info("node {} connected (stream {}, {}/{}, {} tools)", node_id_, stream_id_,
-                             caps.os(), caps.arch(), caps.local_tools_size());
+      log::Get("edge")->info("node {} connected (stream {}, {}/{}, {} tools)",
+                             log::Escape(node_id_), log::Escape(stream_id_), log::Escape(caps.os()),
+                             log::Escape(caps.arch()), caps.local_tools_size());
       return grpc::Status::OK;
     }
     case pb::EdgeEvent::kHeartbeat:
       return stored(deps_.store.RecordHeartbeat(node_id_, now_ms));
     case pb::EdgeEvent::kCapabilityUpdate: {
       const auto& caps = event.capability_update().capabilities();
-      if (IsDraining(caps)) log::Get("edge")->info("node {} is draining", node_id_);
+      if (IsDraining(caps)) log::Get("edge")->info("node {} is draining", log::Escape(node_id_));
       return stored(
           deps_.store.UpdateCapabilities(node_id_, CapabilitiesToJson(caps), IsDraining(caps)));
     }
@@ -166,8 +176,8 @@ void EdgeStream::OnReadDone(bool ok) {
   }
   auto st = Handle(in_);
   if (!st.ok()) {
-    log::Get("edge")->warn("ConnectEdge of node {} ended: {} ({})", node_id_, st.error_message(),
-                           static_cast<int>(st.error_code()));
+    log::Get("edge")->warn("ConnectEdge of node {} ended: {} ({})", log::Escape(node_id_),
+                           log::Escape(st.error_message(), 512), static_cast<int>(st.error_code()));
     Close(st);
     return;
   }
@@ -229,7 +239,8 @@ void EdgeStream::Close(const grpc::Status& status) {
 void EdgeStream::OnDone() {
   if (attached_) {
     deps_.dispatcher.Detach(node_id_, this);
-    log::Get("edge")->info("node {} disconnected (stream {})", node_id_, stream_id_);
+    log::Get("edge")->info("node {} disconnected (stream {})", log::Escape(node_id_),
+                           log::Escape(stream_id_));
   }
   auto last = std::move(self_);  // may destroy this when it goes out of scope
 }

@@ -21,6 +21,7 @@
 #include "node_cluster.grpc.pb.h"
 #include "tests/controller/dispatcher.h"
 #include "tests/controller/node_tokens.h"
+#include "tests/controller/refusal_log.h"
 #include "tests/controller/store.h"
 
 namespace edge::controller {
@@ -30,6 +31,7 @@ struct EdgeStreamDeps {
   NodeTokenAuthority& tokens;
   Dispatcher& dispatcher;
   Clock& clock;
+  RefusalLog* refusals = nullptr;  // rate-limits the log lines of refused streams
 };
 
 class EdgeStream final : public grpc::ServerBidiReactor<aegis::cluster::v1::EdgeEvent,

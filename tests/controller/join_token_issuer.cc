@@ -12,7 +12,12 @@ std::string JoinTokenIssuer::HashToken(const std::string& token) {
 
 Result<MintedJoinToken> JoinTokenIssuer::Create(const std::string& node_id,
                                                 const std::string& tenant_id,
-                                                std::chrono::milliseconds ttl) {
+                                                std::chrono::milliseconds ttl, bool replace) {
+  if (replace && node_id.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "replace needs node_id: only a token bound to one node may replace that "
+                     "node's identity");
+  }
   if (!node_id.empty() && !config::IsValidNodeId(node_id)) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "node_id \"" + node_id + "\" must match [A-Za-z0-9._-]{1,64}");
@@ -55,7 +60,8 @@ Result<MintedJoinToken> JoinTokenIssuer::Create(const std::string& node_id,
                       .node_id = node_id,
                       .tenant_id = tenant,
                       .created_at_ms = ToEpochMillis(now),
-                      .expires_at_ms = out.expires_at_ms};
+                      .expires_at_ms = out.expires_at_ms,
+                      .replace = replace};
   if (auto st = store_.InsertJoinToken(rec); !st) return std::unexpected(st.error());
   return out;
 }

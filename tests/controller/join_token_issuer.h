@@ -34,9 +34,10 @@ class JoinTokenIssuer {
       : store_(store), key_(key), clock_(clock), settings_(std::move(settings)) {}
 
   // node_id: optional binding (validated when set); tenant_id: default "default";
-  // ttl 0 = the default. INVALID_ARGUMENT naming the field for bad input.
+  // ttl 0 = the default; replace: the token may re-enroll node_id although it exists
+  // (requires node_id). INVALID_ARGUMENT naming the field for bad input.
   Result<MintedJoinToken> Create(const std::string& node_id, const std::string& tenant_id,
-                                 std::chrono::milliseconds ttl);
+                                 std::chrono::milliseconds ttl, bool replace = false);
 
   // The stored key of a token: lowercase hex SHA-256 of its bytes.
   static std::string HashToken(const std::string& token);

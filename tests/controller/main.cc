@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -20,6 +22,8 @@
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/json_parse.h"
+#include "common/log.h"
 #include "common/signals.h"
 #include "config/controller_config.h"
 #include "config/duration.h"
@@ -42,6 +46,16 @@ using json = nlohmann::json;
 constexpr int kExitNodeUnavailable = 69;  // EX_UNAVAILABLE: the node is not connected
 constexpr int kExitTimedOut = 124;        // like timeout(1)
 constexpr int kExitCancelled = 130;       // like a shell after SIGINT
+// How long `serve` may take to stop after SIGTERM/SIGINT before it exits regardless.
+constexpr std::chrono::seconds kStopLimit{10};
+// After Ctrl-C / SIGTERM, how long `invoke` waits for the cancelled command's result.
+constexpr std::chrono::seconds kCancelWait{5};
+
+// JSON for the terminal: bytes that are not UTF-8 (a node's output) become U+FFFD instead of
+// an exception.
+std::string Dump(const json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
 
 // Loads the config or prints every problem; nullopt means exit 2.
 std::optional<edge::config::ControllerConfig> LoadConfig(const edge::cli::GlobalOptions& opts) {
@@ -62,7 +76,26 @@ int Serve(const edge::cli::GlobalOptions& opts) {
   log->info("edge-controller {} serving (pid {})", EDGE_VERSION, ::getpid());
   int sig = *edge::WaitForTerminationSignal();
   log->info("signal {} received: stopping", sig);
+  // Stopping is bounded: if something (a peer that never reads, a stuck call) keeps it
+  // longer than kStopLimit, the process leaves anyway rather than hang.
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopped = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(stop_mu);
+    if (!stop_cv.wait_for(lock, kStopLimit, [&] { return stopped; })) {
+      log->error("stopping took longer than {} s: exiting without a clean stop",
+                 kStopLimit.count());
+      std::_Exit(kExitFailure);
+    }
+  });
   controller.Stop();
+  {
+    std::lock_guard lock(stop_mu);
+    stopped = true;
+  }
+  stop_cv.notify_all();
+  watchdog.join();
   log->info("stopped");
   return kExitOk;
 }
@@ -91,7 +124,7 @@ int Status(const edge::cli::GlobalOptions& opts, const std::string& format) {
                         {"started_at_epoch_ms", resp.started_at_epoch_ms()},
                         {"grpc_listen", resp.grpc_listen()},
                         {"data_dir", resp.data_dir()}};
-    std::cout << j.dump() << "\n";
+    std::cout << Dump(j) << "\n";
   } else {
     std::cout << "status:      ok\n"
               << "version:     " << resp.version() << "\n"
@@ -166,12 +199,20 @@ std::unique_ptr<grpc::ClientContext> Ctx() {
 }
 
 int TokenCreate(const edge::cli::GlobalOptions& opts, const std::string& node,
-                const std::string& tenant, const std::string& ttl, const std::string& format) {
+                const std::string& tenant, const std::string& ttl, bool replace,
+                const std::string& format) {
+  if (replace && node.empty()) {
+    std::fprintf(stderr,
+                 "error: --replace needs --node: only a token bound to one node may replace "
+                 "that node's identity\n");
+    return kExitUsage;
+  }
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   edge::admin::v1::CreateJoinTokenRequest req;
   req.set_node_id(node);
   req.set_tenant_id(tenant);
+  req.set_replace(replace);
   if (!ttl.empty()) {
     auto d = edge::config::ParseDuration(ttl);
     if (!d || d->count() < 1000) {
@@ -189,7 +230,7 @@ int TokenCreate(const edge::cli::GlobalOptions& opts, const std::string& node,
     nlohmann::json j = {{"token_id", resp.token_id()},
                         {"join_token", resp.join_token()},
                         {"expires_at", IsoTime(resp.expires_at_epoch_ms())}};
-    std::cout << j.dump() << "\n";
+    std::cout << Dump(j) << "\n";
   } else {
     std::cout << "token id:   " << resp.token_id() << "\n"
               << "expires at: " << IsoTime(resp.expires_at_epoch_ms()) << "\n"
@@ -221,15 +262,18 @@ int TokenList(const edge::cli::GlobalOptions& opts, bool all, const std::string&
                      {"tenant_id", t.tenant_id()},
                      {"created_at", IsoTime(t.created_at_epoch_ms())},
                      {"expires_at", IsoTime(t.expires_at_epoch_ms())},
+                     {"replace", t.replace()},
                      {"state", state(t)}});
     }
-    std::cout << arr.dump() << "\n";
+    std::cout << Dump(arr) << "\n";
   } else {
     std::printf("%-24s %-16s %-10s %-21s %s\n", "TOKEN ID", "NODE", "TENANT", "EXPIRES", "STATE");
     for (const auto& t : resp.tokens()) {
-      std::printf("%-24s %-16s %-10s %-21s %s\n", t.token_id().c_str(),
-                  t.node_id().empty() ? "*" : t.node_id().c_str(), t.tenant_id().c_str(),
-                  IsoTime(t.expires_at_epoch_ms()).c_str(), state(t).c_str());
+      const std::string node =
+          t.node_id().empty() ? "*" : t.node_id() + (t.replace() ? " (replace)" : "");
+      std::printf("%-24s %-16s %-10s %-21s %s\n", t.token_id().c_str(), node.c_str(),
+                  t.tenant_id().c_str(), IsoTime(t.expires_at_epoch_ms()).c_str(),
+                  state(t).c_str());
     }
   }
   return kExitOk;
@@ -293,7 +337,7 @@ int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
                        {"mounts", std::vector<std::string>(c.mounts().begin(), c.mounts().end())},
                        {"labels", labels}}}});
     }
-    std::cout << arr.dump() << "\n";
+    std::cout << Dump(arr) << "\n";
   } else {
     std::printf("%-20s %-10s %-10s %-9s %-24s %s\n", "NODE", "TENANT", "STATE", "CONNECTED",
                 "LAST HEARTBEAT", "PLATFORM");
@@ -344,26 +388,46 @@ std::shared_ptr<grpc::Channel> ConnectedAdminChannel(const edge::config::Control
 // string in double quotes is passed unquoted (so '"42"' is the string 42); anything else,
 // null included, is passed as the string it is.
 json ArgValue(const std::string& v) {
-  auto j = json::parse(v, nullptr, false);
-  if (!j.is_discarded() &&
-      (j.is_number() || j.is_boolean() || j.is_array() || j.is_object() || j.is_string()))
-    return j;
+  auto j = edge::ParseJsonBounded(v, "--arg");
+  if (j && (j->is_number() || j->is_boolean() || j->is_array() || j->is_object() || j->is_string()))
+    return std::move(*j);
   return v;
+}
+
+// JSON from the controller (a payload, stored args): the value, or the text as a string when
+// it is not JSON (or nested too deep to handle safely).
+json JsonOrText(const std::string& text) {
+  auto j = edge::ParseJsonBounded(text, "json");
+  return j ? std::move(*j) : json(text);
+}
+
+// Arguments travel as JSON text, which must be UTF-8. Prints a usage error naming the flag
+// and where its value stops being UTF-8, and returns false, when `value` is not.
+bool CheckUtf8(const std::string& flag, const std::string& value) {
+  try {
+    (void)json(value).dump();
+    return true;
+  } catch (const json::type_error& e) {
+    std::string why = e.what();
+    if (auto p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
+    std::fprintf(stderr,
+                 "error: %s \"%s\" is not valid UTF-8 (%s): arguments travel as JSON text; "
+                 "write a character as a JSON escape in --args-json (\"\\u00ff\"), or pass "
+                 "raw bytes base64-encoded to a tool that takes them (file.write content)\n",
+                 flag.c_str(), edge::log::Escape(value, 120).c_str(), why.c_str());
+    return false;
+  }
 }
 
 json OutcomeJson(const edge::admin::v1::CommandOutcome& r) {
   json payload = nullptr;
-  if (!r.payload_json().empty()) {
-    payload = json::parse(r.payload_json(), nullptr, false);
-    if (payload.is_discarded()) payload = r.payload_json();
-  }
+  if (!r.payload_json().empty()) payload = JsonOrText(r.payload_json());
   return {{"outcome", r.outcome()}, {"exit_code", r.exit_code()}, {"code", r.code()},
           {"message", r.message()}, {"payload", payload},         {"duration_ms", r.duration_ms()}};
 }
 
 json CommandJson(const edge::admin::v1::CommandInfo& c) {
-  json args = json::parse(c.args_json(), nullptr, false);
-  if (args.is_discarded()) args = c.args_json();
+  json args = JsonOrText(c.args_json());
   json j = {{"command_id", c.command_id()},
             {"node_id", c.node_id()},
             {"tool", c.tool()},
@@ -408,21 +472,32 @@ struct InvokeOptions {
 int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
+  for (const auto& [flag, value] : {std::pair{"--node", &o.node}, std::pair{"--tool", &o.tool},
+                                    std::pair{"--context", &o.context}}) {
+    if (!CheckUtf8(flag, *value)) return kExitUsage;
+  }
   json args = json::object();
   if (!o.args_json.empty()) {
-    args = json::parse(o.args_json, nullptr, false);
-    if (!args.is_object()) {
+    auto parsed = edge::ParseJsonBounded(o.args_json, "--args-json");
+    if (!parsed) {
+      std::fprintf(stderr, "error: %s\n", parsed.error().message.c_str());
+      return kExitUsage;
+    }
+    if (!parsed->is_object()) {
       std::fprintf(stderr,
                    "error: --args-json must be a JSON object, such as '{\"path\":\"x\"}'\n");
       return kExitUsage;
     }
+    args = std::move(*parsed);
   }
   for (const auto& kv : o.args) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "error: --arg \"%s\" must be key=value\n", kv.c_str());
+      std::fprintf(stderr, "error: --arg \"%s\" must be key=value\n",
+                   edge::log::Escape(kv, 120).c_str());
       return kExitUsage;
     }
+    if (!CheckUtf8("--arg", kv)) return kExitUsage;
     args[kv.substr(0, eq)] = ArgValue(kv.substr(eq + 1));
   }
   edge::admin::v1::InvokeRequest req;
@@ -455,14 +530,22 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
   }
   auto reader = stub->Invoke(&ctx, req);
 
-  std::atomic<bool> done{false};
+  std::atomic<bool> done{false}, gave_up{false};
   std::mutex id_mu;
   std::string command_id;
   std::thread watcher([&] {
     int seen = 0;
+    std::optional<std::chrono::steady_clock::time_point> leave_at;
     while (!done) {
       auto sig = edge::WaitForTerminationSignal(std::chrono::milliseconds(100));
-      if (!sig || done) continue;
+      if (done) break;
+      if (leave_at && std::chrono::steady_clock::now() >= *leave_at) {
+        // The node did not answer the cancel in time (it may be gone): stop waiting.
+        gave_up = true;
+        ctx.TryCancel();
+        break;
+      }
+      if (!sig) continue;
       if (++seen > 1) std::_Exit(kExitCancelled);
       std::string id;
       {
@@ -470,14 +553,26 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
         id = command_id;
       }
       if (id.empty()) std::_Exit(kExitCancelled);
-      std::fprintf(stderr, "interrupted: cancelling command %s (again to leave now)\n", id.c_str());
+      std::fprintf(stderr,
+                   "interrupted: cancelling command %s (waiting up to %llds for its result; "
+                   "again to leave now)\n",
+                   id.c_str(), static_cast<long long>(kCancelWait.count()));
       edge::admin::v1::CancelCommandRequest c;
       c.set_command_id(id);
       c.set_reason("interrupted by the operator");
       edge::admin::v1::CancelCommandResponse cr;
       grpc::ClientContext cctx;
       cctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      (void)stub->CancelCommand(&cctx, c, &cr);
+      auto cst = stub->CancelCommand(&cctx, c, &cr);
+      if (!cst.ok()) {
+        // Not delivered (the node is not connected, or the controller is gone): no result
+        // will come soon.
+        std::fprintf(stderr, "cancel not delivered: %s\n", cst.error_message().c_str());
+        gave_up = true;
+        ctx.TryCancel();
+        break;
+      }
+      leave_at = std::chrono::steady_clock::now() + kCancelWait;
     }
   });
   struct Join {
@@ -536,6 +631,13 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
     }
   }
   auto st = reader->Finish();
+  if (gave_up && !result) {
+    std::fprintf(stderr,
+                 "interrupted: left without the result of command %s; see `edge-controller "
+                 "command get %s`\n",
+                 command_id.c_str(), command_id.c_str());
+    return kExitCancelled;
+  }
   if (!st.ok()) {
     if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && !command_id.empty()) {
       std::fprintf(stderr,
@@ -554,7 +656,7 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
   const json outcome = OutcomeJson(*result);
   if (as_json) {
     json j = {{"command_id", command_id}, {"result", outcome}, {"stdout", out}, {"stderr", err}};
-    std::cout << j.dump() << "\n";
+    std::cout << Dump(j) << "\n";
     return OutcomeExit(command_id, *result, true);
   }
   if (result->outcome() == "ok" && !result->payload_json().empty()) {
@@ -562,7 +664,7 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
     const bool exec_like =
         payload.is_object() && (payload.contains("stdout") || payload.contains("stderr"));
     if (!exec_like) {
-      std::cout << (payload.is_string() ? payload.get<std::string>() : payload.dump(2)) << "\n";
+      std::cout << (payload.is_string() ? payload.get<std::string>() : Dump(payload, 2)) << "\n";
     } else if (!streamed) {
       // The node sent its output only in the result: show it as a stream would have.
       for (auto [key, fp] : {std::pair{"stdout", stdout}, std::pair{"stderr", stderr}}) {
@@ -591,7 +693,7 @@ int Commands(const edge::cli::GlobalOptions& opts, const std::string& node, int 
     json arr = json::array();
     for (const auto& c : resp.commands())
       arr.push_back(CommandJson(c));
-    std::cout << arr.dump() << "\n";
+    std::cout << Dump(arr) << "\n";
     return kExitOk;
   }
   std::printf("%-36s %-16s %-12s %-10s %-10s %-5s %s\n", "COMMAND", "NODE", "TOOL", "STATE",
@@ -617,13 +719,13 @@ int CommandGet(const edge::cli::GlobalOptions& opts, const std::string& id,
   if (!st.ok()) return RpcFailed(*cfg, st);
   json j = CommandJson(c);
   if (format == "json") {
-    std::cout << j.dump() << "\n";
+    std::cout << Dump(j) << "\n";
     return kExitOk;
   }
   std::cout << "command:   " << c.command_id() << "\n"
             << "node:      " << c.node_id() << "\n"
             << "tool:      " << c.tool() << "\n"
-            << "args:      " << j["args"].dump() << "\n"
+            << "args:      " << Dump(j["args"]) << "\n"
             << "state:     " << c.state() << "\n"
             << "created:   " << IsoTimeMs(c.created_at_epoch_ms()) << "\n";
   if (c.has_result()) {
@@ -635,7 +737,7 @@ int CommandGet(const edge::cli::GlobalOptions& opts, const std::string& id,
     if (!r.message().empty()) std::cout << "message:   " << r.message() << "\n";
     if (r.duration_ms()) std::cout << "duration:  " << r.duration_ms() << " ms\n";
     if (!r.payload_json().empty())
-      std::cout << "payload:   " << j["result"]["payload"].dump(2) << "\n";
+      std::cout << "payload:   " << Dump(j["result"]["payload"], 2) << "\n";
   }
   return kExitOk;
 }
@@ -686,9 +788,15 @@ int main(int argc, char** argv) {
   auto* token = app.add_subcommand("token", "join tokens for enrolling agents");
   token->require_subcommand(1);
   std::string tok_node, tok_tenant, tok_ttl, tok_format, tok_id;
-  bool tok_all = false;
-  auto* tok_create = token->add_subcommand("create", "create a single-use join token");
+  bool tok_all = false, tok_replace = false;
+  auto* tok_create = token->add_subcommand(
+      "create",
+      "create a single-use join token (without --node it enrolls only a node id the "
+      "controller has never seen)");
   tok_create->add_option("--node", tok_node, "bind the token to this node id");
+  tok_create->add_flag("--replace", tok_replace,
+                       "with --node: the token may re-enroll that node although it exists, "
+                       "replacing its identity (key, certificate) and lifting a revocation");
   tok_create->add_option("--tenant", tok_tenant, "tenant of the node (default: default)");
   tok_create->add_option("--ttl", tok_ttl,
                          "lifetime, e.g. 30m or 1h (default: tokens.default_ttl)");
@@ -762,7 +870,9 @@ int main(int argc, char** argv) {
 
   std::string revoke_node;
   auto* revoke = app.add_subcommand(
-      "revoke-node", "revoke a node: its tokens stop working and its stream is closed");
+      "revoke-node",
+      "revoke a node: its tokens stop working and its stream is closed; it stays revoked until "
+      "a token from `token create --node N --replace` re-enrolls it");
   revoke->add_option("--node", revoke_node, "node id")->required();
 
   if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
@@ -775,7 +885,7 @@ int main(int argc, char** argv) {
   if (*serve) return Serve(opts);
   if (*status) return Status(opts, status_format);
   if (*check) return ConfigCheck(opts);
-  if (*tok_create) return TokenCreate(opts, tok_node, tok_tenant, tok_ttl, tok_format);
+  if (*tok_create) return TokenCreate(opts, tok_node, tok_tenant, tok_ttl, tok_replace, tok_format);
   if (*tok_list) return TokenList(opts, tok_all, tok_format);
   if (*tok_revoke) return TokenRevoke(opts, tok_id);
   if (*nodes) return Nodes(opts, nodes_format);

@@ -39,7 +39,8 @@ grpc::ServerUnaryReactor* NodeClusterServiceImpl::AttestNode(grpc::CallbackServe
   auto ch =
       attestation_.Attest(PeerAddress(ctx->peer()), req->node_id(), req->role(), req->public_key());
   if (!ch) {
-    log::Get("edge")->warn("AttestNode of {} refused: {}", req->node_id(), ch.error().ToString());
+    log::Get("edge")->warn("AttestNode of {} from {} refused: {}", log::Escape(req->node_id()),
+                           log::Escape(ctx->peer()), log::Escape(ch.error().ToString(), 512));
     return Done(ctx, ToGrpcStatus(ch.error()));
   }
   resp->set_challenge_nonce(ch->nonce);
@@ -58,8 +59,8 @@ grpc::ServerUnaryReactor* NodeClusterServiceImpl::ChallengeNode(grpc::CallbackSe
   auto grant = attestation_.Challenge(req->node_id(), req->challenge_id(),
                                       req->challenge_signature(), proof);
   if (!grant) {
-    log::Get("edge")->warn("ChallengeNode of {} refused: {}", req->node_id(),
-                           grant.error().ToString());
+    log::Get("edge")->warn("ChallengeNode of {} refused: {}", log::Escape(req->node_id()),
+                           log::Escape(grant.error().ToString(), 512));
     return Done(ctx, ToGrpcStatus(grant.error()));
   }
   resp->set_node_security_token(grant->token);
@@ -69,7 +70,7 @@ grpc::ServerUnaryReactor* NodeClusterServiceImpl::ChallengeNode(grpc::CallbackSe
 
 grpc::ServerBidiReactor<pb::EdgeEvent, pb::EdgeCommand>* NodeClusterServiceImpl::ConnectEdge(
     grpc::CallbackServerContext* ctx) {
-  return EdgeStream::Start(ctx, EdgeStreamDeps{store_, tokens_, dispatcher_, clock_});
+  return EdgeStream::Start(ctx, EdgeStreamDeps{store_, tokens_, dispatcher_, clock_, refusals_});
 }
 
 grpc::ServerUnaryReactor* NodeClusterServiceImpl::RotateEdgeKey(grpc::CallbackServerContext* ctx,
@@ -82,7 +83,8 @@ grpc::ServerUnaryReactor* NodeClusterServiceImpl::RotateEdgeKey(grpc::CallbackSe
   }
   auto grant = attestation_.Rotate(*cn, *req);
   if (!grant) {
-    log::Get("edge")->warn("RotateEdgeKey of {} refused: {}", *cn, grant.error().ToString());
+    log::Get("edge")->warn("RotateEdgeKey of {} refused: {}", log::Escape(*cn),
+                           log::Escape(grant.error().ToString(), 512));
     return Done(ctx, ToGrpcStatus(grant.error()));
   }
   resp->set_node_security_token(grant->token.token);

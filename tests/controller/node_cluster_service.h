@@ -10,6 +10,7 @@
 #include "tests/controller/dispatcher.h"
 #include "tests/controller/edge_attestation.h"
 #include "tests/controller/node_tokens.h"
+#include "tests/controller/refusal_log.h"
 #include "tests/controller/store.h"
 
 namespace edge::controller {
@@ -18,12 +19,13 @@ class NodeClusterServiceImpl final
     : public aegis::cluster::v1::NodeClusterService::CallbackService {
  public:
   NodeClusterServiceImpl(EdgeAttestation& attestation, Store& store, NodeTokenAuthority& tokens,
-                         Dispatcher& dispatcher, Clock& clock)
+                         Dispatcher& dispatcher, Clock& clock, RefusalLog* refusals = nullptr)
       : attestation_(attestation),
         store_(store),
         tokens_(tokens),
         dispatcher_(dispatcher),
-        clock_(clock) {}
+        clock_(clock),
+        refusals_(refusals) {}
 
   grpc::ServerUnaryReactor* AttestNode(grpc::CallbackServerContext* ctx,
                                        const aegis::cluster::v1::AttestNodeRequest* req,
@@ -46,6 +48,7 @@ class NodeClusterServiceImpl final
   NodeTokenAuthority& tokens_;
   Dispatcher& dispatcher_;
   Clock& clock_;
+  RefusalLog* refusals_;
 };
 
 }  // namespace edge::controller

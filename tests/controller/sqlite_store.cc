@@ -12,7 +12,7 @@ namespace edge::controller {
 namespace {
 
 // Ordered migrations; index + 1 is the schema version it produces. Never edit a shipped one.
-constexpr std::array<const char*, 2> kMigrations = {
+constexpr std::array<const char*, 3> kMigrations = {
     R"sql(
 CREATE TABLE join_tokens (
   token_id        TEXT PRIMARY KEY,
@@ -91,6 +91,10 @@ CREATE TABLE commands (
 );
 CREATE INDEX commands_by_node ON commands(node_id, created_at_ms);
 )sql",
+    // 3: a join token may re-enroll an existing node only when created with --replace.
+    R"sql(
+ALTER TABLE join_tokens ADD COLUMN may_replace INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 // A prepared statement that finalizes itself.
@@ -125,7 +129,7 @@ class Stmt {
 
 constexpr const char* kTokenColumns =
     "token_id, token_hash, node_id, tenant_id, created_at_ms, expires_at_ms, consumed_at_ms, "
-    "consumed_by, revoked_at_ms";
+    "consumed_by, revoked_at_ms, may_replace";
 
 JoinTokenRecord ReadToken(const Stmt& s) {
   JoinTokenRecord r;
@@ -138,7 +142,33 @@ JoinTokenRecord ReadToken(const Stmt& s) {
   r.consumed_at_ms = s.Int(6);
   r.consumed_by = s.Text(7);
   r.revoked_at_ms = s.Int(8);
+  r.replace = s.Int(9) != 0;
   return r;
+}
+
+// OK when `tok` may re-enroll `node_id`, which the controller already knows (in `state`):
+// only a token bound to the node and created with --replace may. The message names the node,
+// the token and what the operator must do.
+Status ReenrollAllowed(const JoinTokenRecord& tok, const std::string& node_id,
+                       const std::string& state) {
+  const std::string known = "node \"" + node_id + "\" is already enrolled (state " + state + ")";
+  const std::string fix = "to give node \"" + node_id +
+                          "\" a new identity, the operator must create a join token with "
+                          "`edge-controller token create --node " +
+                          node_id + " --replace`";
+  if (tok.node_id.empty()) {
+    return MakeError(ErrorCode::kPermissionDenied,
+                     known + ": join token " + tok.token_id +
+                         " is not bound to a node and enrolls only a node id this controller "
+                         "has never seen; " +
+                         fix);
+  }
+  if (!tok.replace) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     known + ": join token " + tok.token_id +
+                         " is bound to it but was not created with --replace; " + fix);
+  }
+  return OkStatus();
 }
 
 std::string Hex(const std::string& bytes) {
@@ -319,9 +349,9 @@ Status SqliteStore::InsertJoinToken(const JoinTokenRecord& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_,
          "INSERT INTO join_tokens (token_id, token_hash, node_id, tenant_id, created_at_ms, "
-         "expires_at_ms) VALUES (?, ?, ?, ?, ?, ?)");
+         "expires_at_ms, may_replace) VALUES (?, ?, ?, ?, ?, ?, ?)");
   s.Bind(1, r.token_id).Bind(2, r.token_hash).Bind(3, r.node_id).Bind(4, r.tenant_id);
-  s.Bind(5, r.created_at_ms).Bind(6, r.expires_at_ms);
+  s.Bind(5, r.created_at_ms).Bind(6, r.expires_at_ms).Bind(7, int64_t{r.replace ? 1 : 0});
   if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("insert join token"));
   return OkStatus();
 }
@@ -372,6 +402,22 @@ Result<JoinTokenRecord> SqliteStore::ConsumeJoinToken(const std::string& hash,
                                                        " is bound to node \"" + rec.node_id +
                                                        "\", not \"" + node_id + "\""});
   }
+  // Only now that the token is known to be valid: does the node id exist already?
+  auto known = KnownNodeStateLocked(node_id);
+  if (!known) return rollback(known.error());
+  if (*known) {
+    if (auto st = ReenrollAllowed(rec, node_id, **known); !st) return rollback(st.error());
+    rec.replaced_node_state = **known;
+  } else {
+    // Reserve the new id in this transaction: a concurrent redeemer of another unbound
+    // token for the same id now sees it as known.
+    Stmt s(db_,
+           "INSERT INTO nodes (node_id, tenant_id, state, enrolled_at_ms, last_seen_ms) "
+           "VALUES (?, ?, ?, ?, ?)");
+    s.Bind(1, node_id).Bind(2, rec.tenant_id).Bind(3, std::string(kNodeEnrolled));
+    s.Bind(4, now_ms).Bind(5, now_ms);
+    if (s.Step() != SQLITE_DONE) return rollback(DbError("reserve node id"));
+  }
   {
     // Conditional: only an unconsumed row changes, so exactly one redeemer wins.
     Stmt s(db_,
@@ -392,10 +438,35 @@ Result<JoinTokenRecord> SqliteStore::ConsumeJoinToken(const std::string& hash,
 
 Status SqliteStore::UnconsumeJoinToken(const std::string& hash) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "UPDATE join_tokens SET consumed_at_ms = 0, consumed_by = '' WHERE token_hash = ?");
-  s.Bind(1, hash);
-  if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("unconsume join token"));
-  return OkStatus();
+  return InTransaction<void>([&]() -> Status {
+    // The id ConsumeJoinToken reserved (a row without a certificate, no edge identity).
+    Stmt d(db_,
+           "DELETE FROM nodes WHERE cert_serial_hex = '' AND node_id IN "
+           "(SELECT consumed_by FROM join_tokens WHERE token_hash = ?) AND node_id NOT IN "
+           "(SELECT node_id FROM edge_nodes)");
+    d.Bind(1, hash);
+    if (d.Step() != SQLITE_DONE) return std::unexpected(DbError("release node id"));
+    Stmt s(db_, "UPDATE join_tokens SET consumed_at_ms = 0, consumed_by = '' WHERE token_hash = ?");
+    s.Bind(1, hash);
+    if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("unconsume join token"));
+    return OkStatus();
+  });
+}
+
+Result<std::optional<std::string>> SqliteStore::KnownNodeStateLocked(const std::string& node_id) {
+  {
+    Stmt s(db_, "SELECT state FROM nodes WHERE node_id = ?");
+    s.Bind(1, node_id);
+    int rc = s.Step();
+    if (rc == SQLITE_ROW) return std::optional<std::string>(s.Text(0));
+    if (rc != SQLITE_DONE) return std::unexpected(DbError("read node"));
+  }
+  Stmt e(db_, "SELECT 1 FROM edge_nodes WHERE node_id = ?");
+  e.Bind(1, node_id);
+  int rc = e.Step();
+  if (rc == SQLITE_ROW) return std::optional<std::string>("edge-enrolled");
+  if (rc != SQLITE_DONE) return std::unexpected(DbError("read edge node"));
+  return std::optional<std::string>();
 }
 
 Status SqliteStore::RevokeJoinToken(const std::string& token_id, int64_t now_ms) {
@@ -550,6 +621,7 @@ Result<EdgeNodeRecord> SqliteStore::EnrollEdgeNode(const EdgeEnrollment& e) {
           ErrorCode::kPermissionDenied,
           what + " was redeemed by node \"" + tok.consumed_by + "\", not \"" + e.node_id + "\"");
     }
+    const bool consumed_before = tok.consumed_at_ms != 0;
     if (tok.consumed_at_ms == 0) {
       if (e.now_ms >= tok.expires_at_ms) {
         return MakeError(ErrorCode::kFailedPrecondition, what + " expired");
@@ -583,20 +655,41 @@ Result<EdgeNodeRecord> SqliteStore::EnrollEdgeNode(const EdgeEnrollment& e) {
                        "node \"" + e.node_id + "\" is bound to tenant \"" + (*existing)->tenant_id +
                            "\", the enrollment token is for tenant \"" + e.tenant_id + "\"");
     }
+    // An existing identity is replaced only with an explicit operator step (--replace): an
+    // edge identity, a revoked node, or a node id known before this token was redeemed for
+    // it (a token its own ExchangeJoinToken redeemed passed the same check there).
+    std::optional<std::string> state;
     {
       Stmt s(db_, "SELECT state FROM nodes WHERE node_id = ?");
       s.Bind(1, e.node_id);
       int rc = s.Step();
-      if (rc == SQLITE_ROW && s.Text(0) == kNodeRevoked) {
-        return MakeError(ErrorCode::kFailedPrecondition, "node \"" + e.node_id + "\" is revoked");
-      }
+      if (rc == SQLITE_ROW) state = s.Text(0);
       if (rc != SQLITE_ROW && rc != SQLITE_DONE) return std::unexpected(DbError("read node"));
     }
+    const bool redeemed_by_exchange = consumed_before;
+    const bool replaces = existing->has_value() || (state && *state == kNodeRevoked) ||
+                          (state && !redeemed_by_exchange);
+    if (replaces) {
+      if (auto st = ReenrollAllowed(tok, e.node_id, state ? *state : "edge-enrolled"); !st) {
+        return std::unexpected(st.error());
+      }
+      Stmt t(db_,
+             "UPDATE node_tokens SET revoked_at_ms = ?, revoke_reason = 'replaced', "
+             "grace_until_ms = 0 WHERE node_id = ? AND (revoked_at_ms = 0 OR grace_until_ms > ?)");
+      t.Bind(1, e.now_ms).Bind(2, e.node_id).Bind(3, e.now_ms);
+      if (t.Step() != SQLITE_DONE) return std::unexpected(DbError("revoke replaced tokens"));
+    }
     {
+      // A replacement lifts a revocation: the operator asked for it with --replace.
       Stmt s(db_,
-             "INSERT INTO nodes (node_id, tenant_id, state, enrolled_at_ms, last_seen_ms) "
-             "VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET "
-             "tenant_id = excluded.tenant_id, last_seen_ms = excluded.last_seen_ms");
+             replaces
+                 ? "INSERT INTO nodes (node_id, tenant_id, state, enrolled_at_ms, last_seen_ms) "
+                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET "
+                   "tenant_id = excluded.tenant_id, last_seen_ms = excluded.last_seen_ms, "
+                   "state = excluded.state"
+                 : "INSERT INTO nodes (node_id, tenant_id, state, enrolled_at_ms, last_seen_ms) "
+                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET "
+                   "tenant_id = excluded.tenant_id, last_seen_ms = excluded.last_seen_ms");
       s.Bind(1, e.node_id).Bind(2, e.tenant_id).Bind(3, std::string(kNodeEnrolled));
       s.Bind(4, e.now_ms).Bind(5, e.now_ms);
       if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("bind node tenant"));
@@ -616,6 +709,7 @@ Result<EdgeNodeRecord> SqliteStore::EnrollEdgeNode(const EdgeEnrollment& e) {
     if (auto st = InsertNodeTokenLocked(e.token); !st) return std::unexpected(st.error());
     auto rec = GetEdgeNodeLocked(e.node_id);
     if (!rec) return std::unexpected(rec.error());
+    (*rec)->identity_replaced = replaces;
     return **rec;
   });
 }

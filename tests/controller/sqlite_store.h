@@ -66,6 +66,9 @@ class SqliteStore final : public Store {
   Error DbError(const std::string& what) const;
   // Callers hold mu_.
   Result<std::optional<EdgeNodeRecord>> GetEdgeNodeLocked(const std::string& node_id);
+  // The state of a node id the controller knows ("edge-enrolled" for an edge identity
+  // without a nodes row), nullopt for a new id.
+  Result<std::optional<std::string>> KnownNodeStateLocked(const std::string& node_id);
   Status InsertNodeTokenLocked(const NodeTokenRecord& token);
   // Runs `body` inside BEGIN IMMEDIATE … COMMIT, rolling back when it fails. Caller holds mu_.
   template <typename T, typename F>

@@ -25,6 +25,12 @@ struct JoinTokenRecord {
   int64_t consumed_at_ms = 0;  // 0 = not consumed
   int64_t revoked_at_ms = 0;   // 0 = not revoked
   std::string consumed_by;     // node id that redeemed it
+  // May re-enroll `node_id` although the controller already knows it (and lift a
+  // revocation): `edge-controller token create --node N --replace`. Only with a node_id.
+  bool replace = false;
+  // Output of ConsumeJoinToken only: the state of the existing node this token re-enrolls
+  // ("" = the node id was new).
+  std::string replaced_node_state;
 };
 
 struct NodeRecord {
@@ -57,6 +63,8 @@ struct EdgeNodeRecord {
   std::string capabilities_json;  // {"os","arch","local_tools","mount_points","custom_labels"}
   int64_t last_heartbeat_ms = 0;
   std::string config_version;  // version of the last PushConfig sent
+  // Output of EnrollEdgeNode only: true when it replaced an existing edge identity.
+  bool identity_replaced = false;
 };
 
 // A NodeSecurityToken the controller issued (the token itself is not stored: it is a JWT the
@@ -133,9 +141,16 @@ class Store {
   // Exactly one of any number of concurrent callers wins. Errors, as the contract's table:
   // NOT_FOUND unknown; FAILED_PRECONDITION expired/revoked/consumed; PERMISSION_DENIED bound
   // to another node.
+  // A node id the controller already knows (a `nodes` or `edge_nodes` row, whatever its
+  // state, revoked included) is re-enrolled only by a token bound to it with `replace`:
+  // PERMISSION_DENIED for an unbound token, FAILED_PRECONDITION for a bound one without
+  // `replace` (checked only after the token itself is valid, so it reveals nothing to a
+  // caller without one). A new id is reserved in the same transaction (a `nodes` row in
+  // state enrolled), so two unbound tokens cannot both claim it.
   virtual Result<JoinTokenRecord> ConsumeJoinToken(const std::string& hash,
                                                    const std::string& node_id, int64_t now_ms) = 0;
-  // Gives a consumed token back (used when enrollment fails after consuming, e.g. minting).
+  // Gives a consumed token back (used when enrollment fails after consuming, e.g. minting),
+  // and forgets the node id it reserved when that id was new.
   virtual Status UnconsumeJoinToken(const std::string& hash) = 0;
   virtual Status RevokeJoinToken(const std::string& token_id, int64_t now_ms) = 0;
   virtual Result<std::vector<JoinTokenRecord>> ListJoinTokens(bool include_inactive,
@@ -156,6 +171,11 @@ class Store {
   // row when missing, and records `token`. Errors: NOT_FOUND unknown token;
   // FAILED_PRECONDITION revoked or already redeemed; PERMISSION_DENIED consumed by or bound
   // to another node, or node bound to another tenant.
+  // An existing edge identity (an `edge_nodes` row), a revoked node, or a node id known
+  // before this token was redeemed for it, is replaced only by a token bound to the node with
+  // `replace` (PERMISSION_DENIED unbound, FAILED_PRECONDITION bound without replace); the
+  // replacement blacklists every token of the old identity ("replaced") and lifts a
+  // revocation (state enrolled). `identity_replaced` says it happened.
   virtual Result<EdgeNodeRecord> EnrollEdgeNode(const EdgeEnrollment& enrollment) = 0;
   virtual Result<std::optional<EdgeNodeRecord>> GetEdgeNode(const std::string& node_id) = 0;
   virtual Result<std::vector<EdgeNodeRecord>> ListEdgeNodes() = 0;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "agent/identity/pkcs12.h"
+#include "common/log.h"
 #include "tests/controller/join_token_issuer.h"
 #include "tests/controller/sqlite_store.h"
 
@@ -80,6 +81,91 @@ TEST_F(BootstrapServiceTest, RedeemsOnceAndMintsAKeystoreForTheNode) {
   auto expired = Redeem(late->token, "x");
   ASSERT_FALSE(expired);
   EXPECT_EQ(expired.error().code, ErrorCode::kFailedPrecondition);
+}
+
+// Captures every log line for the life of the object.
+class LogLines {
+ public:
+  LogLines() {
+    log::Init({.level = spdlog::level::debug, .writer = [this](std::string_view l) {
+                 std::lock_guard lock(mu_);
+                 text_ += l;
+               }});
+  }
+  ~LogLines() { log::Init({}); }
+  std::string text() {
+    std::lock_guard lock(mu_);
+    return text_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string text_;
+};
+
+std::string SerialOf(Store& store, const std::string& node) {
+  auto n = store.GetNode(node);
+  return n && *n ? (*n)->cert_serial_hex : "";
+}
+
+// Issue 15 #3: an unbound token enrolled a second agent as the existing node n2.
+TEST_F(BootstrapServiceTest, AnUnboundTokenCannotTakeOverAnExistingNode) {
+  LogLines logs;
+  auto first = issuer_->Create("n2", "", {});
+  ASSERT_TRUE(Redeem(first->token, "n2"));
+  const std::string serial = SerialOf(*store_, "n2");
+  ASSERT_FALSE(serial.empty());
+  ASSERT_TRUE(store_->SetNodeState("n2", kNodeHealthy));
+
+  auto unbound = issuer_->Create("", "", {});
+  pb::ExchangeJoinTokenResponse resp;
+  auto st = Redeem(unbound->token, "n2", &resp);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_NE(st.error().message.find("node \"n2\" is already enrolled"), std::string::npos)
+      << st.error().message;
+  EXPECT_NE(st.error().message.find("token create --node n2 --replace"), std::string::npos);
+  EXPECT_TRUE(resp.pkcs12().empty()) << "no keystore for the intruder";
+  EXPECT_EQ(SerialOf(*store_, "n2"), serial) << "the real n2 keeps its certificate";
+  EXPECT_EQ((*store_->GetNode("n2"))->state, kNodeHealthy);
+
+  auto bound = issuer_->Create("n2", "", {});
+  st = Redeem(bound->token, "n2");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kFailedPrecondition);
+
+  // The explicit operator step: a token bound to n2 created with replace.
+  EXPECT_EQ(issuer_->Create("", "", {}, true).error().code, ErrorCode::kInvalidArgument)
+      << "replace needs a node";
+  auto rep = issuer_->Create("n2", "", {}, true);
+  ASSERT_TRUE(rep);
+  ASSERT_TRUE(Redeem(rep->token, "n2", &resp));
+  EXPECT_FALSE(resp.pkcs12().empty());
+  EXPECT_NE(SerialOf(*store_, "n2"), serial) << "a new identity";
+  EXPECT_EQ((*store_->GetNode("n2"))->state, kNodeEnrolled);
+
+  const std::string text = logs.text();
+  EXPECT_NE(text.find("[audit] ExchangeJoinToken: node n2 (was healthy) re-enrolled with join "
+                      "token " +
+                      rep->token_id),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[audit] ExchangeJoinToken: new node n2"), std::string::npos) << text;
+}
+
+TEST_F(BootstrapServiceTest, ARevokedNodeIsNotRevivedByAnUnboundToken) {
+  auto first = issuer_->Create("", "", {});
+  ASSERT_TRUE(Redeem(first->token, "n1"));
+  ASSERT_TRUE(store_->RevokeNode("n1", ToEpochMillis(clock_.Now())));
+  auto unbound = issuer_->Create("", "", {});
+  auto st = Redeem(unbound->token, "n1");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_NE(st.error().message.find("state revoked"), std::string::npos) << st.error().message;
+  EXPECT_EQ((*store_->GetNode("n1"))->state, kNodeRevoked);
+  auto rep = issuer_->Create("n1", "", {}, true);
+  ASSERT_TRUE(Redeem(rep->token, "n1"));
+  EXPECT_EQ((*store_->GetNode("n1"))->state, kNodeEnrolled) << "lifted by the replace token";
 }
 
 TEST_F(BootstrapServiceTest, IssuerValidatesItsInputs) {

@@ -6,6 +6,7 @@
 
 #include "agent/identity/encoding.h"
 #include "agent/identity/join_token_claims.h"
+#include "tests/controller/sqlite_store.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {
@@ -134,6 +135,56 @@ TEST_F(EdgeAttestationTest, AttestIsRateLimitedPerPeerAddress) {
   EXPECT_TRUE(node->Attest(&ch, node->key->public_key()).ok()) << "the window moved on";
 }
 
+// Issue 15 #10: the limit was keyed by IP alone, so one locked-out node behind a NAT blocked
+// its neighbours. Now per IP + node id, with a looser ceiling per IP; driven by a ManualClock.
+TEST(EdgeAttestationLimits, KeyedByAddressAndNodeWithAPerAddressCeiling) {
+  char tmpl[] = "/tmp/edge-attest-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  {
+    ManualClock clock;
+    auto store = std::move(*SqliteStore::Open(dir + "/c.db"));
+    auto key = *identity::EcSigningKey::Generate();
+    NodeTokenAuthority tokens(*store, key, clock, NodeTokenSettings{});
+    EdgeAttestation attest(
+        *store, tokens, key, clock,
+        AttestationSettings{.attest_per_minute = 3, .attest_per_ip_per_minute = 7});
+    const std::string pub(32, 'k');
+    auto call = [&](const std::string& ip, const std::string& node) {
+      return attest.Attest(ip, node, pb::NODE_ROLE_EDGE, pub);
+    };
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(call("ipv4:10.0.0.1", "locked-out")) << i;
+    auto refused = call("ipv4:10.0.0.1", "locked-out");
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, ErrorCode::kResourceExhausted);
+    EXPECT_NE(
+        refused.error().message.find("3 per minute for node \"locked-out\" from ipv4:10.0.0.1"),
+        std::string::npos)
+        << refused.error().message;
+    // Its neighbour behind the same address is not blocked, nor are the refused calls counted
+    // against the address.
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(call("ipv4:10.0.0.1", "locked-out").error().code, ErrorCode::kResourceExhausted);
+    EXPECT_TRUE(call("ipv4:10.0.0.1", "neighbour"));
+    EXPECT_TRUE(call("ipv4:10.0.0.1", "neighbour"));
+    // The per-address ceiling (7): 3 + 2 so far; two more node ids, then refused.
+    EXPECT_TRUE(call("ipv4:10.0.0.1", "spray-1"));
+    EXPECT_TRUE(call("ipv4:10.0.0.1", "spray-2"));
+    auto ceiling = call("ipv4:10.0.0.1", "spray-3");
+    ASSERT_FALSE(ceiling);
+    EXPECT_NE(ceiling.error().message.find("7 per minute from ipv4:10.0.0.1 (all node ids)"),
+              std::string::npos)
+        << ceiling.error().message;
+    EXPECT_TRUE(call("ipv4:10.0.0.2", "locked-out")) << "another address has its own budget";
+    clock.Advance(std::chrono::seconds(59));
+    EXPECT_FALSE(call("ipv4:10.0.0.1", "spray-3"));
+    clock.Advance(std::chrono::seconds(1));
+    EXPECT_TRUE(call("ipv4:10.0.0.1", "spray-3")) << "the window moved on";
+    EXPECT_TRUE(call("ipv4:10.0.0.1", "locked-out"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(EdgeAttestationTest, EnrollmentTokenIsRedeemedOnce) {
   auto node = EnrolledNode("edge-01");
   auto st = node->Handshake(node->join_token);
@@ -148,22 +199,15 @@ TEST_F(EdgeAttestationTest, EnrollmentTokenOfAnotherNodeIsRefused) {
   auto st = a->Handshake(b->join_token);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(st.error_message().find("edge-02"), std::string::npos) << st.error_message();
-  // An unbound token consumed by edge-02 at bootstrap, presented by edge-01.
+  // An unbound token consumed by (new) edge-03 at bootstrap, presented by edge-01.
   const std::string unbound = CreateJoinToken("");
   {
-    auto boot = me::prexorjustin::prexorcloud::protocol::BootstrapService::NewStub(
-        identity::ChannelFactory::TlsNoClientCert(target_, controller_->ca_pem()));
-    me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenRequest req;
-    req.set_join_token(unbound);
-    req.set_node_id("edge-02");
     me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse resp;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(Deadline());
-    ASSERT_TRUE(boot->ExchangeJoinToken(&ctx, req, &resp).ok());
+    ASSERT_TRUE(Exchange(unbound, "edge-03", &resp).ok());
   }
   st = a->Handshake(unbound);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_NE(st.error_message().find("redeemed by node \"edge-02\""), std::string::npos)
+  EXPECT_NE(st.error_message().find("redeemed by node \"edge-03\""), std::string::npos)
       << st.error_message();
   // The refusals left edge-01 able to enroll with its own token.
   clock_.Advance(61s);
@@ -210,6 +254,54 @@ TEST_F(EdgeAttestationTest, EnrollmentTokenThatDoesNotVerifyIsUnauthenticated) {
   st = node->Handshake(forge([](auto& j) { j["nonce"] = "different"; }));
   EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
   EXPECT_TRUE(node->Handshake(node->join_token).ok()) << "none of that spent the real token";
+}
+
+// Issue 15 #3 through gRPC: neither ExchangeJoinToken nor ChallengeNode's enrollment proof
+// lets an unbound token take over an enrolled node or revive a revoked one; a token created
+// with replace for that node does, and locks the old identity out.
+TEST_F(EdgeAttestationTest, AnUnboundTokenCannotTakeOverOrReviveANode) {
+  auto n2 = EnrolledNode("n2");
+  const std::string unbound = CreateJoinToken("");
+  me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse resp;
+  auto st = Exchange(unbound, "n2", &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_NE(st.error_message().find("token create --node n2 --replace"), std::string::npos)
+      << st.error_message();
+  EXPECT_TRUE(resp.pkcs12().empty());
+  // ChallengeNode's path, with n2's own certificate and a new key: refused as well.
+  const identity::NodeKey real_key = *n2->key;
+  n2->key.emplace(*identity::NodeKey::Generate());
+  st = n2->Handshake(unbound);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  n2->key.emplace(real_key);
+  EXPECT_TRUE(n2->Handshake(std::nullopt).ok()) << "the real n2 still attests with its key";
+
+  // The operator's explicit step: a token bound to n2, created with replace.
+  auto replacement = NewNode("n2", "t1", CreateJoinToken("n2", "t1", /*replace=*/true));
+  clock_.Advance(61s);  // AttestNode's per-IP limit
+  ASSERT_TRUE(replacement->Handshake(replacement->join_token).ok());
+  st = n2->Handshake(std::nullopt);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << "the old key is gone";
+
+  // Revoked stays revoked, whichever path an unbound token takes.
+  auto revoke = [&](const std::string& id) {
+    apb::RevokeNodeRequest req;
+    req.set_node_id(id);
+    apb::RevokeNodeResponse r;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(Deadline());
+    return admin_->RevokeNode(&ctx, req, &r);
+  };
+  ASSERT_TRUE(revoke("n2").ok());
+  clock_.Advance(61s);
+  EXPECT_EQ(Exchange(CreateJoinToken(""), "n2", &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(replacement->Handshake(CreateJoinToken("")).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(NodeInfo("n2")->state(), "revoked");
+  auto revived = NewNode("n2", "t1", CreateJoinToken("n2", "t1", /*replace=*/true));
+  ASSERT_TRUE(revived->Handshake(revived->join_token).ok());
+  EXPECT_EQ(NodeInfo("n2")->state(), "enrolled");
 }
 
 TEST_F(EdgeAttestationTest, ReattestationNeedsEnrollmentAndTheRegisteredKey) {

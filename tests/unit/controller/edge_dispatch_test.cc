@@ -225,6 +225,100 @@ TEST_F(EdgeDispatchTest, RefusalsPersistNothing) {
   EXPECT_EQ(list.commands_size(), 0);
 }
 
+// Issue 15 #2 (controller half): a result over gRPC's default 4 MiB ended the node's stream
+// with RESOURCE_EXHAUSTED; grpc.max_message_bytes (default 16 MiB) now bounds it.
+TEST_F(EdgeDispatchTest, AResultAboveFourMiBIsReceivedWithinMaxMessageBytes) {
+  Connect();
+  AdminInvoke call(*admin_, Request());
+  auto cmd = stream_->Next();
+  ASSERT_TRUE(cmd && cmd->has_invoke_tool());
+  const std::string id = cmd->invoke_tool().command_id();
+  pb::EdgeEvent e;
+  e.mutable_command_result()->set_command_id(id);
+  auto* ok = e.mutable_command_result()->mutable_result()->mutable_ok();
+  google::protobuf::Struct payload;
+  (*payload.mutable_fields())["stdout"].set_string_value(std::string(5 << 20, 'x'));
+  ok->mutable_payload()->PackFrom(payload);
+  ASSERT_TRUE(stream_->Write(node_->Sealed(e, kSid)));
+  auto st = call.Status(30s);
+  ASSERT_TRUE(st && st->ok()) << (st ? st->error_message() : "no end");
+  auto events = call.Events(2);
+  ASSERT_FALSE(events.empty());
+  ASSERT_TRUE(events.back().has_result());
+  EXPECT_GT(events.back().result().payload_json().size(), size_t{5} << 20);
+  EXPECT_FALSE(stream_->Ended()) << "the stream survives a large result";
+}
+
+TEST_F(EdgeDispatchTest, AnInvokeToolAboveMaxMessageBytesIsRefusedBeforeItIsStored) {
+  max_message_bytes_ = 1 << 20;
+  RestartController();
+  Connect();
+  auto req = Request();
+  req.set_args_json(R"({"content":")" + std::string(1'500'000, 'a') + R"("})");
+  AdminInvoke call(*admin_, req);
+  auto st = call.Status();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st->error_message();
+  EXPECT_NE(st->error_message().find("above grpc.max_message_bytes (1048576 bytes)"),
+            std::string::npos)
+      << st->error_message();
+  EXPECT_NE(st->error_message().find("would be 15"), std::string::npos) << st->error_message();
+  EXPECT_FALSE(stream_->Next(200ms)) << "nothing was sent";
+  apb::ListCommandsResponse list;
+  ASSERT_TRUE(
+      Unary(&apb::AdminService::Stub::ListCommands, apb::ListCommandsRequest(), &list).ok());
+  EXPECT_EQ(list.commands_size(), 0) << "nothing was stored";
+  // Just under the limit still goes out.
+  req.set_args_json(R"({"content":")" + std::string(900'000, 'a') + R"("})");
+  AdminInvoke fits(*admin_, req);
+  auto sent = stream_->Next();
+  ASSERT_TRUE(sent && sent->has_invoke_tool());
+}
+
+// Issue 15 #9: 100 000 levels of args_json through the admin socket overflowed the stack in a
+// recursive JSON dump and killed the controller. Now a clean INVALID_ARGUMENT, nothing stored.
+TEST_F(EdgeDispatchTest, DeeplyNestedArgsAndDeltasAreRefusedCleanly) {
+  Connect();
+  for (const std::string& deep :
+       {R"({"a":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}",
+        std::string(100'000, '{'),
+        R"({"a":)" + std::string(32, '[') + std::string(32, ']') + "}"}) {
+    auto req = Request();
+    req.set_args_json(deep);
+    AdminInvoke call(*admin_, req);
+    auto st = call.Status();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st->error_message();
+    EXPECT_NE(st->error_message().find("args is nested 33 levels deep"), std::string::npos)
+        << st->error_message();
+    EXPECT_NE(st->error_message().find("limit of 32"), std::string::npos);
+  }
+  // 32 levels is the most a node can parse (protobuf's 100 nested messages): it goes out, and
+  // the node parses it.
+  auto ok = Request();
+  std::string objects;  // the costliest shape: 32 nested objects
+  for (int i = 0; i < 32; ++i)
+    objects += R"({"a":)";
+  objects += "1" + std::string(32, '}');
+  ok.set_args_json(objects);
+  AdminInvoke fits(*admin_, ok);
+  auto sent = stream_->Next();
+  ASSERT_TRUE(sent && sent->has_invoke_tool());
+  pb::EdgeCommand reparsed;
+  EXPECT_TRUE(reparsed.ParseFromString(sent->SerializeAsString()))
+      << "the node's default recursion limit accepts it";
+
+  apb::PushConfigRequest push;
+  push.set_node_id("edge-01");
+  push.set_delta("tools: " + std::string(100'000, '['));
+  apb::PushConfigResponse pr;
+  auto pst = Unary(&apb::AdminService::Stub::PushConfig, push, &pr);
+  EXPECT_EQ(pst.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << pst.error_message();
+  EXPECT_NE(pst.error_message().find("config delta is nested 65 levels deep"), std::string::npos)
+      << pst.error_message();
+  EXPECT_TRUE(NodeInfo("edge-01").has_value()) << "the controller is alive";
+}
+
 TEST_F(EdgeDispatchTest, CancelDrainShutdownAndPushConfigReachTheNode) {
   Connect();
   auto req = Request();

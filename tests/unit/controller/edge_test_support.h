@@ -220,6 +220,7 @@ class ControllerHarness : public ::testing::Test {
     c.grpc.listen = "127.0.0.1:" + std::to_string(port_);
     c.grpc.advertise = c.grpc.listen;
     c.admin.socket = dir_ + "/admin.sock";
+    if (max_message_bytes_ != 0) c.grpc.max_message_bytes = max_message_bytes_;
     return c;
   }
   void StartController() {
@@ -236,10 +237,12 @@ class ControllerHarness : public ::testing::Test {
     StartController();
   }
 
-  std::string CreateJoinToken(const std::string& node, const std::string& tenant = "t1") {
+  std::string CreateJoinToken(const std::string& node, const std::string& tenant = "t1",
+                              bool replace = false) {
     apb::CreateJoinTokenRequest req;
     req.set_node_id(node);
     req.set_tenant_id(tenant);
+    req.set_replace(replace);
     apb::CreateJoinTokenResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(Deadline());
@@ -248,21 +251,29 @@ class ControllerHarness : public ::testing::Test {
     return resp.join_token();
   }
 
-  // ExchangeJoinToken (a real keystore) + a fresh NodeKey; no attestation yet.
-  std::unique_ptr<TestNode> NewNode(const std::string& id, const std::string& tenant = "t1") {
-    auto node = std::make_unique<TestNode>();
-    node->id = id;
-    node->clock = &clock_;
-    node->join_token = CreateJoinToken(id, tenant);
+  // ExchangeJoinToken over TLS without a client certificate.
+  grpc::Status Exchange(const std::string& token, const std::string& id,
+                        me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse* resp) {
     auto boot = me::prexorjustin::prexorcloud::protocol::BootstrapService::NewStub(
         identity::ChannelFactory::TlsNoClientCert(target_, controller_->ca_pem()));
     me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenRequest req;
-    req.set_join_token(node->join_token);
+    req.set_join_token(token);
     req.set_node_id(id);
-    me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse resp;
     grpc::ClientContext ctx;
     ctx.set_deadline(Deadline());
-    auto st = boot->ExchangeJoinToken(&ctx, req, &resp);
+    return boot->ExchangeJoinToken(&ctx, req, resp);
+  }
+
+  // ExchangeJoinToken (a real keystore) + a fresh NodeKey; no attestation yet. `token`
+  // empty = a fresh token bound to `id`.
+  std::unique_ptr<TestNode> NewNode(const std::string& id, const std::string& tenant = "t1",
+                                    const std::string& token = "") {
+    auto node = std::make_unique<TestNode>();
+    node->id = id;
+    node->clock = &clock_;
+    node->join_token = token.empty() ? CreateJoinToken(id, tenant) : token;
+    me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse resp;
+    auto st = Exchange(node->join_token, id, &resp);
     EXPECT_TRUE(st.ok()) << st.error_message();
     auto ks = identity::ParsePkcs12(resp.pkcs12(), resp.pkcs12_password());
     EXPECT_TRUE(ks) << ks.error().ToString();
@@ -316,6 +327,7 @@ class ControllerHarness : public ::testing::Test {
   // the real time) however far a test advances it, up to two hours.
   ManualClock clock_{std::chrono::system_clock::now() - std::chrono::hours(2)};
   int port_ = 0;
+  uint64_t max_message_bytes_ = 0;  // grpc.max_message_bytes for the next start; 0 = default
   std::string target_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<apb::AdminService::Stub> admin_;

@@ -67,7 +67,7 @@ INSERT INTO nodes VALUES ('edge-01', 't1', 'enrolled', 'ab', 1500, 1500);
 
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), 3);
   auto node = store->GetNode("edge-01");
   ASSERT_TRUE(node && node->has_value());
   EXPECT_EQ((*node)->cert_serial_hex, "ab");
@@ -279,6 +279,154 @@ TEST_F(SqliteStoreEdgeTest, HelloHeartbeatStaleAndRevoke) {
   EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeRevoked) << "revoked is final";
   EXPECT_EQ(store->RevokeNode("nope", 1).error().code, ErrorCode::kNotFound);
   EXPECT_EQ(store->RecordHello("nope", "{}", false, 1).error().code, ErrorCode::kNotFound);
+}
+
+// Issue 15 #3: an unbound join token took over the existing node n2, and re-enrolled a
+// revoked node. Both enrollment paths (ConsumeJoinToken = ExchangeJoinToken, EnrollEdgeNode =
+// ChallengeNode with its proof) now need a token bound to the node and created with replace.
+TEST_F(SqliteStoreEdgeTest, AnUnboundTokenEnrollsOnlyANodeIdTheControllerHasNeverSeen) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("first", "n2")));
+  ASSERT_TRUE(store->ConsumeJoinToken("hash-first", "n2", 1500));
+  ASSERT_TRUE(store->UpsertNode({"n2", "t1", "enrolled", "serial-1", 1500, 1500}));
+  ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("first", "n2", kKeyA)));
+  ASSERT_TRUE(store->RecordHello("n2", "{}", false, 2500));
+
+  ASSERT_TRUE(store->InsertJoinToken(Token("unbound")));
+  auto unbound = store->ConsumeJoinToken("hash-unbound", "n2", 3000);
+  ASSERT_FALSE(unbound);
+  EXPECT_EQ(unbound.error().code, ErrorCode::kPermissionDenied);
+  for (const char* words : {"node \"n2\" is already enrolled (state healthy)",
+                            "join token unbound is not bound to a node",
+                            "edge-controller token create --node n2 --replace"}) {
+    EXPECT_NE(unbound.error().message.find(words), std::string::npos) << unbound.error().message;
+  }
+  EXPECT_EQ((*store->FindJoinTokenByHash("hash-unbound"))->consumed_at_ms, 0)
+      << "the refused token is not spent";
+
+  ASSERT_TRUE(store->InsertJoinToken(Token("bound", "n2")));
+  auto bound = store->ConsumeJoinToken("hash-bound", "n2", 3000);
+  ASSERT_FALSE(bound);
+  EXPECT_EQ(bound.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(bound.error().message.find("not created with --replace"), std::string::npos)
+      << bound.error().message;
+
+  // ChallengeNode's path: the unbound token, never exchanged, presented for n2.
+  auto e = Enrollment("unbound", "n2", kKeyB);
+  auto takeover = store->EnrollEdgeNode(e);
+  ASSERT_FALSE(takeover);
+  EXPECT_EQ(takeover.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_NE(takeover.error().message.find("--replace"), std::string::npos);
+  EXPECT_EQ((*store->GetEdgeNode("n2"))->public_key, kKeyA) << "the real n2 keeps its key";
+  EXPECT_EQ((*store->GetNode("n2"))->state, kNodeHealthy);
+  EXPECT_EQ((*store->GetNode("n2"))->cert_serial_hex, "serial-1");
+  EXPECT_EQ((*store->GetNodeToken("nt-first-n2"))->revoked_at_ms, 0);
+
+  // The same unbound token still enrolls a new id.
+  auto fresh = store->ConsumeJoinToken("hash-unbound", "n3", 3000);
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  EXPECT_EQ(fresh->replaced_node_state, "") << "a new id";
+  EXPECT_EQ((*store->GetNode("n3"))->state, kNodeEnrolled) << "the id is reserved at once";
+}
+
+TEST_F(SqliteStoreEdgeTest, AReplaceTokenBoundToTheNodeReplacesItsIdentity) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("first", "n2")));
+  ASSERT_TRUE(store->ConsumeJoinToken("hash-first", "n2", 1500));
+  ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("first", "n2", kKeyA)));
+  ASSERT_TRUE(store->RecordHello("n2", "{}", false, 2500));
+
+  auto rep = Token("rep", "n2");
+  rep.replace = true;
+  ASSERT_TRUE(store->InsertJoinToken(rep));
+  EXPECT_TRUE((*store->FindJoinTokenByHash("hash-rep"))->replace) << "stored";
+  auto consumed = store->ConsumeJoinToken("hash-rep", "n2", 3000);
+  ASSERT_TRUE(consumed) << consumed.error().ToString();
+  EXPECT_EQ(consumed->replaced_node_state, kNodeHealthy);
+  auto e = store->EnrollEdgeNode(Enrollment("rep", "n2", kKeyB));
+  ASSERT_TRUE(e) << e.error().ToString();
+  EXPECT_TRUE(e->identity_replaced);
+  EXPECT_EQ(e->public_key, kKeyB);
+  EXPECT_TRUE(e->prev_public_key.empty()) << "the old key gets no overlap";
+  auto old_token = store->GetNodeToken("nt-first-n2");
+  EXPECT_NE((*old_token)->revoked_at_ms, 0);
+  EXPECT_EQ((*old_token)->revoke_reason, "replaced");
+  EXPECT_EQ((*store->GetNodeToken("nt-rep-n2"))->revoked_at_ms, 0) << "the new one is valid";
+
+  // A first enrollment is not a replacement.
+  ASSERT_TRUE(store->InsertJoinToken(Token("new")));
+  auto first = store->EnrollEdgeNode(Enrollment("new", "n9", kKeyC));
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(first->identity_replaced);
+}
+
+TEST_F(SqliteStoreEdgeTest, ARevokedNodeStaysRevokedUntilAReplaceToken) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("first", "n1")));
+  ASSERT_TRUE(store->ConsumeJoinToken("hash-first", "n1", 1500));
+  ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("first", "n1", kKeyA)));
+  ASSERT_TRUE(store->RevokeNode("n1", 2500));
+
+  ASSERT_TRUE(store->InsertJoinToken(Token("unbound")));
+  auto exchange = store->ConsumeJoinToken("hash-unbound", "n1", 3000);
+  ASSERT_FALSE(exchange);
+  EXPECT_EQ(exchange.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_NE(exchange.error().message.find("state revoked"), std::string::npos);
+  auto challenge = store->EnrollEdgeNode(Enrollment("unbound", "n1", kKeyB));
+  ASSERT_FALSE(challenge);
+  EXPECT_EQ(challenge.error().code, ErrorCode::kPermissionDenied);
+  ASSERT_TRUE(store->InsertJoinToken(Token("bound", "n1")));
+  auto bound = store->EnrollEdgeNode(Enrollment("bound", "n1", kKeyB));
+  ASSERT_FALSE(bound);
+  EXPECT_EQ(bound.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ((*store->GetNode("n1"))->state, kNodeRevoked) << "still revoked";
+  EXPECT_TRUE((*store->GetEdgeNode("n1"))->public_key.empty());
+
+  auto rep = Token("rep", "n1");
+  rep.replace = true;
+  ASSERT_TRUE(store->InsertJoinToken(rep));
+  auto e = store->EnrollEdgeNode(Enrollment("rep", "n1", kKeyB));
+  ASSERT_TRUE(e) << e.error().ToString();
+  EXPECT_TRUE(e->identity_replaced);
+  EXPECT_EQ((*store->GetNode("n1"))->state, kNodeEnrolled) << "the operator lifted it";
+}
+
+TEST_F(SqliteStoreEdgeTest, UnconsumeReleasesTheReservedIdAndConcurrentClaimsHaveOneWinner) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->InsertJoinToken(Token("a")));
+  ASSERT_TRUE(store->ConsumeJoinToken("hash-a", "n5", 1500));
+  ASSERT_TRUE(store->GetNode("n5")->has_value());
+  ASSERT_TRUE(store->UnconsumeJoinToken("hash-a"));
+  EXPECT_FALSE(store->GetNode("n5")->has_value()) << "minting failed: the id is free again";
+  EXPECT_EQ((*store->FindJoinTokenByHash("hash-a"))->consumed_at_ms, 0);
+
+  // Two unbound tokens claiming one new id at once: one wins, the other is refused.
+  constexpr int kRacers = 6;
+  std::vector<std::unique_ptr<SqliteStore>> stores;
+  for (int i = 0; i < kRacers; ++i) {
+    ASSERT_TRUE(store->InsertJoinToken(Token("r" + std::to_string(i))));
+    stores.push_back(OpenStore());
+  }
+  std::atomic<int> wins{0}, denied{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRacers; ++i) {
+    threads.emplace_back([&, i] {
+      while (!go)
+        std::this_thread::yield();
+      auto r = stores[i]->ConsumeJoinToken("hash-r" + std::to_string(i), "n6", 2000);
+      if (r) {
+        ++wins;
+      } else if (r.error().code == ErrorCode::kPermissionDenied) {
+        ++denied;
+      }
+    });
+  }
+  go = true;
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(wins.load(), 1);
+  EXPECT_EQ(denied.load(), kRacers - 1);
 }
 
 TEST_F(SqliteStoreEdgeTest, FirstResultWinsAlsoAfterReopen) {
