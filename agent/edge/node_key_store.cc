@@ -1,13 +1,38 @@
 #include "agent/edge/node_key_store.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <functional>
+#include <optional>
+#include <tuple>
+#include <vector>
 
 #include "common/atomic_file.h"
 
 namespace edge::agentedge {
+namespace {
+
+// node.ed25519.<secs>[-N] → (secs, N); nullopt for any other name.
+std::optional<std::pair<uint64_t, uint64_t>> ArchiveOrder(const std::string& name) {
+  static const std::string kPrefix = "node.ed25519.";
+  if (name.rfind(kPrefix, 0) != 0) return std::nullopt;
+  std::string rest = name.substr(kPrefix.size());
+  size_t dash = rest.find('-');
+  std::string secs = rest.substr(0, dash);
+  std::string n = dash == std::string::npos ? "0" : rest.substr(dash + 1);
+  auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 19 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (!digits(secs) || !digits(n)) return std::nullopt;
+  return std::make_pair(std::stoull(secs), std::stoull(n));
+}
+
+}  // namespace
 
 Result<identity::NodeKey> NodeKeyStore::Load() const {
   return identity::NodeKey::Load(KeyPath());
@@ -41,7 +66,9 @@ void NodeKeyStore::DiscardStaged() const {
   ::unlink(StagedPath().c_str());
 }
 
-Result<std::string> NodeKeyStore::Install(const identity::NodeKey& key, Clock::WallTime now) const {
+Result<std::string> NodeKeyStore::Install(const identity::NodeKey& key, Clock::WallTime now,
+                                          std::string* prune_error) const {
+  if (prune_error) prune_error->clear();
   auto old_key = Load();
   if (!old_key) return std::unexpected(old_key.error());
   if (auto st = MakeDirs(ArchiveDir(), 0700); !st) {
@@ -64,7 +91,50 @@ Result<std::string> NodeKeyStore::Install(const identity::NodeKey& key, Clock::W
     return MakeError(s.error().code, "cannot write " + KeyPath() + ": " + s.error().message);
   }
   DiscardStaged();
+  if (auto pruned = PruneArchive(); !pruned && prune_error) *prune_error = pruned.error().message;
   return archive;
+}
+
+Result<size_t> NodeKeyStore::PruneArchive() const {
+  const std::string dir_path = ArchiveDir();
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (dir == nullptr) {
+    if (errno == ENOENT) return size_t{0};
+    return MakeError(ErrorCode::kInternal,
+                     "archived keys: cannot list " + dir_path + ": " + std::strerror(errno));
+  }
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> keys;
+  while (struct dirent* e = ::readdir(dir)) {
+    std::string name = e->d_name;
+    if (auto order = ArchiveOrder(name)) keys.emplace_back(order->first, order->second, name);
+  }
+  ::closedir(dir);
+  std::sort(keys.begin(), keys.end());
+  size_t drop = keys.size() > kArchivedKeysKept ? keys.size() - kArchivedKeysKept : 0;
+  size_t deleted = 0;
+  std::string first_error;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string path = dir_path + "/" + std::get<2>(keys[i]);
+    if (i < drop) {
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        if (first_error.empty()) {
+          first_error = "archived keys: cannot delete " + path + " (older than the newest " +
+                        std::to_string(kArchivedKeysKept) + "): " + std::strerror(errno);
+        }
+      } else {
+        ++deleted;
+      }
+      continue;
+    }
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 07777) != 0600 &&
+        ::chmod(path.c_str(), 0600) != 0 && first_error.empty()) {
+      first_error = "archived keys: cannot chmod 0600 " + path + ": " + std::strerror(errno);
+    }
+  }
+  // Every file was tried; the first failure is reported.
+  if (!first_error.empty()) return MakeError(ErrorCode::kInternal, first_error);
+  return deleted;
 }
 
 uint64_t NodeKeyStore::Fingerprint() const {

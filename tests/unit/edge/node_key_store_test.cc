@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/clock.h"
@@ -203,6 +204,84 @@ TEST_F(NodeKeyStoreTest, InstallWithoutACurrentKeyFailsAndWritesNothing) {
   ASSERT_FALSE(archive);
   EXPECT_EQ(archive.error().code, ErrorCode::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(store_.KeyPath()));
+}
+
+// Issue 15: archived keys were kept forever. Only the newest kArchivedKeysKept stay (0600),
+// ordered by the time in the name and then by the -N suffix; other files are left alone.
+TEST_F(NodeKeyStoreTest, ArchiveKeepsOnlyTheNewestKeys) {
+  ASSERT_EQ(NodeKeyStore::kArchivedKeysKept, 3u);
+  ASSERT_TRUE(store_.LoadOrCreate());
+  std::vector<std::string> public_keys;  // of the key each Install archives, in order
+  std::vector<std::string> archives;
+  // Seconds out of lexical order (9 < 10 < 100) and two in the same second (-1).
+  for (int64_t secs : {9, 10, 10, 100, 1000}) {
+    public_keys.push_back(store_.Load().value().public_key());
+    auto next = identity::NodeKey::Generate();
+    ASSERT_TRUE(next);
+    std::string prune_error = "unset";
+    auto archive = store_.Install(*next, Clock::WallTime{std::chrono::seconds(secs)}, &prune_error);
+    ASSERT_TRUE(archive) << archive.error().ToString();
+    EXPECT_EQ(prune_error, "");
+    archives.push_back(*archive);
+    EXPECT_EQ(store_.Load().value().public_key(), next->public_key());
+  }
+  const std::string a = data_ + "/keys/archive/";
+  EXPECT_EQ(archives, (std::vector<std::string>{a + "node.ed25519.9", a + "node.ed25519.10",
+                                                a + "node.ed25519.10-1", a + "node.ed25519.100",
+                                                a + "node.ed25519.1000"}));
+  std::set<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(store_.ArchiveDir()))
+    left.insert(e.path());
+  EXPECT_EQ(left, (std::set<std::string>{archives[2], archives[3], archives[4]}));
+  for (size_t i = 2; i < archives.size(); ++i) {
+    EXPECT_EQ(ModeOf(archives[i]), 0600) << archives[i];
+    EXPECT_EQ(identity::NodeKey::Load(archives[i]).value().public_key(), public_keys[i]);
+  }
+}
+
+TEST_F(NodeKeyStoreTest, PruneLeavesOtherFilesAndTightensModes) {
+  const std::string a = data_ + "/keys/archive/";
+  for (const char* name : {"node.ed25519.1", "node.ed25519.2", "node.ed25519.3", "node.ed25519.4",
+                           "README", "node.ed25519.x", "node.ed25519.5-"}) {
+    Spit(a + name, "k", 0644);
+  }
+  auto pruned = store_.PruneArchive();
+  ASSERT_TRUE(pruned) << pruned.error().ToString();
+  EXPECT_EQ(*pruned, 1u);
+  EXPECT_FALSE(std::filesystem::exists(a + "node.ed25519.1"));
+  for (const char* kept : {"node.ed25519.2", "node.ed25519.3", "node.ed25519.4"})
+    EXPECT_EQ(ModeOf(a + kept), 0600) << kept;
+  for (const char* other : {"README", "node.ed25519.x", "node.ed25519.5-"})
+    EXPECT_EQ(ModeOf(a + other), 0644) << other;  // not an archived key: untouched
+  // Nothing to prune: no archive directory, or few enough keys.
+  EXPECT_EQ(store_.PruneArchive().value(), 0u);
+  EXPECT_EQ(NodeKeyStore(data_ + "-none").PruneArchive().value(), 0u);
+}
+
+// The rotation has happened once the new key is written: a failed prune is reported beside
+// the result, not as a failed Install. (A directory in the way cannot be unlinked, also by
+// root.)
+TEST_F(NodeKeyStoreTest, FailedPruneDoesNotFailTheInstall) {
+  ASSERT_TRUE(store_.LoadOrCreate());
+  const std::string a = data_ + "/keys/archive/";
+  std::filesystem::create_directories(a + "node.ed25519.1/in-the-way");
+  for (const char* name : {"node.ed25519.2", "node.ed25519.3", "node.ed25519.4"})
+    Spit(a + name, "k", 0600);
+  auto next = identity::NodeKey::Generate();
+  ASSERT_TRUE(next);
+  std::string prune_error;
+  auto archive = store_.Install(*next, Clock::WallTime{std::chrono::seconds(50)}, &prune_error);
+  ASSERT_TRUE(archive) << archive.error().ToString();
+  EXPECT_EQ(store_.Load().value().public_key(), next->public_key());
+  EXPECT_NE(prune_error.find(a + "node.ed25519.1"), std::string::npos) << prune_error;
+  EXPECT_NE(prune_error.find("cannot delete"), std::string::npos) << prune_error;
+  // The other old key was still deleted; the newest three stay.
+  EXPECT_FALSE(std::filesystem::exists(a + "node.ed25519.2"));
+  EXPECT_TRUE(std::filesystem::exists(a + "node.ed25519.3"));
+  EXPECT_TRUE(std::filesystem::exists(*archive));
+  auto direct = store_.PruneArchive();
+  ASSERT_FALSE(direct);
+  EXPECT_EQ(direct.error().code, ErrorCode::kInternal);
 }
 
 }  // namespace
