@@ -1,0 +1,32 @@
+// UTF-8 checks and lossless/lossy conversions for bytes that must travel as text.
+//
+// Output of processes, file names and file contents are bytes; JSON strings, protobuf
+// `string` fields and log lines must be valid UTF-8 (nlohmann::json::dump throws on invalid
+// UTF-8, protobuf refuses to parse it). Every place that turns bytes into text goes through
+// here, so the rule is one rule: text fields carry valid UTF-8 (invalid sequences replaced by
+// U+FFFD), and where the exact bytes matter a `<key>_base64` field carries them
+// (sandbox::PutBytes).
+// Stateless functions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace edge {
+
+// True when `s` is well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF).
+bool IsValidUtf8(std::string_view s);
+
+// Length of the longest prefix of `s` that is well-formed UTF-8 (where a valid text ends).
+size_t ValidUtf8Prefix(std::string_view s);
+
+// `s` with each maximal invalid subsequence replaced by U+FFFD (the WHATWG/Unicode
+// "substitution of maximal subparts" rule); valid input is returned unchanged.
+std::string ToValidUtf8(std::string_view s);
+
+// Where a cut at `limit` bytes does not split a UTF-8 character: the largest n <= limit
+// such that s[n] does not continue a multi-byte sequence started before it.
+size_t Utf8CutPoint(std::string_view s, size_t limit);
+
+}  // namespace edge

@@ -1,0 +1,68 @@
+// Vectors written by hand from RFC 3629 and Unicode 15 §3.9 (U+FFFD substitution of
+// maximal subparts, Table 3-8), not produced by the code under test.
+#include "common/utf8.h"
+
+#include <gtest/gtest.h>
+
+namespace edge {
+namespace {
+
+const std::string kFffd = "\xEF\xBF\xBD";
+
+TEST(Utf8Test, ValidTextIsValid) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain ascii\n\t"));
+  EXPECT_TRUE(IsValidUtf8("\xC3\xA9"));          // é U+00E9
+  EXPECT_TRUE(IsValidUtf8("\xE2\x82\xAC"));      // € U+20AC
+  EXPECT_TRUE(IsValidUtf8("\xF0\x9F\x98\x80"));  // 😀 U+1F600
+  EXPECT_TRUE(IsValidUtf8("\xF4\x8F\xBF\xBF"));  // U+10FFFF, the last code point
+  EXPECT_TRUE(IsValidUtf8(std::string("a\0b", 3)));
+}
+
+TEST(Utf8Test, IllFormedSequencesAreInvalid) {
+  EXPECT_FALSE(IsValidUtf8("\xFF"));
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // lone continuation byte
+  EXPECT_FALSE(IsValidUtf8("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xE0\x80\xAF"));      // overlong 3-byte
+  EXPECT_FALSE(IsValidUtf8("\xED\xA0\x80"));      // U+D800, a surrogate
+  EXPECT_FALSE(IsValidUtf8("\xF4\x90\x80\x80"));  // U+110000, beyond the range
+  EXPECT_FALSE(IsValidUtf8("\xE2\x82"));          // truncated €
+  EXPECT_FALSE(IsValidUtf8("bad\377name"));
+}
+
+TEST(Utf8Test, ValidPrefixStopsAtTheFirstBadByte) {
+  EXPECT_EQ(ValidUtf8Prefix("abc"), 3u);
+  EXPECT_EQ(ValidUtf8Prefix("ab\xFF"
+                            "c"),
+            2u);
+  EXPECT_EQ(ValidUtf8Prefix("\xC3\xA9\xE2\x82"), 2u);
+}
+
+TEST(Utf8Test, ReplacementFollowsMaximalSubparts) {
+  EXPECT_EQ(ToValidUtf8("abc"), "abc");
+  EXPECT_EQ(ToValidUtf8("bad\377name"), "bad" + kFffd + "name");
+  // Unicode Table 3-8: 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64
+  //   -> a FFFD FFFD FFFD b FFFD c FFFD FFFD d
+  EXPECT_EQ(ToValidUtf8("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64"),
+            "a" + kFffd + kFffd + kFffd + "b" + kFffd + "c" + kFffd + kFffd + "d");
+  // A truncated character at the end is one replacement.
+  EXPECT_EQ(ToValidUtf8("x\xE2\x82"), "x" + kFffd);
+  // Surrogate: ED is a valid lead but A0 is outside its second-byte range: 3 replacements.
+  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80"), kFffd + kFffd + kFffd);
+  EXPECT_TRUE(IsValidUtf8(ToValidUtf8("\xC0\xAF\xF5\xFF")));
+}
+
+TEST(Utf8Test, CutPointNeverSplitsACharacter) {
+  const std::string s =
+      "a\xE2\x82\xAC"
+      "b";  // a € b
+  EXPECT_EQ(Utf8CutPoint(s, 0), 0u);
+  EXPECT_EQ(Utf8CutPoint(s, 1), 1u);
+  EXPECT_EQ(Utf8CutPoint(s, 2), 1u);  // inside € -> before it
+  EXPECT_EQ(Utf8CutPoint(s, 3), 1u);
+  EXPECT_EQ(Utf8CutPoint(s, 4), 4u);
+  EXPECT_EQ(Utf8CutPoint(s, 99), s.size());
+}
+
+}  // namespace
+}  // namespace edge
