@@ -8,7 +8,9 @@
 
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "sandbox/file_service.h"
+#include "sandbox/run_as.h"
 #include "sandbox/scoped_root.h"
 #include "sandbox/shell_quote.h"
 #include "sandbox/sysinfo.h"
@@ -200,6 +202,7 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
   auto stale = ProcessRunner::KillStaleGroups(runner_options);
   if (!stale) return std::unexpected(stale.error());
   ex->runner_ = std::make_unique<ProcessRunner>(io, clock, runner_options);
+  ex->blocking_ = std::make_unique<boost::asio::thread_pool>(2);
 
   ex->default_workspace_ = ex->registry_->RootDir(kDefaultSandbox);
   std::error_code ec;
@@ -208,12 +211,17 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
     return MakeError(ErrorCode::kInternal,
                      "default workspace '" + ex->default_workspace_ + "': " + ec.message());
   }
+  // The sandbox directory keeps other local users out; the workspace root inside it is
+  // searchable so that a context's run_as user, reaching it only through the agent, can use
+  // what it owns below it (whatever the umask made of it).
   ::chmod(ex->registry_->SandboxDir(kDefaultSandbox).c_str(), 0700);
+  ::chmod(ex->default_workspace_.c_str(), 0755);
   return ex;
 }
 
 Executor::~Executor() {
-  runner_.reset();  // kills and reaps every child
+  blocking_->join();  // file work in progress ends; its callbacks run before members go
+  runner_.reset();    // kills and reaps every child
 }
 
 // ---- admission ---------------------------------------------------------------------------
@@ -245,12 +253,11 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   const std::shared_ptr<const Rules> rules = this->rules();
   auto tool = rules->tools.Find(request.tool);
   if (!tool) return refuse(tool.error());
-  std::string ctx_name =
-      request.security_context.empty() ? (*tool)->security_context : request.security_context;
-  auto ctx = rules->contexts.Find(ctx_name);
-  if (!ctx) return refuse(ctx.error());
-  ctx_name = (*ctx)->name();
-  if (auto st = (*ctx)->CheckTool(request.tool); !st) return refuse(st.error());
+  auto resolved = rules->contexts.Resolve(request.tool, (*tool)->security_context,
+                                          request.security_context, request.caller_roles);
+  if (!resolved) return refuse(resolved.error());
+  auto ctx = std::make_shared<const SecurityContext>(std::move(*resolved));
+  const std::string ctx_name = ctx->name();
 
   auto job = std::make_shared<Inflight>();
   {
@@ -271,7 +278,7 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
                           "max_concurrent " + std::to_string(options_.max_concurrent) +
                               " invocations already running"});
     }
-    int cap = (*ctx)->config().limits.max_concurrent;
+    int cap = ctx->config().limits.max_concurrent;
     if (cap > 0 && per_context_[ctx_name] >= cap) {
       return refuse(Error{ErrorCode::kResourceExhausted,
                           "security context '" + ctx_name + "' max_concurrent " +
@@ -304,12 +311,23 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   });
   const ToolDefinition& def = **tool;
   if (def.kind == ToolKind::kExec || def.kind == ToolKind::kConfig) {
-    return RunProcess(job, def, **ctx, request, *workspace, std::move(on_chunk));
+    return RunProcess(job, def, *ctx, request, *workspace, std::move(on_chunk));
   }
-  if (job->source.cancelled()) return Finish(job, CancelledBeforeStart(command_id, job->source));
-  InvokeResult r = RunFileTool(def, request, *workspace);
-  r.command_id = command_id;
-  Finish(job, std::move(r));
+  // File tools and sysinfo: on the blocking-work pool, never on the caller's (door's) thread.
+  // `rules` keeps `def` alive; the job's cancel source reaches the file walk.
+  boost::asio::post(*blocking_, [this, job, rules, &def, ctx, request = std::move(request),
+                                 workspace = std::move(*workspace)] {
+    if (job->source.cancelled()) {
+      return Finish(job, CancelledBeforeStart(request.command_id, job->source));
+    }
+    InvokeResult r = RunFileTool(def, request, workspace, *ctx, job->source.token());
+    r.command_id = request.command_id;
+    Finish(job, std::move(r));
+  });
+}
+
+bool Executor::implicit_default_context() const {
+  return rules()->contexts.implicit_default();
 }
 
 void Executor::Exec(std::string sandbox_id, json args, std::optional<Lease> lease,
@@ -432,8 +450,9 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
         if (collect) {
           collected->Trim(collected->out);
           collected->Trim(collected->err);
-          r.payload["stdout"] = std::move(collected->out);
-          r.payload["stderr"] = std::move(collected->err);
+          // Output is bytes: text when it is UTF-8, else lossy text + the exact bytes.
+          PutBytes(r.payload, "stdout", collected->out);
+          PutBytes(r.payload, "stderr", collected->err);
           if (collected->cut) r.payload["output_truncated"] = true;
         }
         r.timeout = timeout;
@@ -451,10 +470,12 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
 }
 
 InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
-                                   const std::string& workspace) {
+                                   const std::string& workspace, const SecurityContext& ctx,
+                                   const CancelToken& cancel) {
   InvokeResult r;
   auto fail = [&](Error e) {
-    r.outcome = Outcome::kError;
+    r.outcome = e.code == ErrorCode::kCancelled ? Outcome::kCancelled : Outcome::kError;
+    if (r.outcome == Outcome::kCancelled) r.reason = cancel.reason();
     r.error = std::move(e);
     return r;
   };
@@ -464,9 +485,27 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
   }
   auto args = ToolRegistry::ParseFileArgs(tool.kind, request.args);
   if (!args) return fail(args.error());
+  // The workspace root is opened by the agent; below it the context's user does the work:
+  // this pool thread takes the user's file-system identity for the call, so the kernel grants
+  // exactly what that user may do inside the workspace (run_as.h).
   auto root = ScopedRoot::Open(workspace);
   if (!root) return fail(root.error());
-  FileService files(std::move(*root), options_.max_output_bytes);
+  auto run_as = ResolveRunAs(ctx.config().run_as);
+  if (!run_as) return fail(run_as.error());
+  std::unique_ptr<ThreadFsCredentials> as_user;
+  if (run_as->has_value()) {
+    auto switched = ThreadFsCredentials::Switch(**run_as);
+    if (!switched) return fail(switched.error());
+    as_user = std::move(*switched);
+  }
+  uint64_t read_cap = ctx.EffectiveOutputCap(options_.max_output_bytes);
+  if (request.max_result_bytes > 0) {
+    // base64 makes 3 bytes 4; keep 4 KiB for the rest of the payload.
+    const uint64_t fits =
+        request.max_result_bytes > 4096 ? (request.max_result_bytes - 4096) / 4 * 3 : 0;
+    read_cap = std::min(read_cap, fits);
+  }
+  FileService files(std::move(*root), read_cap, [cancel] { return cancel.cancelled(); });
   switch (tool.kind) {
     case ToolKind::kFileRead: {
       auto content = files.Read(args->path, args->offset, args->length);
@@ -509,10 +548,21 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
 
 void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result) {
   result.duration = std::chrono::duration_cast<milliseconds>(clock_.Monotonic() - job->started);
+  // Messages can quote file names and other bytes: text on every wire must be UTF-8.
+  result.error.message = ToValidUtf8(result.error.message);
+  result.reason = ToValidUtf8(result.reason);
   bool by_shutdown = result.outcome == Outcome::kCancelled && result.reason == kShutdownReason;
   if (!job->command_id.empty() && !by_shutdown) {
-    auto st = idempotency_->Record(job->command_id, result.ToJson().dump());
-    (void)st;  // ALREADY_EXISTS cannot happen while the id is marked running; others: logged
+    // The payload is valid UTF-8 by construction; `replace` keeps a slip from throwing here.
+    auto st = idempotency_->Record(
+        job->command_id, result.ToJson().dump(-1, ' ', false, json::error_handler_t::replace));
+    if (!st) {
+      ++result_store_failures_;
+      log::Get("sandbox")->error(
+          "command {}: its result could not be stored for idempotency ({}); a repeat of this "
+          "command_id would run it again",
+          log::Escape(job->command_id), st.error().ToString());
+    }
   }
   job->external.Reset();
   DoneCallback done = std::move(job->done);

@@ -9,10 +9,17 @@
 // IdempotencyStore, SandboxRegistry), the ProcessRunner and the sandboxes' console logs;
 // borrows the io_context (whose threads run the children's I/O) and the Clock (lease expiry,
 // idempotency window, durations). Thread-safe: call from any thread. Callbacks (`done`, the
-// chunk sink) run on an io_context thread, or on the caller's thread for work that does not
-// start a process (file tools, sysinfo, refusals), possibly before Invoke returns.
+// chunk sink) run on an io_context thread, on a thread of the executor's own blocking-work
+// pool (file tools and sysinfo never run on the caller's thread, so a door's gRPC or HTTP
+// thread is never held by a recursive delete or a large read), or on the caller's thread for
+// refusals, possibly before Invoke returns.
+//
+// Text: payloads are JSON and always valid UTF-8. Bytes that are not (process output, file
+// names) are put as text with U+FFFD replacements plus a `<key>_base64` field with the exact
+// bytes (PutBytes); error messages are made valid UTF-8 the same way.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -27,6 +34,7 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -54,15 +62,24 @@ struct InvokeRequest {
   std::string command_id;  // "" = no idempotency
   std::string tool;        // "exec", "file.read", ..., or a config tool
   nlohmann::json args = nlohmann::json::object();
-  std::string security_context;  // "" = the config tool's context, else "default"
-  std::string sandbox_id;        // "" = the default workspace <sandbox_root>/_default/root
-  std::optional<Lease> lease;    // checked (and accepted) before the work starts
+  // "" = the config tool's own context, else "default". A config tool's own context always
+  // binds; naming another one can only narrow it (SecurityContexts::Resolve).
+  std::string security_context;
+  // The caller's roles from its verified user token; nullopt = not verified (a context that
+  // requires a role refuses then).
+  std::optional<std::vector<std::string>> caller_roles;
+  std::string sandbox_id;      // "" = the default workspace <sandbox_root>/_default/root
+  std::optional<Lease> lease;  // checked (and accepted) before the work starts
   std::optional<std::chrono::milliseconds> timeout;  // overrides the tool's and exec's
   bool collect_output = true;  // put stdout/stderr (up to the cap) in the exec payload
   // With collect_output: keep only the last N bytes of each stream in the payload (0 = all,
   // up to the output cap), for a door that streams the output and returns just its tail.
   // When bytes were dropped the payload says "output_truncated": true.
   size_t collect_tail_bytes = 0;
+  // The largest result the door can carry (0 = no limit of its own): file.read refuses,
+  // before reading, a range whose base64 payload would not fit (RESOURCE_EXHAUSTED naming the
+  // size and the limit), so a door never has to drop an oversized answer.
+  uint64_t max_result_bytes = 0;
 };
 
 enum class Outcome { kOk, kError, kTimedOut, kCancelled };
@@ -170,6 +187,12 @@ class Executor {
   // Tool names (advertised by the edge stream).
   std::vector<std::string> Tools() const;
   size_t running() const;
+  // Results that could not be written to the idempotency store (each is logged); a repeat
+  // of such a command_id would run again.
+  uint64_t result_store_failures() const { return result_store_failures_.load(); }
+  // True when no security context is configured and the implicit allow-all "default" is in
+  // force (the daemon warns at start).
+  bool implicit_default_context() const;
   const ExecutorOptions& options() const { return options_; }
 
  private:
@@ -193,7 +216,8 @@ class Executor {
                   const SecurityContext& ctx, const InvokeRequest& request,
                   const std::string& workspace, ChunkSink on_chunk);
   InvokeResult RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
-                           const std::string& workspace);
+                           const std::string& workspace, const SecurityContext& ctx,
+                           const CancelToken& cancel);
   void Finish(const std::shared_ptr<Inflight>& job, InvokeResult result);
 
   boost::asio::io_context& io_;
@@ -222,6 +246,9 @@ class Executor {
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // timers check it before running
+  std::atomic<uint64_t> result_store_failures_{0};
+  // File tools and sysinfo run here, never on a door's thread (joined by the destructor).
+  std::unique_ptr<boost::asio::thread_pool> blocking_;
   std::mutex logs_mu_;
   std::map<std::string, std::shared_ptr<LogBuffer>> logs_;
 };

@@ -68,7 +68,7 @@ constexpr int kMaxRemoveDepth = 64;
 
 // One pass removing everything inside the directory `dirfd` (not following symlinks);
 // sets `*hoisted` when it moved a too-deep directory up into `top` for the next pass.
-bool RemovePass(int top, int dirfd, int depth, bool* hoisted) {
+bool RemovePass(int top, int dirfd, int depth, bool* hoisted, const CancelCheck& cancelled) {
   int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return false;
   DIR* d = ::fdopendir(fd);
@@ -83,6 +83,10 @@ bool RemovePass(int top, int dirfd, int depth, bool* hoisted) {
   }
   ::closedir(d);
   for (const auto& n : names) {
+    if (cancelled && cancelled()) {
+      errno = ECANCELED;
+      return false;
+    }
     struct stat st {};
     if (::fstatat(dirfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
     if (!S_ISDIR(st.st_mode)) {
@@ -96,17 +100,17 @@ bool RemovePass(int top, int dirfd, int depth, bool* hoisted) {
       continue;
     }
     UniqueFd sub(OpenSubdirForRemoval(dirfd, n));
-    if (!sub || !RemovePass(top, sub.get(), depth + 1, hoisted)) return false;
+    if (!sub || !RemovePass(top, sub.get(), depth + 1, hoisted, cancelled)) return false;
     if (::unlinkat(dirfd, n.c_str(), AT_REMOVEDIR) != 0) return false;
   }
   return true;
 }
 
 // Removes everything inside the directory `dirfd`, at any depth; errno is set on failure.
-bool RemoveContents(int dirfd) {
+bool RemoveContents(int dirfd, const CancelCheck& cancelled) {
   for (int pass = 0; pass < 1 << 20; ++pass) {
     bool hoisted = false;
-    if (!RemovePass(dirfd, dirfd, 0, &hoisted)) return false;
+    if (!RemovePass(dirfd, dirfd, 0, &hoisted, cancelled)) return false;
     if (!hoisted) return true;
   }
   errno = ELOOP;
@@ -126,6 +130,14 @@ Result<mode_t> ParseOctalMode(std::string_view text, std::string_view field) {
   for (char c : text) {
     if (c < '0' || c > '7') return bad();
     m = static_cast<mode_t>(m * 8 + static_cast<mode_t>(c - '0'));
+  }
+  // Set-user-ID, set-group-ID and sticky bits would let a file written by the agent (often
+  // root) grant its owner's rights to whoever runs it: refused, never silently masked.
+  if ((m & 07000) != 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(field) + " \"" + std::string(text) +
+                         "\": setuid, setgid and sticky bits (07000) are not allowed; use "
+                         "permission bits 0000-0777 only");
   }
   return m;
 }
@@ -198,8 +210,11 @@ Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
   }
   std::string out(want, '\0');
   uint64_t got = 0;
+  constexpr uint64_t kStep = 4 << 20;  // a cancel is seen between 4 MiB reads
   while (got < want) {
-    ssize_t n = ::pread(fd.get(), out.data() + got, want - got, static_cast<off_t>(offset + got));
+    if (Cancelled()) return std::unexpected(PathError(ECANCELED, path, "read"));
+    ssize_t n = ::pread(fd.get(), out.data() + got, std::min(want - got, kStep),
+                        static_cast<off_t>(offset + got));
     if (n < 0) {
       if (errno == EINTR) continue;
       return std::unexpected(PathError(errno, path, "read"));
@@ -233,6 +248,10 @@ Result<std::vector<FileInfo>> FileService::List(std::string_view path) const {
   const std::string base = RelPath(path);
   std::vector<FileInfo> out;
   while (auto* e = ::readdir(d)) {
+    if (Cancelled()) {
+      ::closedir(d);
+      return std::unexpected(PathError(ECANCELED, path, "list"));
+    }
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
     struct stat st {};
@@ -268,7 +287,7 @@ Status FileService::Delete(std::string_view path, bool recursive) {
         "directory \"" + std::string(path) + "\" is not empty: set recursive to delete it");
   }
   UniqueFd sub(OpenSubdirForRemoval(dir.get(), name));
-  if (!sub || !RemoveContents(sub.get()) ||
+  if (!sub || !RemoveContents(sub.get(), cancelled_) ||
       ::unlinkat(dir.get(), name.c_str(), AT_REMOVEDIR) != 0) {
     return std::unexpected(PathError(errno, path, "delete"));
   }
@@ -323,6 +342,7 @@ Result<std::vector<std::string>> FileService::Glob(std::string_view pattern,
     }
     ::closedir(d);
     for (const auto& n : names) {
+      if (Cancelled()) return false;
       const std::string child = JoinRel(rel, n);
       if (depth + 1 == depth_limit) {
         if (::fnmatch(pat.c_str(), child.c_str(), FNM_PATHNAME | FNM_PERIOD) == 0) {
@@ -345,6 +365,7 @@ Result<std::vector<std::string>> FileService::Glob(std::string_view pattern,
     return true;
   };
   walk(root_.fd(), "", 0);
+  if (Cancelled()) return std::unexpected(PathError(ECANCELED, pattern, "glob"));
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,13 +18,20 @@
 
 namespace edge::sandbox {
 
-// "0644", "644", "0755", "4755": up to 4 octal digits; INVALID_ARGUMENT naming `field` otherwise.
+// "0644", "644", "0755": up to 4 octal digits, permission bits only. INVALID_ARGUMENT naming
+// `field` otherwise, and for setuid/setgid/sticky bits ("4755" is refused, not masked).
 Result<mode_t> ParseOctalMode(std::string_view text, std::string_view field = "mode");
+
+// Polled by long operations (recursive delete, large reads, listings, globs): true = stop
+// and fail with CANCELLED, leaving what was already done (a delete cancelled part-way has
+// removed part of the tree; nothing is half-written).
+using CancelCheck = std::function<bool()>;
 
 class FileService {
  public:
-  explicit FileService(ScopedRoot root, uint64_t max_read_bytes = 64ull << 20)
-      : root_(std::move(root)), max_read_bytes_(max_read_bytes) {}
+  explicit FileService(ScopedRoot root, uint64_t max_read_bytes = 64ull << 20,
+                       CancelCheck cancelled = {})
+      : root_(std::move(root)), max_read_bytes_(max_read_bytes), cancelled_(std::move(cancelled)) {}
 
   // Creates or replaces `path` atomically with `mode` (octal string; "" = "0644"), creating
   // missing parent directories (0755).
@@ -45,8 +53,11 @@ class FileService {
   const ScopedRoot& root() const { return root_; }
 
  private:
+  bool Cancelled() const { return cancelled_ && cancelled_(); }
+
   ScopedRoot root_;
   uint64_t max_read_bytes_;
+  CancelCheck cancelled_;
 };
 
 }  // namespace edge::sandbox

@@ -60,6 +60,8 @@ Error PathError(int err, std::string_view path, std::string_view what) {
               std::string(what) + " " + p + ": " + std::strerror(err)};
     case ENAMETOOLONG:
       return {ErrorCode::kInvalidArgument, "path " + p + " is too long"};
+    case ECANCELED:
+      return {ErrorCode::kCancelled, std::string(what) + " " + p + ": cancelled part-way"};
     default:
       return {ErrorCode::kInternal, std::string(what) + " " + p + ": " + std::strerror(err)};
   }

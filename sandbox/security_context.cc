@@ -2,6 +2,8 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
+
 namespace edge::sandbox {
 
 Result<SecurityContext> SecurityContext::Make(std::string name, SecurityContextConfig config) {
@@ -41,6 +43,29 @@ Status SecurityContext::CheckTool(std::string_view tool) const {
                    "tool '" + t + "' is not allowed in security context '" + name_ + "'");
 }
 
+Status SecurityContext::CheckRoles(
+    const std::optional<std::vector<std::string>>& caller_roles) const {
+  if (config_.require_roles.empty()) return OkStatus();
+  std::string wanted;
+  for (const auto& r : config_.require_roles)
+    wanted += (wanted.empty() ? "'" : ", '") + r + "'";
+  if (!caller_roles) {
+    return MakeError(ErrorCode::kPermissionDenied,
+                     "security context '" + name_ + "' requires a role (" + wanted +
+                         ") but the caller's user token was not verified (configure "
+                         "security.user_token_issuers)");
+  }
+  for (const auto& r : *caller_roles) {
+    if (std::find(config_.require_roles.begin(), config_.require_roles.end(), r) !=
+        config_.require_roles.end()) {
+      return OkStatus();
+    }
+  }
+  return MakeError(ErrorCode::kPermissionDenied, "security context '" + name_ +
+                                                     "' requires one of the roles " + wanted +
+                                                     "; the caller has none of them");
+}
+
 std::chrono::milliseconds SecurityContext::EffectiveTimeout(
     std::chrono::milliseconds requested, std::chrono::milliseconds fallback) const {
   auto t = requested.count() > 0 ? requested : fallback;
@@ -64,10 +89,11 @@ Result<SecurityContexts> SecurityContexts::Make(
     if (!ctx) return std::unexpected(ctx.error());
     set.contexts_.emplace(name, std::move(*ctx));
   }
-  if (!set.contexts_.contains(kDefault)) {
+  if (set.contexts_.empty()) {
     SecurityContextConfig all;
     all.allowed_tools = {"*"};
     set.contexts_.emplace(kDefault, *SecurityContext::Make(kDefault, all));
+    set.implicit_default_ = true;
   }
   return set;
 }
@@ -77,9 +103,69 @@ Result<const SecurityContext*> SecurityContexts::Find(std::string_view name) con
   auto it = contexts_.find(name);
   if (it == contexts_.end()) {
     return MakeError(ErrorCode::kNotFound,
-                     "security context '" + std::string(name) + "' is not configured");
+                     "security context '" + std::string(name) + "' is not configured" +
+                         (name == kDefault ? " (name a context, or configure 'default')" : ""));
   }
   return &it->second;
+}
+
+namespace {
+
+// The stricter of two "0 = no limit" values.
+template <typename T>
+T Stricter(T a, T b) {
+  if (a <= T{0}) return b;
+  if (b <= T{0}) return a;
+  return std::min(a, b);
+}
+
+}  // namespace
+
+Result<SecurityContext> SecurityContexts::Resolve(
+    std::string_view tool, std::string_view tool_context, std::string_view requested,
+    const std::optional<std::vector<std::string>>& caller_roles) const {
+  const std::string t(tool);
+  auto bound = Find(tool_context.empty() ? requested : tool_context);
+  if (!bound) return std::unexpected(bound.error());
+  SecurityContext ctx = **bound;
+  if (auto st = ctx.CheckTool(tool); !st) return std::unexpected(st.error());
+  if (auto st = ctx.CheckRoles(caller_roles); !st) return std::unexpected(st.error());
+  if (tool_context.empty() || requested.empty() || requested == tool_context) return ctx;
+
+  // A request naming another context than the tool's own: it can only narrow.
+  auto other = Find(requested);
+  if (!other) return std::unexpected(other.error());
+  const SecurityContext& c = **other;
+  if (auto st = c.CheckTool(tool); !st) {
+    return MakeError(ErrorCode::kPermissionDenied,
+                     "tool '" + t + "' is bound to security context '" + ctx.name() +
+                         "'; the requested context '" + c.name() +
+                         "' can only narrow it, and it does not allow the tool");
+  }
+  if (auto st = c.CheckRoles(caller_roles); !st) return std::unexpected(st.error());
+  const SecurityContextConfig& a = ctx.config();
+  const SecurityContextConfig& b = c.config();
+  if (!b.run_as.empty() && b.run_as != a.run_as) {
+    return MakeError(ErrorCode::kPermissionDenied,
+                     "tool '" + t + "' is bound to security context '" + ctx.name() +
+                         "' (run_as '" + a.run_as + "'); the requested context '" + c.name() +
+                         "' would run it as '" + b.run_as +
+                         "': a request can narrow the tool's context, not change its user");
+  }
+  SecurityContextConfig merged = a;
+  merged.mount_points.clear();
+  for (const auto& mp : a.mount_points) {
+    if (std::find(b.mount_points.begin(), b.mount_points.end(), mp) != b.mount_points.end()) {
+      merged.mount_points.push_back(mp);
+    }
+  }
+  merged.require_roles.insert(merged.require_roles.end(), b.require_roles.begin(),
+                              b.require_roles.end());
+  merged.limits.timeout_cap = Stricter(a.limits.timeout_cap, b.limits.timeout_cap);
+  merged.limits.max_output_bytes = Stricter(a.limits.max_output_bytes, b.limits.max_output_bytes);
+  merged.limits.max_concurrent = Stricter(a.limits.max_concurrent, b.limits.max_concurrent);
+  merged.limits.max_processes = Stricter(a.limits.max_processes, b.limits.max_processes);
+  return SecurityContext::Make(ctx.name(), std::move(merged));
 }
 
 std::vector<std::string> SecurityContexts::Names() const {

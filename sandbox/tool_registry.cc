@@ -1,5 +1,7 @@
 #include "sandbox/tool_registry.h"
 
+#include "common/utf8.h"
+
 #include <cmath>
 #include <ctime>
 
@@ -313,17 +315,28 @@ Result<std::string> Base64Decode(std::string_view text, std::string_view field) 
   return out;
 }
 
+void PutBytes(json& obj, const std::string& key, std::string_view bytes) {
+  if (IsValidUtf8(bytes)) {
+    obj[key] = std::string(bytes);
+    return;
+  }
+  obj[key] = ToValidUtf8(bytes);
+  obj[key + "_base64"] = Base64Encode(bytes);
+}
+
 json FileInfoToJson(const FileInfo& info) {
   std::time_t t = std::chrono::system_clock::to_time_t(info.mod_time);
   std::tm tm{};
   ::gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return json{{"path", info.path},
-              {"size", info.size},
-              {"mode", info.mode},
-              {"is_dir", info.is_dir},
-              {"mod_time", buf}};
+  json out = json::object();
+  PutBytes(out, "path", info.path);
+  out["size"] = info.size;
+  out["mode"] = info.mode;
+  out["is_dir"] = info.is_dir;
+  out["mod_time"] = buf;
+  return out;
 }
 
 }  // namespace edge::sandbox

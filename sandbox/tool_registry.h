@@ -96,7 +96,13 @@ std::string Base64Encode(std::string_view bytes);
 // INVALID_ARGUMENT naming `field` for a character outside the alphabet or bad padding.
 Result<std::string> Base64Decode(std::string_view text, std::string_view field);
 
-// {path, size, mode, is_dir, mod_time (RFC 3339 UTC)} as on the worker contract.
+// Puts bytes into the JSON object `obj` as text (see common/utf8.h): obj[key] = the bytes when
+// they are valid UTF-8; otherwise obj[key] = the text with U+FFFD replacements (for people)
+// and obj[key + "_base64"] = the exact bytes in standard base64 (for programs).
+void PutBytes(nlohmann::json& obj, const std::string& key, std::string_view bytes);
+
+// {path, size, mode, is_dir, mod_time (RFC 3339 UTC)} as on the worker contract; a path that
+// is not valid UTF-8 also gets `path_base64` (PutBytes).
 nlohmann::json FileInfoToJson(const FileInfo& info);
 
 }  // namespace edge::sandbox

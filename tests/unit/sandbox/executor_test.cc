@@ -1,6 +1,7 @@
 #include "sandbox/executor.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -29,6 +30,8 @@ class ExecutorTest : public ::testing::Test {
     options_.kill_grace = 200ms;
     options_.pids_cgroup_root = "";
     options_.tools["say"] = ToolConfig{{"/bin/echo", "{msg}"}, 0s, ""};
+    // Once any context is configured there is no implicit allow-all: "default" is explicit.
+    options_.security_contexts["default"] = SecurityContextConfig{{"*"}, "", {}, {}};
     options_.security_contexts["readers"] =
         SecurityContextConfig{{"file.*", "sysinfo"}, "", {}, {}};
     SecurityContextConfig capped{{"*"}, "", {}, {}};
@@ -92,6 +95,178 @@ void ExpectError(const InvokeResult& r, ErrorCode code, const std::string& words
   EXPECT_EQ(r.outcome, Outcome::kError);
   EXPECT_EQ(r.error.code, code) << r.error.ToString();
   EXPECT_NE(r.error.message.find(words), std::string::npos) << r.error.message;
+}
+
+// ---- issue 15: text, modes, threads, users, contexts ---------------------------------------
+
+TEST_F(ExecutorTest, BinaryOutputIsValidUtf8TextPlusTheExactBytes) {
+  Open();
+  // Before: nlohmann's dump threw on the invalid byte and the exception ended the agent.
+  InvokeResult r = Call(Exec("printf 'ok\\377'; printf 'caf\\303\\251' >&2", "bin-1"));
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.ToString();
+  EXPECT_EQ(r.payload["stdout"], "ok\xEF\xBF\xBD");  // U+FFFD for people
+  EXPECT_EQ(r.payload["stdout_base64"], "b2v/");     // "ok\xFF" exactly, for programs
+  EXPECT_EQ(r.payload["stderr"], "caf\xC3\xA9");     // valid UTF-8 stays as it is
+  EXPECT_FALSE(r.payload.contains("stderr_base64"));
+  // The result was stored (that dump threw too) and a repeat gets it back.
+  InvokeResult again = Call(Exec("printf 'ok\\377'", "bin-1"));
+  EXPECT_TRUE(again.replayed);
+  EXPECT_EQ(again.payload["stdout_base64"], "b2v/");
+}
+
+TEST_F(ExecutorTest, FileNamesThatAreNotUtf8AreListedLosslessly) {
+  Open();
+  ASSERT_EQ(Call(Exec("touch \"$(printf 'bad\\377name')\" good")).outcome, Outcome::kOk);
+  InvokeRequest list;
+  list.tool = "file.list";
+  list.args = json{{"path", "."}};
+  list.command_id = "list-1";
+  InvokeResult r = Call(list);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.ToString();
+  const json& files = r.payload["files"];
+  ASSERT_EQ(files.size(), 2u) << files.dump();
+  EXPECT_EQ(files[0]["path"], "bad\xEF\xBF\xBDname");
+  EXPECT_EQ(files[0]["path_base64"], "YmFk/25hbWU=");  // "bad\xFFname"
+  EXPECT_EQ(files[1]["path"], "good");
+  EXPECT_FALSE(files[1].contains("path_base64"));
+  // A stat of a name that does not exist, quoting bytes: the message is valid UTF-8.
+  InvokeRequest stat;
+  stat.tool = "file.stat";
+  stat.args = json{{"path", "missing"}};
+  EXPECT_EQ(Call(stat).error.code, ErrorCode::kNotFound);
+}
+
+TEST_F(ExecutorTest, FileWriteRefusesSetuidSetgidAndStickyModes) {
+  Open();
+  for (const char* mode : {"4755", "2755", "1777", "6755"}) {
+    InvokeRequest w;
+    w.tool = "file.write";
+    w.args = json{{"path", "tool"}, {"content", "IyEvYmluL3NoCg=="}, {"mode", mode}};
+    InvokeResult r = Call(w);
+    ExpectError(r, ErrorCode::kInvalidArgument, "setuid, setgid and sticky bits");
+    EXPECT_NE(r.error.message.find(mode), std::string::npos) << r.error.message;
+  }
+  EXPECT_FALSE(fs::exists(options_.data_dir + "/sandboxes/_default/root/tool"));
+  InvokeRequest ok;
+  ok.tool = "file.write";
+  ok.args = json{{"path", "tool"}, {"content", "IyEvYmluL3NoCg=="}, {"mode", "0755"}};
+  EXPECT_EQ(Call(ok).outcome, Outcome::kOk);
+}
+
+TEST_F(ExecutorTest, FileToolsNeverRunOnTheCallersThread) {
+  Open();
+  for (const char* tool : {"sysinfo", "file.list"}) {
+    InvokeRequest req;
+    req.tool = tool;
+    auto p = std::make_shared<std::promise<std::thread::id>>();
+    auto f = p->get_future();
+    ex_->Invoke(req, {}, {}, [p](InvokeResult) { p->set_value(std::this_thread::get_id()); });
+    ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+    EXPECT_NE(f.get(), std::this_thread::get_id()) << tool;
+  }
+}
+
+TEST_F(ExecutorTest, ACancelledFileToolEndsCancelled) {
+  Open();
+  ASSERT_EQ(Call(Exec("mkdir -p big/a/b && touch big/a/b/f1 big/a/f2")).outcome, Outcome::kOk);
+  CancelSource cancel;
+  cancel.Cancel("operator changed their mind");
+  InvokeRequest del;
+  del.tool = "file.delete";
+  del.args = json{{"path", "big"}, {"recursive", true}};
+  InvokeResult r = Call(del, cancel.token());
+  EXPECT_EQ(r.outcome, Outcome::kCancelled) << r.error.ToString();
+  EXPECT_EQ(r.error.code, ErrorCode::kCancelled);
+  EXPECT_TRUE(fs::exists(options_.data_dir + "/sandboxes/_default/root/big/a/b/f1"));
+}
+
+TEST_F(ExecutorTest, FileToolsRunWithTheContextsUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching to 'nobody' needs root";
+  options_.security_contexts["as-nobody"] = SecurityContextConfig{{"file.*"}, "nobody", {}, {}};
+  Open();
+  const std::string ws = options_.data_dir + "/sandboxes/_default/root";
+  {
+    std::ofstream(ws + "/secret") << "root only\n";
+    ASSERT_EQ(::chmod((ws + "/secret").c_str(), 0600), 0);
+    fs::create_directory(ws + "/pub");
+    ASSERT_EQ(::chown((ws + "/pub").c_str(), 65534, 65534), 0);
+  }
+  auto as_nobody = [](std::string tool, json args) {
+    InvokeRequest r;
+    r.tool = std::move(tool);
+    r.args = std::move(args);
+    r.security_context = "as-nobody";
+    return r;
+  };
+  // Before: file tools ignored run_as and read /etc/shadow-like files as root.
+  ExpectError(Call(as_nobody("file.read", {{"path", "secret"}})), ErrorCode::kPermissionDenied,
+              "secret");
+  ExpectError(Call(as_nobody("file.write", {{"path", "mine"}, {"content", "eA=="}})),
+              ErrorCode::kPermissionDenied, "mine");
+  InvokeResult w = Call(as_nobody("file.write", {{"path", "pub/mine"}, {"content", "eA=="}}));
+  ASSERT_EQ(w.outcome, Outcome::kOk) << w.error.ToString();
+  struct stat st {};
+  ASSERT_EQ(::stat((ws + "/pub/mine").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);  // created by the user, not by root
+  // The pool thread went back to root: the agent's own next file call still works.
+  InvokeRequest own;
+  own.tool = "file.read";
+  own.args = json{{"path", "secret"}};
+  EXPECT_EQ(Call(own).outcome, Outcome::kOk);
+}
+
+TEST_F(ExecutorTest, AToolsOwnContextBindsAndCannotBeWidenedByTheRequest) {
+  if (::geteuid() != 0) GTEST_SKIP() << "run_as 'nobody' needs root";
+  options_.security_contexts["limited"] = SecurityContextConfig{{"whoami"}, "nobody", {}, {}};
+  options_.tools["whoami"] = ToolConfig{{"/usr/bin/id", "-un"}, 0s, "limited"};
+  Open();
+  InvokeRequest r;
+  r.tool = "whoami";
+  r.security_context = "default";  // before: this ran the tool as root
+  InvokeResult res = Call(r);
+  ASSERT_EQ(res.outcome, Outcome::kOk) << res.error.ToString();
+  EXPECT_EQ(res.payload["stdout"], "nobody\n");
+  r.security_context = "readers";  // does not allow the tool: cannot be used to run it
+  ExpectError(Call(r), ErrorCode::kPermissionDenied, "can only narrow");
+}
+
+TEST_F(ExecutorTest, NoImplicitAllowAllOnceContextsAreConfigured) {
+  options_.security_contexts.erase("default");
+  Open();
+  EXPECT_FALSE(ex_->implicit_default_context());
+  ExpectError(Call(Exec("true")), ErrorCode::kNotFound, "'default' is not configured");
+  InvokeRequest named = Exec("true");
+  named.security_context = "capped";
+  EXPECT_EQ(Call(named).outcome, Outcome::kOk);
+}
+
+TEST_F(ExecutorTest, AContextThatRequiresARoleRefusesUnverifiedCallers) {
+  SecurityContextConfig ops{{"*"}, "", {}, {}};
+  ops.require_roles = {"operator"};
+  options_.security_contexts["ops"] = ops;
+  Open();
+  InvokeRequest r = Exec("true");
+  r.security_context = "ops";
+  ExpectError(Call(r), ErrorCode::kPermissionDenied, "not verified");
+  r.caller_roles = std::vector<std::string>{"viewer"};
+  ExpectError(Call(r), ErrorCode::kPermissionDenied, "'operator'");
+  r.caller_roles = std::vector<std::string>{"operator"};
+  EXPECT_EQ(Call(r).outcome, Outcome::kOk);
+}
+
+TEST_F(ExecutorTest, FileReadRefusesARangeTheDoorCannotCarry) {
+  Open();
+  ASSERT_EQ(Call(Exec("head -c 300000 /dev/zero > big.bin")).outcome, Outcome::kOk);
+  InvokeRequest read;
+  read.tool = "file.read";
+  read.args = json{{"path", "big.bin"}};
+  read.max_result_bytes = 100000;  // base64 of 300 000 bytes is 400 000
+  InvokeResult r = Call(read);
+  ExpectError(r, ErrorCode::kResourceExhausted, "offset and length");
+  read.args = json{{"path", "big.bin"}, {"offset", 0}, {"length", 60000}};
+  InvokeResult part = Call(read);
+  ASSERT_EQ(part.outcome, Outcome::kOk) << part.error.ToString();
+  EXPECT_EQ(part.payload["size"], 60000);
 }
 
 TEST_F(ExecutorTest, OpenValidatesOptions) {
@@ -184,6 +359,7 @@ TEST_F(ExecutorTest, ReconfigureAppliesToTheNextInvocation) {
   std::map<std::string, ToolConfig> tools = {
       {"greet", ToolConfig{{"/bin/echo", "hi {name}"}, 0s, ""}}};
   std::map<std::string, SecurityContextConfig> contexts = {
+      {"default", SecurityContextConfig{{"*"}, "", {}, {}}},
       {"readers", SecurityContextConfig{{"file.*", "exec"}, "", {}, {}}}};
   ASSERT_TRUE(ex_->Reconfigure(tools, contexts).has_value());
   std::ofstream(gate).put('x');

@@ -51,7 +51,15 @@ class FileServiceTest : public ::testing::TestWithParam<ResolveMode> {
 TEST(ParseOctalMode, AcceptsOctalRejectsTheRest) {
   EXPECT_EQ(*ParseOctalMode("0644"), 0644u);
   EXPECT_EQ(*ParseOctalMode("755"), 0755u);
-  EXPECT_EQ(*ParseOctalMode("4755"), 04755u);
+  EXPECT_EQ(*ParseOctalMode("0777"), 0777u);
+  // Issue 15: setuid/setgid/sticky bits are refused, never silently masked.
+  for (const char* special : {"4755", "2755", "1777", "7777", "4000"}) {
+    auto r = ParseOctalMode(special);
+    ASSERT_FALSE(r) << special;
+    EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find("setuid, setgid and sticky bits"), std::string::npos)
+        << r.error().message;
+  }
   for (const char* bad : {"", "0999", "rwxr-xr-x", "07777 ", "12345", "-644"}) {
     auto r = ParseOctalMode(bad);
     ASSERT_FALSE(r) << bad;
@@ -59,6 +67,32 @@ TEST(ParseOctalMode, AcceptsOctalRejectsTheRest) {
     EXPECT_NE(r.error().message.find(std::string("\"") + bad + "\""), std::string::npos)
         << r.error().message;
   }
+}
+
+TEST_P(FileServiceTest, ALongDeleteStopsWhenCancelled) {
+  for (int d = 0; d < 5; ++d) {
+    for (int f = 0; f < 20; ++f) {
+      ASSERT_TRUE(files_->Write("tree/d" + std::to_string(d) + "/f" + std::to_string(f), "x"));
+    }
+  }
+  auto root = ScopedRoot::Open(root_);
+  ASSERT_TRUE(root.has_value());
+  int polls = 0;
+  FileService cancellable(std::move(*root), 1 << 20, [&polls] { return ++polls > 30; });
+  auto st = cancellable.Delete("tree", /*recursive=*/true);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_EQ(st.error().code, ErrorCode::kCancelled);
+  EXPECT_NE(st.error().message.find("cancelled part-way"), std::string::npos) << st.error().message;
+  EXPECT_TRUE(fs::exists(root_ + "/tree")) << "stopped part-way, not finished";
+  size_t left = 0;
+  for (auto it = fs::recursive_directory_iterator(root_ + "/tree");
+       it != fs::recursive_directory_iterator(); ++it)
+    left += it->is_regular_file() ? 1 : 0;
+  EXPECT_GT(left, 0u);
+  EXPECT_LT(left, 100u);
+  // Uncancelled, the same delete finishes.
+  EXPECT_TRUE(files_->Delete("tree", true).has_value());
+  EXPECT_FALSE(fs::exists(root_ + "/tree"));
 }
 
 TEST_P(FileServiceTest, WriteCreatesParentsWithExactModeAndNoTempLeft) {
