@@ -198,7 +198,8 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
   if (!registry) return std::unexpected(registry.error());
   ex->registry_ = std::move(*registry);
 
-  ProcessRunner::Options runner_options{o.data_dir + "/state/process-groups", o.pids_cgroup_root};
+  ProcessRunner::Options runner_options{o.data_dir + "/state/process-groups", o.pids_cgroup_root,
+                                        o.cgroup2_root};
   auto stale = ProcessRunner::KillStaleGroups(runner_options);
   if (!stale) return std::unexpected(stale.error());
   ex->runner_ = std::make_unique<ProcessRunner>(io, clock, runner_options);
@@ -324,6 +325,10 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
     r.command_id = request.command_id;
     Finish(job, std::move(r));
   });
+}
+
+std::string Executor::isolation() const {
+  return runner_->Isolation();
 }
 
 bool Executor::implicit_default_context() const {

@@ -193,6 +193,9 @@ class Executor {
   // True when no security context is configured and the implicit allow-all "default" is in
   // force (the daemon warns at start).
   bool implicit_default_context() const;
+  // How commands are kept from outliving themselves (ProcessRunner::Isolation): a cgroup per
+  // command, or "none: …" saying why not.
+  std::string isolation() const;
   const ExecutorOptions& options() const { return options_; }
 
  private:

@@ -32,7 +32,8 @@ struct ExecutorOptions {
   std::vector<std::string> env_allow;  // agent variables passed to every command
   std::map<std::string, ToolConfig> tools;
   std::map<std::string, SecurityContextConfig> security_contexts;
-  std::string pids_cgroup_root = "/sys/fs/cgroup/pids";  // "" = never use cgroups
+  std::string pids_cgroup_root = "/sys/fs/cgroup/pids";  // "" = never use cgroup v1
+  std::string cgroup2_root = "auto";  // ProcessRunner::Options::cgroup2_root; "" = never v2
   IdempotencyStore::Options idempotency;
 };
 

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "sandbox/run_as.h"
 
 extern char** environ;
 
@@ -93,46 +94,6 @@ Result<std::string> ResolveExecutable(const std::string& name, const std::string
   }
   return MakeError(ErrorCode::kNotFound,
                    "command '" + name + "' not found in PATH '" + path_var + "'");
-}
-
-struct RunAs {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::vector<gid_t> groups;
-};
-
-Result<std::optional<RunAs>> ResolveRunAs(const std::string& user) {
-  if (user.empty()) return std::optional<RunAs>{};
-  std::vector<char> buf(16384);
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  bool numeric = user.find_first_not_of("0123456789") == std::string::npos;
-  int rc = numeric ? ::getpwuid_r(static_cast<uid_t>(std::strtoul(user.c_str(), nullptr, 10)), &pw,
-                                  buf.data(), buf.size(), &found)
-                   : ::getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found);
-  if (rc != 0 || found == nullptr) {
-    return MakeError(ErrorCode::kNotFound, "run_as user '" + user + "' not found");
-  }
-  RunAs out;
-  out.uid = pw.pw_uid;
-  out.gid = pw.pw_gid;
-  if (::geteuid() != 0) {
-    if (out.uid != ::geteuid()) {
-      return MakeError(ErrorCode::kPermissionDenied,
-                       "run_as user '" + user +
-                           "' needs the agent to run as root (it runs as uid " +
-                           std::to_string(::geteuid()) + ")");
-    }
-    return std::optional<RunAs>{};  // already that user: nothing to change
-  }
-  int ngroups = 64;
-  out.groups.resize(ngroups);
-  if (::getgrouplist(pw.pw_name, pw.pw_gid, out.groups.data(), &ngroups) < 0) {
-    out.groups.resize(ngroups);
-    ::getgrouplist(pw.pw_name, pw.pw_gid, out.groups.data(), &ngroups);
-  }
-  out.groups.resize(ngroups > 0 ? ngroups : 0);
-  return std::optional<RunAs>(std::move(out));
 }
 
 bool HasNul(const std::string& s) {
