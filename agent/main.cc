@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 // edge-agent: the node daemon and its command line (design.md §5a).
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +25,7 @@
 #include "common/random.h"
 #include "common/signals.h"
 #include "config/agent_config.h"
+#include "config/production_check.h"
 
 #ifndef EDGE_VERSION
 #define EDGE_VERSION "0.0.0-dev"
@@ -197,6 +200,9 @@ int Run(const edge::cli::GlobalOptions& opts) {
           cfg->data_dir);
     }
   }
+  for (const auto& f : edge::config::ProductionFindings(*cfg)) {
+    log->warn("INSECURE: {}: {}", f.key, f.message);
+  }
   edge::Clock& clock = edge::SystemClock::Instance();
   edge::daemon::AgentDaemon daemon(*cfg, {.version = EDGE_VERSION}, clock);
   auto host = std::make_unique<edge::daemon::ExecutorHost>(*cfg, EDGE_VERSION, clock);
@@ -306,16 +312,23 @@ int StatusCmd(const edge::cli::GlobalOptions& opts, const std::string& format) {
   return healthy ? kExitOk : kExitFailure;
 }
 
-int ConfigCheck(const edge::cli::GlobalOptions& opts) {
+int ConfigCheck(const edge::cli::GlobalOptions& opts, bool production) {
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   std::cout << edge::config::DumpRedacted(*cfg);
-  return kExitOk;
+  if (!production) return kExitOk;
+  const auto findings = edge::config::ProductionFindings(*cfg);
+  for (const auto& f : findings)
+    std::cerr << "config check --production: " << f.key << ": " << f.message << "\n";
+  return findings.empty() ? kExitOk : kExitUsage;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Never inherit the caller's umask (a 000 made workspaces world-writable): files the agent
+  // or its tools create get no world access unless a mode says so explicitly.
+  ::umask(027);
   edge::IgnoreFatalIoSignals();
   CLI::App app{
       "edge-agent: enrolls with a controller, keeps its streams alive and runs work "
@@ -336,6 +349,10 @@ int main(int argc, char** argv) {
   auto* check = config->add_subcommand(
       "check",
       "validate the config; print it with secrets redacted (exit 0) or the errors (exit 2)");
+  bool production = false;
+  check->add_flag("--production", production,
+                  "also fail (exit 2) on settings unsafe on a fleet host: no security contexts "
+                  "(implicit allow-all), no user token issuers (commands' user tokens unverified)");
   std::string enroll_token, enroll_node;
   auto* enroll = app.add_subcommand(
       "enroll", "redeem a join token for this node's keystore (certs/ under data_dir)");
@@ -357,7 +374,7 @@ int main(int argc, char** argv) {
   if (!*run && !*enroll && !*rotate && !edge::cli::InitLogging(opts, "warn")) return kExitUsage;
   if (*run) return Run(opts);
   if (*status) return StatusCmd(opts, status_format);
-  if (*check) return ConfigCheck(opts);
+  if (*check) return ConfigCheck(opts, production);
   if (*enroll) return Enroll(opts, enroll_token, enroll_node);
   if (*rotate) return RotateKey(opts);
   return kExitUsage;

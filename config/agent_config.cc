@@ -24,6 +24,7 @@ const std::vector<std::string> kScalarPaths = {
     "cluster.heartbeat_interval_secs",
     "edge.enabled",
     "edge.max_concurrent_commands",
+    "edge.max_message_bytes",
     "compute.enabled",
     "compute.address",
     "compute.tls.mode",
@@ -138,7 +139,7 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   }
   r.Map(root, "",
         {"node_id", "data_dir", "controller", "cluster", "edge", "compute", "worker", "sandbox",
-         "tools", "security_contexts", "labels", "log", "metrics"});
+         "tools", "security_contexts", "security", "labels", "log", "metrics"});
   r.String(root, "node_id", "node_id", c.node_id);
   if (c.node_id.empty()) c.node_id = HostName();
   if (!IsValidNodeId(c.node_id)) {
@@ -168,10 +169,12 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   }
 
   YAML::Node edge = root["edge"];
-  if (r.Map(edge, "edge", {"enabled", "max_concurrent_commands"})) {
+  if (r.Map(edge, "edge", {"enabled", "max_concurrent_commands", "max_message_bytes"})) {
     r.Bool(edge, "enabled", "edge.enabled", c.edge.enabled);
     r.Int(edge, "max_concurrent_commands", "edge.max_concurrent_commands",
           c.edge.max_concurrent_commands, 1, 10000);
+    r.Size(edge, "max_message_bytes", "edge.max_message_bytes", c.edge.max_message_bytes,
+           1ull << 20, 256ull << 20);
   }
 
   YAML::Node compute = root["compute"];
@@ -291,9 +294,11 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
         const std::string name = kv.first.Scalar();
         const std::string path = "security_contexts." + name;
         SecurityContextConfig sc;
-        if (r.Map(kv.second, path, {"allowed_tools", "run_as", "mount_points", "limits"})) {
+        if (r.Map(kv.second, path,
+                  {"allowed_tools", "run_as", "mount_points", "require_roles", "limits"})) {
           r.StringList(kv.second, "allowed_tools", path + ".allowed_tools", sc.allowed_tools);
           r.String(kv.second, "run_as", path + ".run_as", sc.run_as);
+          r.StringList(kv.second, "require_roles", path + ".require_roles", sc.require_roles);
           r.StringList(kv.second, "mount_points", path + ".mount_points", sc.mount_points);
           for (const auto& mp : sc.mount_points) {
             if (mp.empty() || mp[0] != '/') {
@@ -367,6 +372,18 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   };
   check_tools(c.compute.processors, "compute.processors");
   check_tools(c.compute.criteria, "compute.criteria");
+
+  YAML::Node security = root["security"];
+  if (r.Map(security, "security", {"user_token_issuers"})) {
+    r.StringMap(security, "user_token_issuers", "security.user_token_issuers",
+                c.security.user_token_issuers);
+    for (const auto& [iss, file] : c.security.user_token_issuers) {
+      if (iss.empty() || file.empty() || file[0] != '/') {
+        r.Issue(security["user_token_issuers"], "security.user_token_issuers." + iss, file,
+                "must map a non-empty issuer to the absolute path of its public key PEM file");
+      }
+    }
+  }
 
   r.StringMap(root, "labels", "labels", c.labels);
 
@@ -489,7 +506,8 @@ std::string DumpRedacted(const AgentConfig& c) {
     << YAML::EndMap;
   e << YAML::Key << "edge" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
     << c.edge.enabled << YAML::Key << "max_concurrent_commands" << YAML::Value
-    << c.edge.max_concurrent_commands << YAML::EndMap;
+    << c.edge.max_concurrent_commands << YAML::Key << "max_message_bytes" << YAML::Value
+    << FormatSize(c.edge.max_message_bytes) << YAML::EndMap;
   auto handlers = [&](const std::map<std::string, ComputeHandler>& hs) {
     e << YAML::BeginMap;
     for (const auto& [name, h] : hs) {
@@ -554,13 +572,16 @@ std::string DumpRedacted(const AgentConfig& c) {
     e << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "allowed_tools"
       << YAML::Value << YAML::Flow << sc.allowed_tools << YAML::Key << "run_as" << YAML::Value
       << sc.run_as << YAML::Key << "mount_points" << YAML::Value << YAML::Flow << sc.mount_points
-      << YAML::Key << "limits" << YAML::Value << YAML::BeginMap << YAML::Key << "timeout"
-      << YAML::Value << FormatDuration(sc.limits.timeout) << YAML::Key << "max_output_bytes"
-      << YAML::Value << FormatSize(sc.limits.max_output_bytes) << YAML::Key << "max_concurrent"
-      << YAML::Value << sc.limits.max_concurrent << YAML::Key << "max_processes" << YAML::Value
+      << YAML::Key << "require_roles" << YAML::Value << YAML::Flow << sc.require_roles << YAML::Key
+      << "limits" << YAML::Value << YAML::BeginMap << YAML::Key << "timeout" << YAML::Value
+      << FormatDuration(sc.limits.timeout) << YAML::Key << "max_output_bytes" << YAML::Value
+      << FormatSize(sc.limits.max_output_bytes) << YAML::Key << "max_concurrent" << YAML::Value
+      << sc.limits.max_concurrent << YAML::Key << "max_processes" << YAML::Value
       << sc.limits.max_processes << YAML::EndMap << YAML::EndMap;
   }
   e << YAML::EndMap;
+  e << YAML::Key << "security" << YAML::Value << YAML::BeginMap << YAML::Key << "user_token_issuers"
+    << YAML::Value << c.security.user_token_issuers << YAML::EndMap;
   e << YAML::Key << "labels" << YAML::Value << c.labels;
   e << YAML::Key << "log" << YAML::Value << YAML::BeginMap << YAML::Key << "level" << YAML::Value
     << c.log.level << YAML::Key << "format" << YAML::Value << c.log.format << YAML::EndMap;

@@ -33,6 +33,10 @@ struct ClusterConfig {
 struct EdgeConfig {
   bool enabled = true;
   int64_t max_concurrent_commands = 64;
+  // The largest gRPC message either side of the edge stream takes (the controller's
+  // grpc.max_message_bytes must be the same). Results are kept below it: a larger one is
+  // answered with RESOURCE_EXHAUSTED naming this key, never sent.
+  uint64_t max_message_bytes = 16ull << 20;
 };
 
 struct ComputeHandler {
@@ -107,7 +111,16 @@ struct SecurityContextConfig {
   std::vector<std::string> allowed_tools;  // glob patterns
   std::string run_as;                      // user name; empty = the agent's user
   std::vector<std::string> mount_points;
+  std::vector<std::string> require_roles;  // the caller's verified token must hold one
   SecurityLimits limits;
+};
+
+// Who may command this node: the inner user token of every InvokeTool is verified (ES256
+// signature, `aud` = "edge-invoke", `tid` = the node's tenant, `nid` = this node, `cid` = the
+// command, `exp`) with the public key configured for its `iss`. Without any issuer the token's
+// shape only is checked: the agent warns at start and `config check --production` fails.
+struct SecurityConfig {
+  std::map<std::string, std::string> user_token_issuers;  // iss -> public key PEM file
 };
 
 struct LogConfig {
@@ -130,6 +143,7 @@ struct AgentConfig {
   SandboxConfig sandbox;
   std::map<std::string, ToolConfig> tools;
   std::map<std::string, SecurityContextConfig> security_contexts;
+  SecurityConfig security;
   std::map<std::string, std::string> labels;
   LogConfig log;
   MetricsConfig metrics;

@@ -267,9 +267,61 @@ void ApplyEnvOverrides(YAML::Node root, const std::vector<std::string>& scalar_p
   }
 }
 
+namespace {
+
+// The deepest flow-collection nesting ([ and { outside quotes and comments) and the line it
+// was reached on: yaml-cpp parses and the config walkers merge recursively, so a 100 000-deep
+// `[[[…` from a PushConfig must be refused before either sees it. Block nesting needs a line
+// of indentation per level, so the 4 MiB input limit already bounds it.
+std::pair<size_t, size_t> FlowDepth(std::string_view text) {
+  size_t depth = 0, deepest = 0, line = 1, deepest_line = 1;
+  char quote = 0;
+  bool comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      comment = false;
+      continue;
+    }
+    if (comment) continue;
+    if (quote != 0) {
+      if (quote == '"' && c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\t')) {
+      comment = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > deepest) {
+        deepest = depth;
+        deepest_line = line;
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return {deepest, deepest_line};
+}
+
+}  // namespace
+
 std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
                                                   const std::string& source,
                                                   const std::string& what) {
+  constexpr size_t kMaxFlowDepth = 64;
+  if (auto [depth, line] = FlowDepth(text); depth > kMaxFlowDepth) {
+    ConfigErrors errs;
+    errs.issues.push_back({source, static_cast<int>(line), 0, "", "",
+                           what + " nests [ or { " + std::to_string(depth) +
+                               " levels deep; the limit is " + std::to_string(kMaxFlowDepth)});
+    return std::unexpected(errs);
+  }
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {

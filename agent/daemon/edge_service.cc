@@ -32,7 +32,8 @@ Status EdgeService::Start() {
   if (!identity) {
     return MakeError(identity.error().code, "keystore: " + identity.error().message);
   }
-  auto channel = identity::ChannelFactory(*identity).Mtls(*address);
+  auto channel = identity::ChannelFactory(*identity).Mtls(
+      *address, "", static_cast<int>(config_.edge.max_message_bytes));
   agentedge::SessionDeps deps{
       .clock = clock_,
       .random = random_,

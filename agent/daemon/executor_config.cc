@@ -26,6 +26,7 @@ sandbox::ExecutorOptions ExecutorOptionsFromConfig(const config::AgentConfig& c,
     sc.allowed_tools = s.allowed_tools;
     sc.run_as = s.run_as;
     sc.mount_points = s.mount_points;
+    sc.require_roles = s.require_roles;
     sc.limits.timeout_cap = s.limits.timeout;
     sc.limits.max_output_bytes = s.limits.max_output_bytes;
     sc.limits.max_concurrent = static_cast<int>(s.limits.max_concurrent);

@@ -26,11 +26,31 @@ Status ExecutorHost::Start() {
   stopping_ = false;
   work_.emplace(io_->get_executor());
   for (size_t i = 0; i < std::max<size_t>(options_.threads, 1); ++i)
-    pool_.emplace_back([io = io_.get()] { io->run(); });
+    pool_.emplace_back([io = io_.get()] {
+      // A handler that throws must not take the I/O thread (and with it every running
+      // command's output and result) down: log it and keep running the io_context.
+      while (true) {
+        try {
+          io->run();
+          return;
+        } catch (const std::exception& e) {
+          log::Get("daemon")->error("an I/O handler failed and was dropped: {}",
+                                    log::Escape(e.what()));
+        } catch (...) {
+          log::Get("daemon")->error("an I/O handler failed and was dropped (unknown exception)");
+        }
+      }
+    });
   tick_timer_ = std::make_unique<boost::asio::steady_timer>(*io_);
   ScheduleTick();
   log::Get("daemon")->info("executor ready: {} tool(s), provider {}, {} I/O threads",
                            executor_->Tools().size(), executor_->options().provider, pool_.size());
+  const std::string isolation = executor_->isolation();
+  if (isolation.rfind("none", 0) == 0) {
+    log::Get("daemon")->warn("process isolation: {}", isolation);
+  } else {
+    log::Get("daemon")->info("process isolation: {}", isolation);
+  }
   return OkStatus();
 }
 
@@ -90,7 +110,9 @@ std::map<std::string, std::string> ExecutorHost::Details() const {
   if (!executor_) return {};
   return {{"running", std::to_string(executor_->running())},
           {"draining", executor_->draining() ? "true" : "false"},
-          {"tools", std::to_string(executor_->Tools().size())}};
+          {"tools", std::to_string(executor_->Tools().size())},
+          {"isolation", executor_->isolation()},
+          {"result_store_failures", std::to_string(executor_->result_store_failures())}};
 }
 
 sandbox::Executor* ExecutorHost::executor() const {

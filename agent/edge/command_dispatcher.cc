@@ -4,6 +4,7 @@
 
 #include "agent/edge/result_mapper.h"
 #include "common/log.h"
+#include "common/utf8.h"
 
 namespace edge::agentedge {
 namespace {
@@ -25,6 +26,7 @@ nlohmann::json CapabilityInputs(const config::AgentConfig& c) {
     contexts[name] = {{"allowed_tools", s.allowed_tools},
                       {"run_as", s.run_as},
                       {"mount_points", s.mount_points},
+                      {"require_roles", s.require_roles},
                       {"timeout_ms", s.limits.timeout.count()},
                       {"max_output_bytes", s.limits.max_output_bytes},
                       {"max_concurrent", s.limits.max_concurrent},
@@ -87,14 +89,49 @@ Status CheckInnerEnvelope(const pb::InvokeTool& invoke, std::string_view tenant)
   return OkStatus();
 }
 
+pb::EdgeResult FitResult(const std::string& command_id, pb::EdgeResult result,
+                         uint64_t max_message_bytes) {
+  const size_t size = result.ByteSizeLong();
+  const size_t limit =
+      max_message_bytes > kResultEnvelopeReserve ? max_message_bytes - kResultEnvelopeReserve : 0;
+  if (size <= limit) return result;
+  log::Get("edge")->warn(
+      "command {}: its result is {} bytes, over the {} that fit edge.max_message_bytes {}; "
+      "answered with RESOURCE_EXHAUSTED instead",
+      log::Escape(command_id), size, limit, max_message_bytes);
+  return ErrorResult(
+      ErrorCode::kResourceExhausted,
+      "the result is " + std::to_string(size) + " bytes, more than the " + std::to_string(limit) +
+          " that fit one edge stream message "
+          "(edge.max_message_bytes " +
+          std::to_string(max_message_bytes) + "): ask for less (file.read: offset and length)");
+}
+
 std::shared_ptr<CommandDispatcher> CommandDispatcher::Create(sandbox::Executor& executor,
                                                              OutboxStore& outbox,
                                                              config::AgentConfig config,
-                                                             ApplyConfig apply_config) {
+                                                             ApplyConfig apply_config,
+                                                             Clock& clock) {
   std::shared_ptr<CommandDispatcher> d(
-      new CommandDispatcher(executor, outbox, std::move(config), std::move(apply_config)));
+      new CommandDispatcher(executor, outbox, std::move(config), std::move(apply_config), clock));
   d->stats_.config_version = d->config_.delta_version;
+  std::lock_guard lock(d->mu_);
+  d->LoadVerifierLocked();
   return d;
+}
+
+void CommandDispatcher::LoadVerifierLocked() {
+  auto v = UserTokenVerifier::Load(config_.security.user_token_issuers);
+  if (v) {
+    verifier_ = std::move(*v);
+    verifier_error_.clear();
+    return;
+  }
+  // Fail closed: with issuers configured but unreadable, no command is accepted.
+  verifier_.reset();
+  verifier_error_ = v.error().message;
+  log::Get("edge")->error("user token issuers cannot be loaded, every command is refused: {}",
+                          verifier_error_);
 }
 
 void CommandDispatcher::Attach(DispatcherHost* host) {
@@ -143,7 +180,33 @@ bool CommandDispatcher::draining() const {
   return stats_.draining;
 }
 
-void CommandDispatcher::Handle(const pb::EdgeCommand& command) {
+bool CommandDispatcher::Handle(const pb::EdgeCommand& command) {
+  // No exception may leave a gRPC callback: it would end the process, or (swallowed) leave
+  // the stream unread while heartbeats go on. The command it came from is answered instead.
+  try {
+    HandleOne(command);
+    return true;
+  } catch (const std::exception& e) {
+    log::Get("edge")->error("edge command failed inside the agent: {}", log::Escape(e.what()));
+    if (command.has_invoke_tool() && !command.invoke_tool().command_id().empty()) {
+      try {
+        Complete(command.invoke_tool().command_id(),
+                 ErrorResult(ErrorCode::kInternal,
+                             std::string("the agent failed while handling the command: ") +
+                                 ToValidUtf8(e.what())));
+        return true;
+      } catch (const std::exception& again) {
+        log::Get("edge")->error("answering the failed command failed too: {}",
+                                log::Escape(again.what()));
+      }
+    }
+  } catch (...) {
+    log::Get("edge")->error("edge command failed inside the agent (unknown exception)");
+  }
+  return false;
+}
+
+void CommandDispatcher::HandleOne(const pb::EdgeCommand& command) {
   switch (command.command_case()) {
     case pb::EdgeCommand::kInvokeTool:
       return HandleInvoke(command.invoke_tool());
@@ -166,7 +229,8 @@ void CommandDispatcher::Handle(const pb::EdgeCommand& command) {
       "edge command ignored: it has no known kind (empty, or a kind this agent does not know)");
 }
 
-void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeResult& result) {
+void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeResult& unfitted) {
+  const pb::EdgeResult result = FitResult(command_id, unfitted, config().edge.max_message_bytes);
   if (auto put = outbox_.Put(command_id, result); !put) {
     log::Get("edge")->error(
         "command {}: the result could not be stored in the outbox ({}); "
@@ -196,20 +260,43 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
     return;
   }
   std::string tenant;
+  std::shared_ptr<const UserTokenVerifier> verifier;
+  std::string verifier_error, node_id;
+  uint64_t max_message_bytes = 0;
   {
     std::lock_guard lock(mu_);
     if (running_.contains(id)) {
       log->info(
           "invoke_tool {}: already running; the duplicate is ignored (its one result "
           "follows when it ends)",
-          id);
+          log::Escape(id));
       return;
     }
     tenant = tenant_;
+    verifier = verifier_;
+    verifier_error = verifier_error_;
+    node_id = config_.node_id;
+    max_message_bytes = config_.edge.max_message_bytes;
   }
   if (auto st = CheckInnerEnvelope(invoke, tenant); !st) {
-    log->warn("invoke_tool {} refused: {}", id, st.error().message);
+    log->warn("invoke_tool {} refused: {}", log::Escape(id), log::Escape(st.error().message));
     return Complete(id, ErrorResult(st.error().code, st.error().message));
+  }
+  // Who sent it: the user token's signature and claims (when issuers are configured).
+  std::optional<std::vector<std::string>> caller_roles;
+  if (!verifier) {
+    return Complete(id, ErrorResult(ErrorCode::kUnauthenticated,
+                                    "security.user_token_issuers cannot be loaded (" +
+                                        verifier_error + "): no command is accepted"));
+  }
+  if (verifier->enabled()) {
+    auto who = verifier->Verify(invoke.seal_envelope().user_security_token(), node_id, tenant, id,
+                                clock_.Now());
+    if (!who) {
+      log->warn("invoke_tool {} refused: {}", log::Escape(id), who.error().message);
+      return Complete(id, ErrorResult(who.error().code, who.error().message));
+    }
+    caller_roles = std::move(who->roles);
   }
   if (invoke.tool_name().empty()) {
     return Complete(id, ErrorResult(ErrorCode::kInvalidArgument, "invoke_tool.tool_name: empty"));
@@ -269,7 +356,10 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
   req.tool = invoke.tool_name();
   req.args = std::move(args);
   req.security_context = invoke.security_context_name();
+  req.caller_roles = std::move(caller_roles);
   req.timeout = deadline;
+  req.max_result_bytes =
+      max_message_bytes > kResultEnvelopeReserve ? max_message_bytes - kResultEnvelopeReserve : 0;
   // The output streams as CommandProgress; the result carries only its tail.
   req.collect_tail_bytes = kResultOutputTailBytes;
   std::weak_ptr<CommandDispatcher> weak = weak_from_this();
@@ -360,7 +450,10 @@ void CommandDispatcher::HandlePushConfig(const pb::PushConfig& push) {
   const bool changed = CapabilityInputs(current) != CapabilityInputs(*next);
   {
     std::lock_guard lock(mu_);
+    const bool issuers_changed =
+        config_.security.user_token_issuers != next->security.user_token_issuers;
     config_ = *next;
+    if (issuers_changed) LoadVerifierLocked();
     stats_.config_version = version;
     stats_.last_config_error.clear();
   }

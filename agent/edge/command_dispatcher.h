@@ -33,6 +33,7 @@
 #include <string>
 
 #include "agent/edge/outbox_store.h"
+#include "agent/edge/user_token_verifier.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "config/agent_config.h"
@@ -64,8 +65,21 @@ class DispatcherHost {
 // The inner SealEnvelope of an InvokeTool: present, user_security_token a compact JWT (three
 // non-empty dot-separated parts), tenant_id equal to the node's tenant (`tid` of its
 // NodeSecurityToken), security_context_name equal to the outer one. PERMISSION_DENIED or
-// INVALID_ARGUMENT naming the field.
+// INVALID_ARGUMENT naming the field. (The token's signature and claims are checked after
+// this by UserTokenVerifier when issuers are configured.)
 Status CheckInnerEnvelope(const aegis::cluster::v1::InvokeTool& invoke, std::string_view tenant);
+
+// Bytes a CommandResult event adds around its EdgeResult (the sealed envelope with its
+// NodeSecurityToken, signature and canonical payload, the command id): results are kept below
+// edge.max_message_bytes minus this.
+inline constexpr size_t kResultEnvelopeReserve = 16 * 1024;
+
+// The result to send for `result` under a message limit: itself when it fits, else an Err
+// RESOURCE_EXHAUSTED that names its size, the limit and the config key (never a message the
+// controller would refuse, which would end the stream).
+aegis::cluster::v1::EdgeResult FitResult(const std::string& command_id,
+                                         aegis::cluster::v1::EdgeResult result,
+                                         uint64_t max_message_bytes);
 
 class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher> {
  public:
@@ -82,9 +96,10 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
     std::string last_config_error;  // of the last refused PushConfig
   };
 
+  // `clock` judges the user tokens' expiry.
   static std::shared_ptr<CommandDispatcher> Create(sandbox::Executor& executor, OutboxStore& outbox,
                                                    config::AgentConfig config,
-                                                   ApplyConfig apply_config);
+                                                   ApplyConfig apply_config, Clock& clock);
 
   // The host receives chunks, results and notices until Detach(), which waits for calls in
   // progress to return (never call it from inside a host call).
@@ -93,8 +108,10 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   // The node's tenant (`tid` of the current NodeSecurityToken).
   void SetTenant(std::string tenant);
 
-  // Handles one command (from the stream's read callback; does not block on work).
-  void Handle(const aegis::cluster::v1::EdgeCommand& command);
+  // Handles one command (from the stream's read callback; does not block on work). Never
+  // throws: a failure while handling an InvokeTool answers that command with Err INTERNAL;
+  // false when a command could not be handled at all (the caller should end the stream).
+  bool Handle(const aegis::cluster::v1::EdgeCommand& command);
 
   Stats stats() const;
   config::AgentConfig config() const;
@@ -105,12 +122,16 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
     sandbox::CancelSource cancel;
   };
   CommandDispatcher(sandbox::Executor& executor, OutboxStore& outbox, config::AgentConfig config,
-                    ApplyConfig apply_config)
+                    ApplyConfig apply_config, Clock& clock)
       : executor_(executor),
         outbox_(outbox),
+        clock_(clock),
         config_(std::move(config)),
         apply_config_(std::move(apply_config)) {}
 
+  void HandleOne(const aegis::cluster::v1::EdgeCommand& command);
+  // Loads security.user_token_issuers of `config` (mu_ held).
+  void LoadVerifierLocked();
   void HandleInvoke(const aegis::cluster::v1::InvokeTool& invoke);
   void HandleCancel(const aegis::cluster::v1::Cancel& cancel);
   void HandlePushConfig(const aegis::cluster::v1::PushConfig& push);
@@ -122,11 +143,14 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
 
   sandbox::Executor& executor_;
   OutboxStore& outbox_;
+  Clock& clock_;
 
   mutable std::mutex mu_;
   config::AgentConfig config_;
   ApplyConfig apply_config_;
   std::string tenant_;
+  std::shared_ptr<const UserTokenVerifier> verifier_;
+  std::string verifier_error_;  // why the configured issuers could not be loaded
   std::map<std::string, std::shared_ptr<Running>> running_;
   Stats stats_;
 

@@ -45,8 +45,8 @@ Result<std::unique_ptr<EdgeSession>> EdgeSession::Create(config::AgentConfig con
   auto outbox = OutboxStore::Open(s->config_.data_dir, s->deps_.clock, s->options_.outbox);
   if (!outbox) return std::unexpected(outbox.error());
   s->outbox_ = std::move(*outbox);
-  s->dispatcher_ =
-      CommandDispatcher::Create(s->deps_.executor, *s->outbox_, s->config_, s->deps_.apply_config);
+  s->dispatcher_ = CommandDispatcher::Create(s->deps_.executor, *s->outbox_, s->config_,
+                                             s->deps_.apply_config, s->deps_.clock);
   s->dispatcher_->Attach(s.get());
   s->attestor_ = std::make_unique<NodeAttestor>(s->deps_.channel, s->node_id_, s->config_.data_dir,
                                                 s->deps_.clock,
@@ -268,7 +268,7 @@ void EdgeSession::OpenStreamLocked() {
   }
   EdgeStream::Callbacks cb;
   cb.seal = [this, sid](pb::EdgeEvent& e) { return Seal(e, sid); };
-  cb.on_command = [this, gen](pb::EdgeCommand c) {
+  cb.on_command = [this, gen](pb::EdgeCommand c) -> bool {
     {
       std::lock_guard lock(mu_);
       if (gen == gen_ && !got_message_) {
@@ -277,7 +277,7 @@ void EdgeSession::OpenStreamLocked() {
         deps_.backoff.Reset();
       }
     }
-    dispatcher_->Handle(c);
+    return dispatcher_->Handle(c);
   };
   cb.on_done = [this, gen](const grpc::Status& st) {
     std::lock_guard lock(mu_);
@@ -313,7 +313,10 @@ void EdgeSession::OpenStreamLocked() {
   SendLocked(std::move(hello), [sid, controller](bool ok) {
     if (ok) log::Get("edge")->info("edge stream {} open: Hello sent to {}", sid, controller);
   });
-  if (auto entries = outbox_->All(); entries && !entries->empty()) {
+  const uint64_t max_message = config_.edge.max_message_bytes;
+  if (auto entries = outbox_->TakeForResend(
+          max_message > kResultEnvelopeReserve ? max_message - kResultEnvelopeReserve : 0);
+      entries && !entries->empty()) {
     log::Get("edge")->info("edge stream {}: resending {} undelivered result(s) from the outbox",
                            sid, entries->size());
     for (const auto& e : *entries)

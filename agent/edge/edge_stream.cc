@@ -94,8 +94,21 @@ void EdgeStream::OnReadDone(bool ok) {
   if (ok) {
     pb::EdgeCommand cmd = std::move(in_);
     in_.Clear();
-    if (callbacks_.on_command) callbacks_.on_command(std::move(cmd));
-    StartRead(&in_);
+    bool handled = true;
+    try {
+      if (callbacks_.on_command) handled = callbacks_.on_command(std::move(cmd));
+    } catch (const std::exception& e) {
+      log::Get("edge")->error("edge command handler failed: {}", log::Escape(e.what()));
+      handled = false;
+    } catch (...) {
+      handled = false;
+    }
+    if (!handled) {
+      log::Get("edge")->error(
+          "edge stream cancelled: a command could not be handled; the agent reconnects");
+      context_.TryCancel();
+    }
+    StartRead(&in_);  // completes (not ok) after a cancel, which closes the read side
     return;
   }
   std::vector<WriteCallback> failed;

@@ -31,7 +31,9 @@ class EdgeStream final : public grpc::ClientBidiReactor<aegis::cluster::v1::Edge
     // Fills the event's envelope; an error drops the event (its callback gets false).
     std::function<Status(aegis::cluster::v1::EdgeEvent&)> seal;
     // Each command read, in order; the next read starts when this returns.
-    std::function<void(aegis::cluster::v1::EdgeCommand)> on_command;
+    // false (or an exception) = the command could not be handled: the stream is cancelled, so
+    // the controller sees the node go away instead of a node that heartbeats but never reads.
+    std::function<bool(aegis::cluster::v1::EdgeCommand)> on_command;
     // Once, when the call is over (after every write callback).
     std::function<void(const grpc::Status&)> on_done;
   };

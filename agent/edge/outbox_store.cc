@@ -2,6 +2,8 @@
 
 #include "common/log.h"
 
+#include <algorithm>
+
 namespace edge::agentedge {
 namespace {
 
@@ -19,6 +21,7 @@ const std::vector<sandbox::StateDb::Migration>& Migrations() {
        "  created_ms INTEGER NOT NULL,"
        "  stream_id TEXT NOT NULL DEFAULT '',"
        "  written_ms INTEGER NOT NULL DEFAULT 0);"},
+      {2, "ALTER TABLE edge_outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"},
   };
   return m;
 }
@@ -102,6 +105,71 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::All() const {
     e.written_ms = row.Int(5);
     out.push_back(std::move(e));
   }
+  return out;
+}
+
+Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_result_bytes) {
+  auto txn = db_->Begin();
+  if (!txn) return std::unexpected(txn.error());
+  auto rows = txn->Query(
+      "SELECT seq, command_id, result, created_ms, stream_id, written_ms, attempts "
+      "FROM edge_outbox ORDER BY attempts, seq");
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<Entry> out;
+  out.reserve(rows->size());
+  std::vector<std::pair<std::string, std::string>> replaced;  // command id, why
+  for (const auto& row : *rows) {
+    Entry e;
+    e.seq = row.Int(0);
+    e.command_id = row.Text(1);
+    const std::string bytes = row.Text(2);
+    e.created_ms = row.Int(3);
+    e.stream_id = row.Text(4);
+    e.written_ms = row.Int(5);
+    e.attempts = row.Int(6) + 1;
+    std::string why, code;
+    if (!e.result.ParseFromString(bytes)) {
+      code = "INTERNAL";
+      why = "its stored result is unreadable";
+    } else if (max_result_bytes > 0 && bytes.size() > max_result_bytes) {
+      code = "RESOURCE_EXHAUSTED";
+      why = "its result is " + std::to_string(bytes.size()) + " bytes, more than the " +
+            std::to_string(max_result_bytes) + " one edge stream message can carry";
+    } else if (e.attempts > options_.max_attempts) {
+      code = "UNAVAILABLE";
+      why = "its result was sent " + std::to_string(options_.max_attempts) +
+            " times without being settled (" + std::to_string(bytes.size()) + " bytes)";
+    }
+    if (!why.empty()) {
+      e.result.Clear();
+      auto* err = e.result.mutable_err();
+      err->set_code(code);
+      err->set_message("the result of command " + e.command_id + " could not be delivered: " + why +
+                       "; it was replaced by this error");
+      std::string small;
+      e.result.SerializeToString(&small);
+      if (auto st = txn->Exec("UPDATE edge_outbox SET result = ?, attempts = 0 WHERE seq = ?",
+                              {SqlBlob{small}, e.seq});
+          !st) {
+        return std::unexpected(st.error());
+      }
+      e.attempts = 0;
+      replaced.emplace_back(e.command_id, why);
+    }
+    out.push_back(std::move(e));
+  }
+  if (auto st = txn->Exec("UPDATE edge_outbox SET attempts = attempts + 1"); !st) {
+    return std::unexpected(st.error());
+  }
+  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  for (const auto& [id, why] : replaced) {
+    log::Get("edge")->error(
+        "outbox: the result of command {} could not be delivered ({}); an "
+        "error result is sent in its place",
+        log::Escape(id), why);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Entry& a, const Entry& b) { return a.attempts < b.attempts; });
   return out;
 }
 

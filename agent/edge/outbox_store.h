@@ -5,6 +5,12 @@
 // the controller de-duplicates by command_id). Bounded: past max_entries the oldest are
 // dropped with a warning.
 //
+// An entry that cannot be delivered never holds the others up (TakeForResend): each resend
+// counts an attempt, entries go out fewest attempts first, and an entry tried max_attempts
+// times — or too large for one edge stream message — is replaced by an Err result saying so
+// (the controller keeps the first result it got for a command, so replacing a result that did
+// arrive changes nothing there).
+//
 // Table `edge_outbox` in data_dir/state/agent.db through its own StateDb connection
 // (migration component "edge_outbox"). Thread-safe. Borrows the Clock.
 #pragma once
@@ -28,6 +34,7 @@ class OutboxStore {
   struct Options {
     size_t max_entries = 10000;
     std::chrono::milliseconds settle{std::chrono::seconds(30)};
+    int max_attempts = 5;
   };
   struct Entry {
     int64_t seq = 0;
@@ -36,6 +43,7 @@ class OutboxStore {
     int64_t created_ms = 0;
     std::string stream_id;   // "" = never written (or its stream broke before the write)
     int64_t written_ms = 0;  // when the write on `stream_id` completed
+    int64_t attempts = 0;    // resends so far
   };
 
   // Opens (creating) data_dir/state/agent.db. INVALID_ARGUMENT for a zero bound.
@@ -50,6 +58,11 @@ class OutboxStore {
   Result<bool> Put(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   // Every entry, oldest first.
   Result<std::vector<Entry>> All() const;
+  // The entries to send again on a new stream, fewest attempts first, then oldest; counts
+  // this attempt for each. One tried max_attempts times already, or whose result is larger
+  // than `max_result_bytes` (0 = no limit), is first replaced (stored and returned) by
+  // Err{code "RESOURCE_EXHAUSTED" or "UNAVAILABLE", message naming the command and why}.
+  Result<std::vector<Entry>> TakeForResend(uint64_t max_result_bytes);
   Result<std::optional<aegis::cluster::v1::EdgeResult>> Get(const std::string& command_id) const;
   // The write of `command_id` on `stream_id` completed now.
   Status MarkWritten(const std::string& command_id, const std::string& stream_id);

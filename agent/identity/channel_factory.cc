@@ -81,10 +81,15 @@ grpc::SslCredentialsOptions MtlsOptions(const TlsIdentity& identity) {
 }
 
 std::shared_ptr<grpc::Channel> ChannelFactory::Mtls(const std::string& target,
-                                                    const std::string& server_name_override) const {
+                                                    const std::string& server_name_override,
+                                                    int max_message_bytes) const {
   grpc::SslCredentialsOptions opts = MtlsOptions(identity_);
   grpc::ChannelArguments args;
   if (!server_name_override.empty()) args.SetSslTargetNameOverride(server_name_override);
+  if (max_message_bytes > 0) {
+    args.SetMaxReceiveMessageSize(max_message_bytes);
+    args.SetMaxSendMessageSize(max_message_bytes);
+  }
   return grpc::CreateCustomChannel(target, grpc::SslCredentials(opts), args);
 }
 

@@ -29,9 +29,12 @@ class ChannelFactory {
   explicit ChannelFactory(TlsIdentity identity) : identity_(std::move(identity)) {}
 
   // mTLS to `target` (host:port). `server_name_override` replaces the name the server
-  // certificate must carry (empty = the host of `target`).
+  // certificate must carry (empty = the host of `target`). `max_message_bytes` > 0 sets the
+  // largest message sent or received (edge.max_message_bytes; gRPC's default receive limit
+  // is 4 MiB).
   std::shared_ptr<grpc::Channel> Mtls(const std::string& target,
-                                      const std::string& server_name_override = "") const;
+                                      const std::string& server_name_override = "",
+                                      int max_message_bytes = 0) const;
   // TLS with a given trust anchor but no client certificate (to show what the controller
   // refuses without one).
   static std::shared_ptr<grpc::Channel> TlsNoClientCert(const std::string& target,

@@ -3,6 +3,7 @@
 // CLI dispatches. A hand-driven client (the test, holding a real node's keystore and key)
 // checks what the controller refuses on ConnectEdge.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
@@ -488,6 +489,117 @@ TEST_F(EdgeStreamTest, RotateKeyWhileRunningArchivesTheOldKeyAndTheAgentSwitches
   EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
   HandDrivenNode with_new(data, ctl_->advertise(), "edge-01");
   EXPECT_TRUE(with_new.TryAttest(&token).ok());
+}
+
+// ---- issue 15: review findings reproduced through the real binaries -------------------------
+
+TEST_F(EdgeStreamTest, BytesThatAreNotUtf8NeitherCrashNorDeafenTheNode) {
+  auto& agent = EnrollAndStart();
+  auto invoke = [&](std::vector<std::string> args) {
+    std::vector<std::string> all = {"invoke", "--node", "edge-01"};
+    all.insert(all.end(), args.begin(), args.end());
+    return Ctl(all);
+  };
+  // Before: each of these terminated the agent, or left it heartbeating but never reading.
+  auto bin = invoke({"--tool", "exec", "--arg", "command=printf 'ok\\377'"});
+  EXPECT_EQ(bin.exit_code, 0) << bin.out << bin.err;
+  auto tail = invoke({"--tool", "exec", "--arg", "command=head -c 300000 /dev/urandom"});
+  EXPECT_EQ(tail.exit_code, 0) << tail.err;
+  auto cut = invoke({"--tool", "exec", "--arg",
+                     "command=printf '\\342\\202\\254'; printf 'x%.0s' $(seq 1 65534)"});
+  EXPECT_EQ(cut.exit_code, 0) << cut.err;
+  auto mk = invoke({"--tool", "exec", "--arg", "command=touch \"$(printf 'bad\\377name')\""});
+  EXPECT_EQ(mk.exit_code, 0) << mk.err;
+  auto ls = invoke({"--tool", "file.list", "--arg", "path=."});
+  EXPECT_EQ(ls.exit_code, 0) << ls.out << ls.err;
+  EXPECT_NE(ls.out.find("YmFk/25hbWU="), std::string::npos) << "the exact name, base64: " << ls.out;
+  // Still reading commands, still running, still healthy.
+  auto after = invoke({"--tool", "sysinfo", "--deadline", "20s"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_TRUE(agent.Running()) << agent.Stderr();
+  EXPECT_EQ(Node("edge-01").value("state", ""), "healthy");
+}
+
+TEST_F(EdgeStreamTest, ResultsLargerThanOneMessageAreRefusedAndTheNodeWorksOn) {
+  // Both sides default to 16 MiB now: a 10 MiB read (about 14 MB as a result) goes through;
+  // before, the controller's 4 MiB limit ended the stream and the outbox resent it for ever.
+  EnrollAndStart("edge-01", "edge:\n  max_message_bytes: 16MiB\n");
+  auto mk = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg",
+                 "command=head -c 10485760 /dev/zero > ten.bin && head -c 30000000 /dev/zero > "
+                 "thirty.bin"});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  auto ten = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=ten.bin"});
+  EXPECT_EQ(ten.exit_code, 0) << ten.err.substr(0, 2000);
+  EXPECT_NE(ten.out.find("\"size\": 10485760"), std::string::npos) << ten.out.substr(0, 300);
+  // Over the limit: a clear refusal naming it, and the node goes on working.
+  auto thirty =
+      Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=thirty.bin"});
+  EXPECT_NE(thirty.exit_code, 0);
+  EXPECT_NE((thirty.out + thirty.err).find("RESOURCE_EXHAUSTED"), std::string::npos)
+      << thirty.out << thirty.err;
+  EXPECT_NE((thirty.out + thirty.err).find("offset and length"), std::string::npos)
+      << thirty.out << thirty.err;
+  auto next = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo alive"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_NE(next.out.find("alive"), std::string::npos);
+}
+
+TEST_F(EdgeStreamTest, AToolBoundToAContextRunsUnderItWhateverTheOperatorAsks) {
+  if (::geteuid() != 0) GTEST_SKIP() << "run_as 'nobody' needs the agent to run as root";
+  EnrollAndStart("edge-01",
+                 "tools:\n  whoami:\n    command: [/usr/bin/id, -un]\n"
+                 "    security_context: limited\n"
+                 "security_contexts:\n  limited:\n    allowed_tools: [whoami, file.read]\n"
+                 "    run_as: nobody\n  default:\n    allowed_tools: ['*']\n");
+  // Before: --context default ran the tool as root.
+  auto r = Ctl({"invoke", "--node", "edge-01", "--tool", "whoami", "--context", "default"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("nobody"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("root"), std::string::npos) << r.out;
+  // A file tool in a run_as context cannot read what its user cannot (was: /etc/shadow).
+  auto mk = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg",
+                 "command=echo secret > s && chmod 600 s"});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  auto read = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--context", "limited",
+                   "--arg", "path=s"});
+  EXPECT_NE(read.exit_code, 0);
+  EXPECT_NE((read.out + read.err).find("PERMISSION_DENIED"), std::string::npos)
+      << read.out << read.err;
+}
+
+TEST_F(EdgeStreamTest, TheCallersUmaskNeverLeaksIntoWhatTheAgentCreates) {
+  const mode_t old = ::umask(0);  // the agent inherits it
+  WriteAgentConfig("edge-01");
+  StartAgent("edge-01");
+  ::umask(old);
+  ASSERT_TRUE(WaitConnected("edge-01", true));
+  auto mk = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg",
+                 "command=touch made && mkdir dir && stat -c '%a' made dir"});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  EXPECT_NE(mk.out.find("640\n750"), std::string::npos) << mk.out;
+  struct stat st {};
+  ASSERT_EQ(::stat((DataDir("edge-01") + "/sandboxes/_default/root").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0022, 0u) << std::oct << (st.st_mode & 07777);
+}
+
+TEST_F(EdgeStreamTest, ConfigCheckProductionFailsOnImplicitAllowAllAndUnverifiedUsers) {
+  const std::string lax = dir_ / "lax.yaml", strict = dir_ / "strict.yaml";
+  const std::string key = dir_ / "issuer.pub.pem";
+  auto k = identity::EcSigningKey::Generate();
+  ASSERT_TRUE(k);
+  WriteText(key, *k->PublicPem());
+  WriteText(lax, "node_id: n1\ndata_dir: " + (dir_ / "d1") + "\n");
+  WriteText(strict, "node_id: n1\ndata_dir: " + (dir_ / "d1") +
+                        "\nsecurity:\n  user_token_issuers:\n    edge-controller: " + key +
+                        "\nsecurity_contexts:\n  default:\n    allowed_tools: [sysinfo]\n");
+  auto plain = RunCommand({AgentBin(), "--config", lax, "config", "check"});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  auto prod = RunCommand({AgentBin(), "--config", lax, "config", "check", "--production"});
+  EXPECT_EQ(prod.exit_code, 2);
+  EXPECT_NE(prod.err.find("security_contexts"), std::string::npos) << prod.err;
+  EXPECT_NE(prod.err.find("security.user_token_issuers"), std::string::npos) << prod.err;
+  auto ok = RunCommand({AgentBin(), "--config", strict, "config", "check", "--production"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
 }  // namespace

@@ -277,5 +277,22 @@ TEST(ApplyDelta, RejectsUnknownKeysBadValuesAndNonMaps) {
   EXPECT_FALSE(ApplyDelta(base, "{unclosed"));
 }
 
+// Issue 15 #9: a deeply nested document must be refused before any recursive code sees it.
+TEST(ApplyDelta, DeepNestingIsRefusedNotRecursedInto) {
+  auto base = LoadOk("node_id: a\n");
+  const std::string deep = "labels: {x: " + std::string(100000, '[') + "]}\n";
+  auto r = ApplyDelta(base, deep);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().ToString().find("100001 levels deep; the limit is 64"), std::string::npos)
+      << r.error().ToString();
+  // Brackets inside quotes and comments do not count; 64 levels are fine.
+  auto quoted = ApplyDelta(base, "labels: {x: \"" + std::string(200, '[') + "\"} # [[[[[\n");
+  EXPECT_TRUE(quoted) << quoted.error().ToString();
+  auto file = LoadAgentConfigFromString("node_id: a\nlabels: " + std::string(70, '{') + "\n",
+                                        "agent.yaml", {});
+  ASSERT_FALSE(file);
+  EXPECT_NE(file.error().ToString().find("limit is 64"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace edge::config

@@ -16,6 +16,7 @@
 #include "agent/edge/outbox_store.h"
 #include "agent/identity/channel_factory.h"
 #include "agent/identity/envelope_codec.h"
+#include "agent/identity/jwt.h"
 #include "config/agent_config.h"
 #include "tests/unit/edge/fake_controller.h"
 #include "tests/unit/edge/test_support.h"
@@ -67,6 +68,11 @@ class EdgeSessionTest : public ::testing::Test {
     eo.kill_grace = 200ms;
     eo.pids_cgroup_root = "";
     eo.agent_version = "test-version";
+    for (const auto& [name, c] : config_.security_contexts) {
+      sandbox::SecurityContextConfig sc{c.allowed_tools, c.run_as, c.mount_points, {}};
+      sc.require_roles = c.require_roles;
+      eo.security_contexts[name] = sc;
+    }
     auto ex = sandbox::Executor::Open(io_, clock_, eo);
     ASSERT_TRUE(ex) << ex.error().ToString();
     executor_ = std::move(*ex);
@@ -395,6 +401,116 @@ TEST_F(EdgeSessionTest, InvokeToolStreamsProgressThenExactlyOneResult) {
   WaitResult("cmd-2");
   EXPECT_EQ(Results("cmd-1").size(), 1u);
   ExpectAllVerified();
+}
+
+// Issue 15 #1: bytes that are not UTF-8 (output, a tail cut, a file name) crashed the agent or
+// left it heartbeating but deaf. Every command is answered and the stream keeps reading.
+TEST_F(EdgeSessionTest, BytesThatAreNotUtf8NeverStopTheStreamFromReading) {
+  StartController();
+  StartSession();
+  ASSERT_TRUE(fake_->Send(Exec("bin", "printf 'ok\\377'")));
+  pb::EdgeResult bin = WaitResult("bin");
+  ASSERT_TRUE(bin.has_ok()) << bin.DebugString();
+  EXPECT_EQ(PayloadJson(bin)["stdout_base64"], "b2v/");
+  std::string streamed;
+  for (const auto& e : AllEvents()) {
+    if (e.has_command_progress() && e.command_progress().command_id() == "bin") {
+      streamed += e.command_progress().chunk().stdout();
+    }
+  }
+  EXPECT_EQ(streamed, "ok\xFF") << "progress chunks carry the exact bytes";
+
+  ASSERT_TRUE(fake_->Send(Exec("mk", "touch \"$(printf 'bad\\377name')\"")));
+  ASSERT_TRUE(WaitResult("mk").has_ok());
+  ASSERT_TRUE(fake_->Send(Invoke("ls", "file.list", {{"path", "."}})));
+  pb::EdgeResult ls = WaitResult("ls");
+  ASSERT_TRUE(ls.has_ok()) << ls.DebugString();
+  EXPECT_EQ(PayloadJson(ls)["files"][0]["path_base64"], "YmFk/25hbWU=");
+  // A binary file's tail, cut at the 64 KiB result limit.
+  ASSERT_TRUE(fake_->Send(Exec("cat", "head -c 200000 /dev/urandom")));
+  pb::EdgeResult cat = WaitResult("cat");
+  ASSERT_TRUE(cat.has_ok()) << cat.DebugString();
+  // And the stream still reads: the next command is answered.
+  ASSERT_TRUE(fake_->Send(Invoke("after", "sysinfo", json::object())));
+  EXPECT_TRUE(WaitResult("after").has_ok());
+  EXPECT_EQ(fake_->Streams().size(), 1u) << "no reconnect was needed";
+  ExpectAllVerified();
+}
+
+// Issue 15 #2: a result larger than one message ended the stream, for ever (it was resent
+// after every reconnect). It is answered with RESOURCE_EXHAUSTED instead, and the node works on.
+TEST_F(EdgeSessionTest, AResultLargerThanOneMessageIsRefusedAndTheNodeWorksOn) {
+  StartController();
+  StartSession("edge:\n  max_message_bytes: 1MiB\n");
+  ASSERT_TRUE(fake_->Send(Exec("mk", "head -c 3000000 /dev/zero > big.bin")));
+  ASSERT_TRUE(WaitResult("mk").has_ok());
+  ASSERT_TRUE(fake_->Send(Invoke("read", "file.read", {{"path", "big.bin"}})));
+  pb::EdgeResult r = WaitResult("read");
+  ASSERT_TRUE(r.has_err()) << r.DebugString();
+  EXPECT_EQ(r.err().code(), "RESOURCE_EXHAUSTED");
+  EXPECT_NE(r.err().message().find("offset and length"), std::string::npos) << r.err().message();
+  ASSERT_TRUE(fake_->Send(
+      Invoke("part", "file.read", {{"path", "big.bin"}, {"offset", 0}, {"length", 500000}})));
+  pb::EdgeResult part = WaitResult("part");
+  ASSERT_TRUE(part.has_ok()) << part.DebugString();
+  EXPECT_EQ(PayloadJson(part)["size"], 500000);
+  EXPECT_EQ(fake_->Streams().size(), 1u);
+}
+
+TEST_F(EdgeSessionTest, UserTokensAreVerifiedAgainstTheConfiguredIssuers) {
+  StartController();
+  auto key = identity::EcSigningKey::Generate();
+  ASSERT_TRUE(key);
+  auto other = identity::EcSigningKey::Generate();
+  ASSERT_TRUE(other);
+  const std::string pub = data_ + "/issuer.pub.pem";
+  std::ofstream(pub) << *key->PublicPem();
+  StartSession("security:\n  user_token_issuers:\n    ctl: " + pub +
+               "\nsecurity_contexts:\n  default:\n    allowed_tools: ['*']\n"
+               "  ops:\n    allowed_tools: ['*']\n    require_roles: [operator]\n");
+  const int64_t now = ToEpochMillis(clock_.Now()) / 1000;
+  auto token = [&](const identity::EcSigningKey& k, json claims) {
+    json base = {{"iss", "ctl"},     {"aud", "edge-invoke"}, {"sub", "alice"},  {"tid", "tenant-a"},
+                 {"nid", "edge-01"}, {"iat", now},           {"exp", now + 600}};
+    base.update(claims);
+    return *identity::SignJwtEs256(base, k);
+  };
+  auto send = [&](const std::string& id, const std::string& tok, const std::string& ctx = "") {
+    pb::EdgeCommand c = Invoke(id, "exec", {{"command", "echo ran"}}, "tenant-a", ctx);
+    c.mutable_invoke_tool()->mutable_seal_envelope()->set_user_security_token(tok);
+    ASSERT_TRUE(fake_->Send(c));
+  };
+  send("good", token(*key, {{"cid", "good"}}));
+  pb::EdgeResult good = WaitResult("good");
+  ASSERT_TRUE(good.has_ok()) << good.DebugString();
+
+  struct Case {
+    std::string id, token, words;
+  };
+  const std::vector<Case> refused = {
+      {"forged", token(*other, {{"cid", "forged"}}), "signature"},
+      {"replayed", token(*key, {{"cid", "good"}}), "claim cid"},
+      {"other-node", token(*key, {{"cid", "other-node"}, {"nid", "edge-02"}}), "claim nid"},
+      {"other-tenant", token(*key, {{"cid", "other-tenant"}, {"tid", "tenant-b"}}), "claim tid"},
+      {"expired", token(*key, {{"cid", "expired"}, {"exp", now - 3600}}), "expired"},
+      {"stranger", token(*key, {{"cid", "stranger"}, {"iss", "elsewhere"}}), "not in security"},
+      {"audience", token(*key, {{"cid", "audience"}, {"aud", "edge-api"}}), "aud"},
+  };
+  for (const auto& c : refused) {
+    send(c.id, c.token);
+    pb::EdgeResult r = WaitResult(c.id);
+    ASSERT_TRUE(r.has_err()) << c.id << ": " << r.DebugString();
+    EXPECT_EQ(r.err().code(), "UNAUTHENTICATED") << c.id;
+    EXPECT_NE(r.err().message().find(c.words), std::string::npos)
+        << c.id << ": " << r.err().message();
+  }
+  // Roles from the verified token reach the security context.
+  send("no-role", token(*key, {{"cid", "no-role"}}), "ops");
+  pb::EdgeResult no_role = WaitResult("no-role");
+  ASSERT_TRUE(no_role.has_err()) << no_role.DebugString();
+  EXPECT_EQ(no_role.err().code(), "PERMISSION_DENIED");
+  send("with-role", token(*key, {{"cid", "with-role"}, {"roles", {"operator"}}}), "ops");
+  EXPECT_TRUE(WaitResult("with-role").has_ok());
 }
 
 TEST_F(EdgeSessionTest, ConcurrencyCapRefusesWithResourceExhausted) {

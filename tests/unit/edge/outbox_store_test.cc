@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "common/clock.h"
@@ -239,6 +240,58 @@ TEST_F(OutboxStoreTest, BoundDropsTheOldest) {
   // A duplicate Put while full stores nothing, so it drops nothing.
   EXPECT_EQ(store->Put("cmd-4", OkResult(0)).value_or(true), false);
   EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"cmd-3", "cmd-4", "cmd-5"}));
+}
+
+// Issue 15 #2: an entry that cannot be delivered never holds the others up.
+TEST_F(OutboxStoreTest, ResendGoesFewestAttemptsFirstAndReplacesWhatCannotBeDelivered) {
+  auto store = OpenStore({.max_attempts = 2});
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Put("poison", OkResult(1)));
+  auto first = store->TakeForResend(0);
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_EQ(Ids(*first), std::vector<std::string>{"poison"});
+  EXPECT_EQ((*first)[0].attempts, 1);
+  ASSERT_TRUE(store->Put("fresh", OkResult(2)));
+  // The fresh entry goes before the one tried already.
+  auto second = store->TakeForResend(0);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(Ids(*second), (std::vector<std::string>{"fresh", "poison"}));
+  EXPECT_EQ((*second)[1].attempts, 2);
+  EXPECT_TRUE((*second)[1].result.has_ok()) << "tried max_attempts times: not replaced yet";
+  // One attempt too many: replaced by an error result that says why, stored as such.
+  auto third = store->TakeForResend(0);
+  ASSERT_TRUE(third);
+  const auto poison = std::find_if(third->begin(), third->end(),
+                                   [](const auto& e) { return e.command_id == "poison"; });
+  ASSERT_NE(poison, third->end());
+  ASSERT_TRUE(poison->result.has_err()) << poison->result.DebugString();
+  EXPECT_EQ(poison->result.err().code(), "UNAVAILABLE");
+  EXPECT_NE(poison->result.err().message().find("sent 2 times"), std::string::npos)
+      << poison->result.err().message();
+  EXPECT_TRUE(store->Get("poison").value().value().has_err());
+  EXPECT_TRUE(store->Get("fresh").value().value().has_ok());
+}
+
+TEST_F(OutboxStoreTest, AnEntryTooLargeForOneMessageIsReplacedAtOnce) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  pb::EdgeResult big = ErrResult("X", std::string(5000, 'x'));
+  ASSERT_TRUE(store->Put("big", big));
+  ASSERT_TRUE(store->Put("small", OkResult(0)));
+  auto entries = store->TakeForResend(1000);
+  ASSERT_TRUE(entries);
+  ASSERT_EQ(entries->size(), 2u);
+  for (const auto& e : *entries) {
+    if (e.command_id == "small") {
+      EXPECT_TRUE(e.result.has_ok());
+      continue;
+    }
+    ASSERT_TRUE(e.result.has_err());
+    EXPECT_EQ(e.result.err().code(), "RESOURCE_EXHAUSTED");
+    EXPECT_NE(e.result.err().message().find("more than the 1000"), std::string::npos)
+        << e.result.err().message();
+    EXPECT_LT(e.result.ByteSizeLong(), 1000u);
+  }
 }
 
 TEST_F(OutboxStoreTest, ZeroBoundIsRejected) {
