@@ -47,6 +47,7 @@ const std::vector<std::string> kScalarPaths = {
     "sandbox.root",
     "sandbox.provider",
     "sandbox.max_sandboxes",
+    "sandbox.max_concurrent",
     "sandbox.default_timeout",
     "sandbox.max_output_bytes",
     "sandbox.kill_grace",
@@ -269,13 +270,14 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
 
   YAML::Node sandbox = root["sandbox"];
   if (r.Map(sandbox, "sandbox",
-            {"root", "provider", "max_sandboxes", "default_timeout", "max_output_bytes",
-             "kill_grace", "bwrap_network"})) {
+            {"root", "provider", "max_sandboxes", "max_concurrent", "default_timeout",
+             "max_output_bytes", "kill_grace", "bwrap_network"})) {
     auto& s = c.sandbox;
     r.String(sandbox, "root", "sandbox.root", s.root);
     r.String(sandbox, "provider", "sandbox.provider", s.provider);
     CheckOneOf(r, sandbox, "provider", "sandbox.provider", s.provider, {"local", "bwrap"});
     r.Int(sandbox, "max_sandboxes", "sandbox.max_sandboxes", s.max_sandboxes, 1, 10000);
+    r.Int(sandbox, "max_concurrent", "sandbox.max_concurrent", s.max_concurrent, 1, 100000);
     r.Duration(sandbox, "default_timeout", "sandbox.default_timeout", s.default_timeout, 1s,
                kMaxTimeout);
     r.Size(sandbox, "max_output_bytes", "sandbox.max_output_bytes", s.max_output_bytes, 1ull << 10,
@@ -554,9 +556,10 @@ std::string DumpRedacted(const AgentConfig& c) {
   const auto& s = c.sandbox;
   e << YAML::Key << "sandbox" << YAML::Value << YAML::BeginMap << YAML::Key << "root" << YAML::Value
     << s.root << YAML::Key << "provider" << YAML::Value << s.provider << YAML::Key
-    << "max_sandboxes" << YAML::Value << s.max_sandboxes << YAML::Key << "default_timeout"
-    << YAML::Value << FormatDuration(s.default_timeout) << YAML::Key << "max_output_bytes"
-    << YAML::Value << FormatSize(s.max_output_bytes) << YAML::Key << "kill_grace" << YAML::Value
+    << "max_sandboxes" << YAML::Value << s.max_sandboxes << YAML::Key << "max_concurrent"
+    << YAML::Value << s.max_concurrent << YAML::Key << "default_timeout" << YAML::Value
+    << FormatDuration(s.default_timeout) << YAML::Key << "max_output_bytes" << YAML::Value
+    << FormatSize(s.max_output_bytes) << YAML::Key << "kill_grace" << YAML::Value
     << FormatDuration(s.kill_grace) << YAML::Key << "bwrap_network" << YAML::Value
     << s.bwrap_network << YAML::EndMap;
   e << YAML::Key << "tools" << YAML::Value << YAML::BeginMap;

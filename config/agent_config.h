@@ -88,6 +88,8 @@ struct SandboxConfig {
   std::string root;                // default: <data_dir>/sandboxes
   std::string provider = "local";  // local | bwrap
   int64_t max_sandboxes = 10;
+  // Invocations running at once through all doors together (each door has its own cap too).
+  int64_t max_concurrent = 256;
   milliseconds default_timeout{60'000};
   uint64_t max_output_bytes = 64ull << 20;
   milliseconds kill_grace{10'000};

@@ -109,6 +109,10 @@ struct Executor::Inflight {
   uint64_t id = 0;
   std::string command_id;
   std::string context;
+  std::string door;  // "" = none
+  // Set when the agent's shutdown cancels it: such a result is not stored (a repeat after
+  // the restart runs it again), whatever reason text the cancel carries.
+  std::atomic<bool> by_shutdown{false};
   std::string resource;  // the sandbox id ("" = default workspace) its lease is for
   bool has_lease = false;
   CancelSource source;
@@ -279,6 +283,14 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
                           "max_concurrent " + std::to_string(options_.max_concurrent) +
                               " invocations already running"});
     }
+    if (const auto& d = request.door_limit; d && d->max_concurrent > 0) {
+      const auto it = per_door_.find(d->door);
+      if (it != per_door_.end() && it->second >= d->max_concurrent) {
+        return refuse(
+            Error{ErrorCode::kResourceExhausted,
+                  d->key + " " + std::to_string(d->max_concurrent) + " commands already running"});
+      }
+    }
     int cap = ctx->config().limits.max_concurrent;
     if (cap > 0 && per_context_[ctx_name] >= cap) {
       return refuse(Error{ErrorCode::kResourceExhausted,
@@ -288,6 +300,10 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
     job->id = next_job_++;
     job->command_id = command_id;
     job->context = ctx_name;
+    if (request.door_limit) {
+      job->door = request.door_limit->door;
+      ++per_door_[job->door];
+    }
     job->resource = request.sandbox_id;
     job->has_lease = request.lease.has_value();
     job->done = std::move(done);
@@ -556,7 +572,7 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   // Messages can quote file names and other bytes: text on every wire must be UTF-8.
   result.error.message = ToValidUtf8(result.error.message);
   result.reason = ToValidUtf8(result.reason);
-  bool by_shutdown = result.outcome == Outcome::kCancelled && result.reason == kShutdownReason;
+  const bool by_shutdown = result.outcome == Outcome::kCancelled && job->by_shutdown.load();
   if (!job->command_id.empty() && !by_shutdown) {
     // The payload is valid UTF-8 by construction; `replace` keeps a slip from throwing here.
     auto st = idempotency_->Record(
@@ -577,6 +593,7 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     inflight_.erase(job->id);
     if (!job->command_id.empty()) running_ids_.erase(job->command_id);
     if (--per_context_[job->context] <= 0) per_context_.erase(job->context);
+    if (!job->door.empty() && --per_door_[job->door] == 0) per_door_.erase(job->door);
     if (shutting_down_ && inflight_.empty()) waiters.swap(idle_waiters_);
   }
   if (done) done(std::move(result));
@@ -789,6 +806,38 @@ bool Executor::draining() const {
   return draining_;
 }
 
+bool Executor::shutting_down() const {
+  std::lock_guard lock(mu_);
+  return shutting_down_;
+}
+
+bool Executor::IsRunning(const std::string& command_id) const {
+  std::lock_guard lock(mu_);
+  return running_ids_.contains(command_id);
+}
+
+bool Executor::Cancel(const std::string& command_id, const std::string& reason) {
+  std::shared_ptr<Inflight> job;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, j] : inflight_) {
+      if (j->command_id == command_id) {
+        job = j;
+        break;
+      }
+    }
+  }
+  if (!job) return false;
+  job->source.Cancel(reason);
+  return true;
+}
+
+size_t Executor::running(const std::string& door) const {
+  std::lock_guard lock(mu_);
+  const auto it = per_door_.find(door);
+  return it == per_door_.end() ? 0 : it->second;
+}
+
 size_t Executor::running() const {
   std::lock_guard lock(mu_);
   return inflight_.size();
@@ -818,8 +867,10 @@ void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
       for (auto& [id, job] : inflight_)
         jobs.push_back(job);
     }
-    for (auto& j : jobs)
+    for (auto& j : jobs) {
+      j->by_shutdown = true;
       j->source.Cancel(kShutdownReason);
+    }
     runner_->Shutdown(options_.kill_grace);
   });
 }

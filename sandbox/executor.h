@@ -76,6 +76,15 @@ struct InvokeRequest {
   // up to the output cap), for a door that streams the output and returns just its tail.
   // When bytes were dropped the payload says "output_truncated": true.
   size_t collect_tail_bytes = 0;
+  // The door's own concurrency cap (edge.max_concurrent_commands, …), counted by the executor
+  // per door name like every other cap: RESOURCE_EXHAUSTED naming `key` past `max_concurrent`.
+  // No door = only the executor-wide and per-context caps.
+  struct DoorLimit {
+    std::string door;  // "edge", "worker", "compute"
+    std::string key;   // the config key, for the message
+    size_t max_concurrent = 0;
+  };
+  std::optional<DoorLimit> door_limit;
   // The largest result the door can carry (0 = no limit of its own): file.read refuses,
   // before reading, a range whose base64 payload would not fit (RESOURCE_EXHAUSTED naming the
   // size and the limit), so a door never has to drop an oversized answer.
@@ -121,8 +130,11 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Runs one tool. `done` is called exactly once. Refusals (no result is stored for them):
-  // DRAINING, ALREADY_EXISTS (command_id running), RESOURCE_EXHAUSTED (caps). Then NOT_FOUND
+  // THE one place a command is admitted, whatever door it came through. `done` is called
+  // exactly once. A completed command_id returns its stored result first (even while
+  // draining or at a cap). Refusals (no result is stored for them): DRAINING, ALREADY_EXISTS
+  // (command_id running, `already_running` set), RESOURCE_EXHAUSTED (executor, door and
+  // context caps). Then NOT_FOUND
   // (tool, context, sandbox), PERMISSION_DENIED (tool not allowed), LEASE_REJECTED,
   // INVALID_ARGUMENT / PATH_OUTSIDE_ROOT (args), and the tool's own outcome. A command_id that
   // already completed returns its stored result with `replayed` set.
@@ -165,9 +177,18 @@ class Executor {
   // The last `n` lines of the sandbox's console log.
   Result<std::vector<std::string>> Logs(std::string_view sandbox_id, size_t n);
 
-  // Refuses new invocations and spawns with DRAINING; what runs finishes.
+  // Whether `command_id` is running now (through any door): a door ignores a duplicate
+  // before its own checks, so that a refusal of the duplicate never races the real result.
+  bool IsRunning(const std::string& command_id) const;
+  // Cancels the running `command_id` (SIGTERM to its group, SIGKILL after kill_grace; a file
+  // tool stops at its next check); false when it is not running.
+  bool Cancel(const std::string& command_id, const std::string& reason);
+
+  // Refuses new invocations and spawns with DRAINING; what runs finishes. The executor's
+  // drain state is the only one: doors ask draining().
   void Drain();
   bool draining() const;
+  bool shutting_down() const;
   // Drain, let running work finish for `grace`, then cancel what is left (SIGTERM, SIGKILL
   // after kill_grace); `done` is called once nothing runs any more.
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
@@ -187,6 +208,8 @@ class Executor {
   // Tool names (advertised by the edge stream).
   std::vector<std::string> Tools() const;
   size_t running() const;
+  // Invocations running that came with DoorLimit `door`.
+  size_t running(const std::string& door) const;
   // Results that could not be written to the idempotency store (each is logged); a repeat
   // of such a command_id would run again.
   uint64_t result_store_failures() const { return result_store_failures_.load(); }
@@ -245,6 +268,7 @@ class Executor {
   std::map<uint64_t, std::shared_ptr<Inflight>> inflight_;
   std::set<std::string> running_ids_;
   std::map<std::string, int> per_context_;
+  std::map<std::string, size_t> per_door_;
   bool draining_ = false;
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;

@@ -17,7 +17,8 @@ sandbox::ExecutorOptions ExecutorOptionsFromConfig(const config::AgentConfig& c,
   o.default_timeout = c.sandbox.default_timeout;
   o.max_output_bytes = c.sandbox.max_output_bytes;
   o.kill_grace = c.sandbox.kill_grace;
-  o.max_concurrent = static_cast<size_t>(std::max<int64_t>(64, c.edge.max_concurrent_commands));
+  // The executor-wide cap is its own setting; each door passes its cap with each request.
+  o.max_concurrent = static_cast<size_t>(std::max<int64_t>(c.sandbox.max_concurrent, 1));
   for (const auto& [name, t] : c.tools) {
     o.tools[name] = sandbox::ToolConfig{t.command, t.timeout, t.security_context};
   }

@@ -1,6 +1,6 @@
 // The ONE place where the agent's config meets the Executor (design.md §2, §7): translates
 // config::AgentConfig (data_dir, node_id / worker.worker_id, sandbox.*, tools,
-// security_contexts, edge.max_concurrent_commands) into sandbox::ExecutorOptions, so the
+// security_contexts) into sandbox::ExecutorOptions, so the
 // sandbox library knows nothing of the config library. Pure functions.
 #pragma once
 
@@ -16,10 +16,10 @@ namespace edge::daemon {
 // Every ExecutorOptions field the config decides:
 //   data_dir ← data_dir; own_id ← worker.worker_id, else node_id; agent_version ← `version`;
 //   sandbox_root, provider, bwrap_network, max_sandboxes, default_timeout, max_output_bytes,
-//   kill_grace ← sandbox.*; max_concurrent ← max(64, edge.max_concurrent_commands) (the
-//   executor's cap covers every door; the edge door applies its own cap on top);
+//   kill_grace, max_concurrent ← sandbox.* (the executor-wide cap over every door; each
+//   door's own cap, e.g. edge.max_concurrent_commands, travels in its requests);
 //   tools.<n> ← {command, timeout, security_context};
-//   security_contexts.<n> ← {allowed_tools, run_as, mount_points,
+//   security_contexts.<n> ← {allowed_tools, run_as, mount_points, require_roles,
 //   limits{timeout → timeout_cap, max_output_bytes, max_concurrent, max_processes}}.
 sandbox::ExecutorOptions ExecutorOptionsFromConfig(const config::AgentConfig& config,
                                                    const std::string& version);

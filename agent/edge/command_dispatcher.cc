@@ -166,7 +166,9 @@ void CommandDispatcher::SetTenant(std::string tenant) {
 CommandDispatcher::Stats CommandDispatcher::stats() const {
   std::lock_guard lock(mu_);
   Stats s = stats_;
-  s.running = running_.size();
+  s.running = executor_.running(kDoor);
+  s.draining = executor_.draining();
+  s.shutting_down = shutting_down_;
   return s;
 }
 
@@ -176,8 +178,7 @@ config::AgentConfig CommandDispatcher::config() const {
 }
 
 bool CommandDispatcher::draining() const {
-  std::lock_guard lock(mu_);
-  return stats_.draining;
+  return executor_.draining();
 }
 
 bool CommandDispatcher::Handle(const pb::EdgeCommand& command) {
@@ -237,12 +238,70 @@ void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeRe
         "sending it without a copy on disk",
         command_id, put.error().ToString());
   }
+  log::Get("edge")->info("command {} finished: {}", log::Escape(command_id),
+                         DescribeResult(result));
+  WithHost([&](DispatcherHost& h) { h.SendResult(command_id, result); });
+}
+
+// The edge door's own checks of an InvokeTool — what only this wire can know: the inner
+// envelope, the user token, the shape of the fields — turned into the executor's request.
+// Admission (stored results, drain, duplicates, caps) is the executor's, not the door's.
+Result<sandbox::InvokeRequest> CommandDispatcher::ToRequest(const pb::InvokeTool& invoke) {
+  const std::string& id = invoke.command_id();
+  std::string tenant, verifier_error, node_id;
+  std::shared_ptr<const UserTokenVerifier> verifier;
+  uint64_t max_message_bytes = 0;
+  size_t max_commands = 0;
   {
     std::lock_guard lock(mu_);
-    running_.erase(command_id);
+    tenant = tenant_;
+    verifier = verifier_;
+    verifier_error = verifier_error_;
+    node_id = config_.node_id;
+    max_message_bytes = config_.edge.max_message_bytes;
+    max_commands = static_cast<size_t>(std::max<int64_t>(config_.edge.max_concurrent_commands, 1));
   }
-  log::Get("edge")->info("command {} finished: {}", command_id, DescribeResult(result));
-  WithHost([&](DispatcherHost& h) { h.SendResult(command_id, result); });
+  if (auto st = CheckInnerEnvelope(invoke, tenant); !st) return std::unexpected(st.error());
+  // Who sent it: the user token's signature and claims (when issuers are configured).
+  sandbox::InvokeRequest req;
+  if (!verifier) {
+    return MakeError(ErrorCode::kUnauthenticated, "security.user_token_issuers cannot be loaded (" +
+                                                      verifier_error + "): no command is accepted");
+  }
+  if (verifier->enabled()) {
+    auto who = verifier->Verify(invoke.seal_envelope().user_security_token(), node_id, tenant, id,
+                                clock_.Now());
+    if (!who) return std::unexpected(who.error());
+    req.caller_roles = std::move(who->roles);
+  }
+  if (invoke.tool_name().empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "invoke_tool.tool_name: empty");
+  }
+  if (invoke.has_args()) {
+    auto j = StructToJson(invoke.args(), "invoke_tool.args");
+    if (!j) return MakeError(ErrorCode::kInvalidArgument, j.error().message);
+    req.args = std::move(*j);
+  }
+  if (invoke.has_deadline()) {
+    const auto& d = invoke.deadline();
+    if (!ValidDuration(d) || d.seconds() < 0 || d.nanos() < 0) {
+      return MakeError(
+          ErrorCode::kInvalidArgument,
+          "invoke_tool.deadline: must be a positive duration, got " + TimeUtil::ToString(d));
+    }
+    const int64_t ms = TimeUtil::DurationToMilliseconds(d);
+    if (ms > 0) req.timeout = milliseconds(ms);
+  }
+  req.command_id = id;
+  req.tool = invoke.tool_name();
+  req.security_context = invoke.security_context_name();
+  req.door_limit =
+      sandbox::InvokeRequest::DoorLimit{kDoor, "edge.max_concurrent_commands", max_commands};
+  req.max_result_bytes =
+      max_message_bytes > kResultEnvelopeReserve ? max_message_bytes - kResultEnvelopeReserve : 0;
+  // The output streams as CommandProgress; the result carries only its tail.
+  req.collect_tail_bytes = kResultOutputTailBytes;
+  return req;
 }
 
 void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
@@ -256,112 +315,31 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
     log->warn(
         "invoke_tool ignored: invoke_tool.command_id is empty, so no result can name it "
         "(tool \"{}\")",
-        invoke.tool_name());
+        log::Escape(invoke.tool_name()));
     return;
   }
-  std::string tenant;
-  std::shared_ptr<const UserTokenVerifier> verifier;
-  std::string verifier_error, node_id;
-  uint64_t max_message_bytes = 0;
+  // A duplicate of a running command is ignored before any check of ours, so that no
+  // refusal of the duplicate can race the real result (the controller keeps the first).
+  if (executor_.IsRunning(id)) {
+    log->info(
+        "invoke_tool {}: already running; the duplicate is ignored (its one result "
+        "follows when it ends)",
+        log::Escape(id));
+    return;
+  }
+  auto req = ToRequest(invoke);
+  if (!req) {
+    log->warn("invoke_tool {} refused: {}", log::Escape(id), log::Escape(req.error().message));
+    return Complete(id, ErrorResult(req.error().code, req.error().message));
+  }
+  const std::optional<milliseconds> deadline = req->timeout;
   {
     std::lock_guard lock(mu_);
-    if (running_.contains(id)) {
-      log->info(
-          "invoke_tool {}: already running; the duplicate is ignored (its one result "
-          "follows when it ends)",
-          log::Escape(id));
-      return;
-    }
-    tenant = tenant_;
-    verifier = verifier_;
-    verifier_error = verifier_error_;
-    node_id = config_.node_id;
-    max_message_bytes = config_.edge.max_message_bytes;
-  }
-  if (auto st = CheckInnerEnvelope(invoke, tenant); !st) {
-    log->warn("invoke_tool {} refused: {}", log::Escape(id), log::Escape(st.error().message));
-    return Complete(id, ErrorResult(st.error().code, st.error().message));
-  }
-  // Who sent it: the user token's signature and claims (when issuers are configured).
-  std::optional<std::vector<std::string>> caller_roles;
-  if (!verifier) {
-    return Complete(id, ErrorResult(ErrorCode::kUnauthenticated,
-                                    "security.user_token_issuers cannot be loaded (" +
-                                        verifier_error + "): no command is accepted"));
-  }
-  if (verifier->enabled()) {
-    auto who = verifier->Verify(invoke.seal_envelope().user_security_token(), node_id, tenant, id,
-                                clock_.Now());
-    if (!who) {
-      log->warn("invoke_tool {} refused: {}", log::Escape(id), who.error().message);
-      return Complete(id, ErrorResult(who.error().code, who.error().message));
-    }
-    caller_roles = std::move(who->roles);
-  }
-  if (invoke.tool_name().empty()) {
-    return Complete(id, ErrorResult(ErrorCode::kInvalidArgument, "invoke_tool.tool_name: empty"));
-  }
-  nlohmann::json args = nlohmann::json::object();
-  if (invoke.has_args()) {
-    auto j = StructToJson(invoke.args(), "invoke_tool.args");
-    if (!j) return Complete(id, ErrorResult(ErrorCode::kInvalidArgument, j.error().message));
-    args = std::move(*j);
-  }
-  std::optional<milliseconds> deadline;
-  if (invoke.has_deadline()) {
-    const auto& d = invoke.deadline();
-    if (!ValidDuration(d) || d.seconds() < 0 || d.nanos() < 0) {
-      return Complete(id, ErrorResult(ErrorCode::kInvalidArgument,
-                                      "invoke_tool.deadline: must be a positive duration, got " +
-                                          TimeUtil::ToString(d)));
-    }
-    const int64_t ms = TimeUtil::DurationToMilliseconds(d);
-    if (ms > 0) deadline = milliseconds(ms);
-  }
-
-  // A command that already completed gets its stored result, even while draining or at
-  // the cap: the controller is asking again for a result it may have missed.
-  if (auto stored = executor_.StoredResult(id); stored && stored->has_value()) {
-    log->info("command {} already ran: its stored result is sent again", id);
-    return Complete(id, ToEdgeResult(**stored, deadline));
-  }
-
-  auto running = std::make_shared<Running>();
-  {
-    std::unique_lock lock(mu_);
-    if (stats_.draining || stats_.shutting_down) {
-      lock.unlock();
-      return Complete(
-          id, ErrorResult(ErrorCode::kDraining, "the agent is draining: tool '" +
-                                                    invoke.tool_name() + "' was not started"));
-    }
-    const auto cap =
-        static_cast<size_t>(std::max<int64_t>(config_.edge.max_concurrent_commands, 1));
-    if (running_.size() >= cap) {
-      lock.unlock();
-      return Complete(id, ErrorResult(ErrorCode::kResourceExhausted,
-                                      "edge.max_concurrent_commands " + std::to_string(cap) +
-                                          " commands already running"));
-    }
-    if (running_.contains(id)) return;  // raced with an identical InvokeTool
-    running_[id] = running;
     ++stats_.invoked;
   }
-  log->info("command {}: tool {} (security context \"{}\"{})", id, invoke.tool_name(),
-            invoke.security_context_name(),
+  log->info("command {}: tool {} (security context \"{}\"{})", log::Escape(id),
+            log::Escape(invoke.tool_name()), log::Escape(invoke.security_context_name()),
             deadline ? ", deadline " + std::to_string(deadline->count()) + " ms" : "");
-
-  sandbox::InvokeRequest req;
-  req.command_id = id;
-  req.tool = invoke.tool_name();
-  req.args = std::move(args);
-  req.security_context = invoke.security_context_name();
-  req.caller_roles = std::move(caller_roles);
-  req.timeout = deadline;
-  req.max_result_bytes =
-      max_message_bytes > kResultEnvelopeReserve ? max_message_bytes - kResultEnvelopeReserve : 0;
-  // The output streams as CommandProgress; the result carries only its tail.
-  req.collect_tail_bytes = kResultOutputTailBytes;
   std::weak_ptr<CommandDispatcher> weak = weak_from_this();
   sandbox::ChunkSink sink = [weak, id](sandbox::OutputChunk chunk, std::function<void()> ack) {
     auto self = weak.lock();
@@ -379,46 +357,37 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
     });
     if (!handed) ack();
   };
-  executor_.Invoke(std::move(req), running->cancel.token(), std::move(sink),
+  executor_.Invoke(std::move(*req), {}, std::move(sink),
                    [weak, id, deadline](sandbox::InvokeResult r) {
                      auto self = weak.lock();
                      if (!self) return;
                      if (r.already_running) {
-                       // Another door runs this command_id: that run's result is not ours.
-                       {
-                         std::lock_guard lock(self->mu_);
-                         self->running_.erase(id);
-                       }
-                       log::Get("edge")->info("command {}: {}; the duplicate is ignored", id,
-                                              r.error.message);
+                       // Started meanwhile (through any door): that run's one result is the
+                       // answer, this refusal is not.
+                       log::Get("edge")->info("command {}: {}; the duplicate is ignored",
+                                              log::Escape(id), r.error.message);
                        return;
                      }
                      if (r.replayed) {
                        log::Get("edge")->info(
                            "command {} already ran: its stored result is "
                            "sent again",
-                           id);
+                           log::Escape(id));
                      }
                      self->Complete(id, ToEdgeResult(r, deadline));
                    });
 }
 
 void CommandDispatcher::HandleCancel(const pb::Cancel& cancel) {
-  std::shared_ptr<Running> running;
-  {
-    std::lock_guard lock(mu_);
-    auto it = running_.find(cancel.command_id());
-    if (it != running_.end()) running = it->second;
-  }
-  if (!running) {
-    log::Get("edge")->info("cancel for command \"{}\" ignored: it is not running here",
-                           cancel.command_id());
-    return;
-  }
   const std::string reason =
       cancel.reason().empty() ? std::string("cancelled by the controller") : cancel.reason();
-  log::Get("edge")->info("command {}: cancel ({})", cancel.command_id(), reason);
-  running->cancel.Cancel(reason);
+  if (!executor_.Cancel(cancel.command_id(), reason)) {
+    log::Get("edge")->info("cancel for command \"{}\" ignored: it is not running here",
+                           log::Escape(cancel.command_id()));
+    return;
+  }
+  log::Get("edge")->info("command {}: cancel ({})", log::Escape(cancel.command_id()),
+                         log::Escape(reason));
 }
 
 void CommandDispatcher::HandlePushConfig(const pb::PushConfig& push) {
@@ -464,13 +433,10 @@ void CommandDispatcher::HandlePushConfig(const pb::PushConfig& push) {
 }
 
 void CommandDispatcher::HandleDrain() {
-  {
-    std::lock_guard lock(mu_);
-    if (stats_.draining) return;
-    stats_.draining = true;
-  }
+  if (executor_.draining()) return;
   executor_.Drain();
-  log::Get("edge")->info("drain: new commands are refused; {} still running", stats().running);
+  log::Get("edge")->info("drain: new commands are refused; {} still running",
+                         executor_.running(kDoor));
   WithHost([](DispatcherHost& h) { h.DrainRequested(); });
 }
 
@@ -484,14 +450,12 @@ void CommandDispatcher::HandleShutdown(const pb::Shutdown& shutdown) {
         "|nanos| < 1e9): shutting down with no grace",
         shutdown.grace().seconds(), shutdown.grace().nanos());
   }
-  bool first_drain = false;
   {
     std::lock_guard lock(mu_);
-    if (stats_.shutting_down) return;
-    stats_.shutting_down = true;
-    first_drain = !stats_.draining;
-    stats_.draining = true;
+    if (shutting_down_) return;
+    shutting_down_ = true;
   }
+  const bool first_drain = !executor_.draining();
   log::Get("edge")->info("shutdown: {} command(s) running get {} ms to finish", stats().running,
                          grace.count());
   if (first_drain) WithHost([](DispatcherHost& h) { h.DrainRequested(); });

@@ -1,17 +1,17 @@
-// CommandDispatcher: turns the EdgeCommands read from ConnectEdge into sandbox::Executor calls
-// (seeds/000, brief B §2–§4) and the executor's answers into progress chunks and results.
-// It never calls sandbox pieces around the Executor.
+// CommandDispatcher: the edge door. It turns the EdgeCommands read from ConnectEdge into
+// sandbox::Executor calls and the executor's answers into progress chunks and results, and
+// does nothing else: admission (stored results of repeated command ids, drain, duplicates,
+// the edge.max_concurrent_commands cap passed as the request's DoorLimit), cancel handles and
+// the drain state are the executor's.
 //
-//  - InvokeTool: inner envelope checked (CheckInnerEnvelope), args Struct → JSON, deadline →
-//    the executor's timeout, the named security context passed on. At most
-//    edge.max_concurrent_commands run at once (beyond: Err RESOURCE_EXHAUSTED); draining or
-//    shutting down: Err DRAINING. Output goes out as CommandProgress chunks, then exactly one
-//    CommandResult per command_id, written to the outbox BEFORE it is handed to the host.
-//    A command_id that already completed gets its stored result again (Executor idempotency,
-//    nothing runs twice); a duplicate of one still running is ignored (logged) — its one
-//    result follows when it ends. An InvokeTool without command_id cannot be answered: it is
-//    logged and counted (stats().rejected_commands).
-//  - Cancel: the running command ends Cancelled{reason}; unknown ids are logged and ignored.
+//  - InvokeTool: a duplicate of a running command_id is ignored (Executor::IsRunning; its one
+//    result follows). The door's own checks (ToRequest): inner envelope (CheckInnerEnvelope),
+//    the user token (UserTokenVerifier, when issuers are configured), args Struct → JSON,
+//    deadline → the executor's timeout. Output goes out as CommandProgress chunks, then
+//    exactly one CommandResult per command_id, kept under edge.max_message_bytes (FitResult)
+//    and written to the outbox BEFORE it is handed to the host. An InvokeTool without
+//    command_id cannot be answered: it is logged and counted (stats().rejected_commands).
+//  - Cancel: Executor::Cancel; ids not running are logged and ignored.
 //  - PushConfig: config::ApplyDelta over the current config; tools, security contexts and
 //    labels apply to the next InvokeTool (running ones keep theirs); the version is recorded.
 //  - Drain: the executor drains; the host acknowledges (CapabilityUpdate agent.state=draining).
@@ -20,7 +20,7 @@
 //
 // Thread-safe. Created as a shared_ptr: the executor's callbacks hold a weak reference, so
 // results of work that ends after the dispatcher is gone are only in the executor's store.
-// Borrows the Executor and the OutboxStore; the host is attached/detached.
+// Borrows the Executor, the OutboxStore and the Clock; the host is attached/detached.
 #pragma once
 
 #include <chrono>
@@ -118,9 +118,6 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   bool draining() const;
 
  private:
-  struct Running {
-    sandbox::CancelSource cancel;
-  };
   CommandDispatcher(sandbox::Executor& executor, OutboxStore& outbox, config::AgentConfig config,
                     ApplyConfig apply_config, Clock& clock)
       : executor_(executor),
@@ -132,7 +129,11 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   void HandleOne(const aegis::cluster::v1::EdgeCommand& command);
   // Loads security.user_token_issuers of `config` (mu_ held).
   void LoadVerifierLocked();
+  // The door's name for the executor's per-door cap and counts.
+  inline static constexpr const char* kDoor = "edge";
+
   void HandleInvoke(const aegis::cluster::v1::InvokeTool& invoke);
+  Result<sandbox::InvokeRequest> ToRequest(const aegis::cluster::v1::InvokeTool& invoke);
   void HandleCancel(const aegis::cluster::v1::Cancel& cancel);
   void HandlePushConfig(const aegis::cluster::v1::PushConfig& push);
   void HandleDrain();
@@ -151,7 +152,7 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   std::string tenant_;
   std::shared_ptr<const UserTokenVerifier> verifier_;
   std::string verifier_error_;  // why the configured issuers could not be loaded
-  std::map<std::string, std::shared_ptr<Running>> running_;
+  bool shutting_down_ = false;
   Stats stats_;
 
   std::mutex host_mu_;

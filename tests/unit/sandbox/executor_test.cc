@@ -269,6 +269,35 @@ TEST_F(ExecutorTest, FileReadRefusesARangeTheDoorCannotCarry) {
   EXPECT_EQ(part.payload["size"], 60000);
 }
 
+// Issue 9 #1: admission lives only in the executor — a door's cap travels in its requests.
+TEST_F(ExecutorTest, ADoorsCapIsCountedByTheExecutorPerDoor) {
+  Open();
+  const std::string gate = dir_ + "/door.go";
+  auto edge_req = [&](const std::string& id) {
+    InvokeRequest r = Exec("while [ ! -e " + gate + " ]; do sleep 0.01; done", id);
+    r.door_limit = InvokeRequest::DoorLimit{"edge", "edge.max_concurrent_commands", 1};
+    return r;
+  };
+  auto first = Start(edge_req("e1"));
+  WaitRunning(1);
+  EXPECT_EQ(ex_->running("edge"), 1u);
+  EXPECT_TRUE(ex_->IsRunning("e1"));
+  ExpectError(Call(edge_req("e2")), ErrorCode::kResourceExhausted,
+              "edge.max_concurrent_commands 1 commands already running");
+  // Another door (or none) is not held by the edge door's cap.
+  InvokeRequest other = Exec("true", "w1");
+  other.door_limit = InvokeRequest::DoorLimit{"worker", "worker.max_concurrent", 1};
+  EXPECT_EQ(Call(other).outcome, Outcome::kOk);
+  // Cancel by command id: the executor holds the cancel handles.
+  EXPECT_FALSE(ex_->Cancel("nope", "x"));
+  EXPECT_TRUE(ex_->Cancel("e1", "operator said so"));
+  InvokeResult r = first.get();
+  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_EQ(r.reason, "operator said so");
+  EXPECT_EQ(ex_->running("edge"), 0u);
+  EXPECT_FALSE(ex_->IsRunning("e1"));
+}
+
 TEST_F(ExecutorTest, OpenValidatesOptions) {
   ExecutorOptions bad = options_;
   bad.own_id = "";
@@ -596,6 +625,19 @@ TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
   InvokeResult again = Call(Exec("echo ran", "long"));
   EXPECT_FALSE(again.replayed);
   EXPECT_EQ(again.payload["stdout"], "ran\n");
+}
+
+// Issue 9 #7: "cut by the shutdown" is a fact about the run, not a reason string: an operator
+// cancel whose reason happens to read "agent shutdown" is an ordinary, stored cancel.
+TEST_F(ExecutorTest, OnlyTheShutdownItselfKeepsAResultOutOfTheStore) {
+  Open();
+  auto running = Start(Exec("sleep 30", "look-alike"));
+  WaitRunning(1);
+  ASSERT_TRUE(ex_->Cancel("look-alike", "agent shutdown"));
+  EXPECT_EQ(running.get().outcome, Outcome::kCancelled);
+  InvokeResult again = Call(Exec("echo ran", "look-alike"));
+  EXPECT_TRUE(again.replayed) << "stored like any cancel";
+  EXPECT_EQ(again.outcome, Outcome::kCancelled);
 }
 
 TEST_F(ExecutorTest, LeaseIsCheckedBeforeAnySandboxMutation) {
