@@ -72,6 +72,7 @@ int AgentDaemon::Run() {
       }
       break;
     }
+    services_.RetryFailed();
     WriteStatus("running");
     SdNotify("WATCHDOG=1");
   }

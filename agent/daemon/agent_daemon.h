@@ -42,7 +42,7 @@ class AgentDaemon {
   config::AgentConfig config_;
   DaemonOptions options_;
   Clock& clock_;
-  ServiceRegistry services_;
+  ServiceRegistry services_{clock_};
   int64_t started_at_ms_ = 0;
   std::mutex exit_mu_;
   std::string exit_reason_;  // set by RequestExit

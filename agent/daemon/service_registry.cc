@@ -2,6 +2,8 @@
 
 #include "common/log.h"
 
+#include <algorithm>
+
 namespace edge::daemon {
 
 std::string_view ServiceStateName(ServiceState s) {
@@ -28,22 +30,56 @@ void ServiceRegistry::Add(std::unique_ptr<Service> service) {
   entries_.push_back(Entry{std::move(service), std::move(status)});
 }
 
-size_t ServiceRegistry::StartAll() {
+bool ServiceRegistry::StartLocked(Entry& e) {
   auto log = log::Get("daemon");
+  if (auto st = e.service->Start(); st) {
+    if (e.status.failed_attempts > 0) {
+      log->info("service {} started after {} failed attempt(s)", e.status.name,
+                e.status.failed_attempts);
+    } else {
+      log->info("service {} started", e.status.name);
+    }
+    e.status.state = ServiceState::kRunning;
+    e.status.error.clear();
+    e.status.failed_attempts = 0;
+    e.status.retry_in = std::chrono::milliseconds(0);
+    return true;
+  } else {
+    e.status.state = ServiceState::kFailed;
+    e.status.error = st.error().ToString();
+    const int shift = std::min(e.status.failed_attempts, 20);
+    const auto delay = std::min(kMaxRetry, kFirstRetry * (int64_t{1} << shift));
+    ++e.status.failed_attempts;
+    e.next_retry = clock_.Monotonic() + delay;
+    e.status.retry_in = delay;
+    log->error("service {} failed to start (attempt {}): {}; retrying in {} s", e.status.name,
+               e.status.failed_attempts, e.status.error, delay.count() / 1000);
+    return false;
+  }
+}
+
+size_t ServiceRegistry::StartAll() {
   size_t failed = 0;
   std::lock_guard lock(mu_);
   for (auto& e : entries_) {
     if (e.status.state == ServiceState::kRunning) continue;
-    if (auto st = e.service->Start(); st) {
-      e.status.state = ServiceState::kRunning;
-      e.status.error.clear();
-      log->info("service {} started", e.status.name);
-    } else {
-      e.status.state = ServiceState::kFailed;
-      e.status.error = st.error().ToString();
+    if (!StartLocked(e)) ++failed;
+  }
+  return failed;
+}
+
+size_t ServiceRegistry::RetryFailed() {
+  size_t failed = 0;
+  std::lock_guard lock(mu_);
+  const auto now = clock_.Monotonic();
+  for (auto& e : entries_) {
+    if (e.status.state != ServiceState::kFailed) continue;
+    if (now < e.next_retry) {
+      e.status.retry_in = std::chrono::duration_cast<std::chrono::milliseconds>(e.next_retry - now);
       ++failed;
-      log->error("service {} failed to start: {}", e.status.name, e.status.error);
+      continue;
     }
+    if (!StartLocked(e)) ++failed;
   }
   return failed;
 }

@@ -1,7 +1,10 @@
 // Owns the daemon's services: starts them in registration order, stops them in reverse.
-// A service whose Start fails is logged and marked failed; the others keep running.
+// A service whose Start fails is logged and marked failed; the others keep running, and the
+// failed one is started again by RetryFailed with exponential backoff (1 s doubling to 5 min,
+// on the injected clock), its attempts and next retry shown in `edge-agent status`.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "agent/daemon/service.h"
+#include "common/clock.h"
 
 namespace edge::daemon {
 
@@ -19,12 +23,14 @@ struct ServiceStatus {
   std::string name;
   ServiceState state = ServiceState::kRegistered;
   std::string error;                           // why it failed, when it did
+  int failed_attempts = 0;                     // consecutive failed starts
+  std::chrono::milliseconds retry_in{0};       // when failed: until the next attempt
   std::map<std::string, std::string> details;  // Service::Details() while it runs
 };
 
 class ServiceRegistry {
  public:
-  ServiceRegistry() = default;
+  explicit ServiceRegistry(Clock& clock) : clock_(clock) {}
   ServiceRegistry(const ServiceRegistry&) = delete;
   ServiceRegistry& operator=(const ServiceRegistry&) = delete;
   ~ServiceRegistry();
@@ -32,6 +38,12 @@ class ServiceRegistry {
   void Add(std::unique_ptr<Service> service);
   // Starts every registered service; returns how many failed to start.
   size_t StartAll();
+  // Starts again each failed service whose backoff has passed; returns how many are still
+  // failed. Call periodically (the daemon does, with its status loop).
+  size_t RetryFailed();
+
+  static constexpr std::chrono::milliseconds kFirstRetry{1000};
+  static constexpr std::chrono::milliseconds kMaxRetry{300000};
   // Stops running services in reverse order. Idempotent.
   void StopAll();
   std::vector<ServiceStatus> Snapshot() const;
@@ -40,7 +52,12 @@ class ServiceRegistry {
   struct Entry {
     std::unique_ptr<Service> service;
     ServiceStatus status;
+    Clock::MonoTime next_retry{};
   };
+  // Starts `e` (mu_ held): running, or failed with its next retry scheduled.
+  bool StartLocked(Entry& e);
+
+  Clock& clock_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;
 };

@@ -20,6 +20,8 @@ Status WriteStatusFile(const std::string& data_dir, const AgentStatus& s) {
     services.push_back({{"name", svc.name},
                         {"state", std::string(ServiceStateName(svc.state))},
                         {"error", svc.error},
+                        {"failed_attempts", svc.failed_attempts},
+                        {"retry_in_ms", svc.retry_in.count()},
                         {"details", svc.details}});
   }
   nlohmann::json j = {{"pid", s.pid},
@@ -57,6 +59,12 @@ Result<AgentStatus> ReadStatusFile(const std::string& data_dir) {
                  : state == "stopped" ? ServiceState::kStopped
                                       : ServiceState::kRegistered;
       st.error = svc.value("error", "");
+      if (auto a = svc.find("failed_attempts"); a != svc.end() && a->is_number_integer()) {
+        st.failed_attempts = a->get<int>();
+      }
+      if (auto r = svc.find("retry_in_ms"); r != svc.end() && r->is_number_integer()) {
+        st.retry_in = std::chrono::milliseconds(r->get<int64_t>());
+      }
       if (auto d = svc.find("details"); d != svc.end() && d->is_object()) {
         for (const auto& [k, v] : d->items())
           if (v.is_string()) st.details[k] = v.get<std::string>();
@@ -85,7 +93,9 @@ bool IsHealthy(const AgentStatus& s, Clock::WallTime now, std::string* why) {
   if (s.state != "running") return fail("state is " + s.state);
   for (const auto& svc : s.services) {
     if (svc.state == ServiceState::kFailed)
-      return fail("service " + svc.name + " failed: " + svc.error);
+      return fail("service " + svc.name + " failed: " + svc.error + " (" +
+                  std::to_string(svc.failed_attempts) + " attempt(s); next in " +
+                  std::to_string(svc.retry_in.count() / 1000) + " s)");
   }
   return true;
 }

@@ -1,0 +1,96 @@
+// ServiceRegistry: a service that fails to start is reported and started again with
+// exponential backoff on the injected clock (issue 9 #9: a failed service was never retried);
+// the others keep running. ManualClock only: no sleeping.
+#include "agent/daemon/service_registry.h"
+
+#include <gtest/gtest.h>
+
+#include "common/clock.h"
+
+namespace edge::daemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+class FlakyService : public Service {
+ public:
+  FlakyService(std::string name, int failures) : name_(std::move(name)), failures_(failures) {}
+  std::string Name() const override { return name_; }
+  Status Start() override {
+    ++starts;
+    if (failures_-- > 0) return MakeError(ErrorCode::kUnavailable, "controller unreachable");
+    return OkStatus();
+  }
+  void Stop() override { ++stops; }
+  int starts = 0, stops = 0;
+
+ private:
+  std::string name_;
+  int failures_;
+};
+
+ServiceStatus Find(const ServiceRegistry& r, const std::string& name) {
+  for (const auto& s : r.Snapshot())
+    if (s.name == name) return s;
+  return {};
+}
+
+TEST(ServiceRegistryTest, AFailedServiceIsRetriedWithBackoffAndTheOthersRun) {
+  ManualClock clock;
+  ServiceRegistry registry(clock);
+  auto ok = std::make_unique<FlakyService>("executor", 0);
+  auto flaky = std::make_unique<FlakyService>("edge", 3);
+  FlakyService* f = flaky.get();
+  registry.Add(std::move(ok));
+  registry.Add(std::move(flaky));
+  EXPECT_EQ(registry.StartAll(), 1u);
+  EXPECT_EQ(Find(registry, "executor").state, ServiceState::kRunning);
+  ServiceStatus edge = Find(registry, "edge");
+  EXPECT_EQ(edge.state, ServiceState::kFailed);
+  EXPECT_EQ(edge.failed_attempts, 1);
+  EXPECT_EQ(edge.retry_in, 1s);
+  EXPECT_NE(edge.error.find("controller unreachable"), std::string::npos);
+
+  // Not before its time.
+  clock.Advance(999ms);
+  EXPECT_EQ(registry.RetryFailed(), 1u);
+  EXPECT_EQ(f->starts, 1);
+  // Then 1 s, 2 s, 4 s apart.
+  clock.Advance(1ms);
+  EXPECT_EQ(registry.RetryFailed(), 1u);
+  EXPECT_EQ(f->starts, 2);
+  EXPECT_EQ(Find(registry, "edge").retry_in, 2s);
+  clock.Advance(2s);
+  EXPECT_EQ(registry.RetryFailed(), 1u);
+  EXPECT_EQ(f->starts, 3);
+  EXPECT_EQ(Find(registry, "edge").retry_in, 4s);
+  clock.Advance(4s);
+  EXPECT_EQ(registry.RetryFailed(), 0u);
+  EXPECT_EQ(f->starts, 4);
+  edge = Find(registry, "edge");
+  EXPECT_EQ(edge.state, ServiceState::kRunning);
+  EXPECT_EQ(edge.failed_attempts, 0);
+  EXPECT_TRUE(edge.error.empty());
+  // Running services are left alone.
+  clock.Advance(1h);
+  EXPECT_EQ(registry.RetryFailed(), 0u);
+  EXPECT_EQ(f->starts, 4);
+  registry.StopAll();
+  EXPECT_EQ(f->stops, 1);
+}
+
+TEST(ServiceRegistryTest, TheBackoffIsCappedAtFiveMinutes) {
+  ManualClock clock;
+  ServiceRegistry registry(clock);
+  registry.Add(std::make_unique<FlakyService>("edge", 1000));
+  registry.StartAll();
+  for (int i = 0; i < 30; ++i) {
+    clock.Advance(ServiceRegistry::kMaxRetry);
+    registry.RetryFailed();
+  }
+  EXPECT_EQ(Find(registry, "edge").retry_in, ServiceRegistry::kMaxRetry);
+  EXPECT_EQ(Find(registry, "edge").failed_attempts, 31);
+}
+
+}  // namespace
+}  // namespace edge::daemon
