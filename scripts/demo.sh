@@ -45,6 +45,15 @@ node_id: demo-node-1
 data_dir: $work/agent
 controller:
   join_token: "$token"
+# Believe only user tokens signed by this controller (it publishes its key on start).
+security:
+  user_token_issuers:
+    edge-controller: $work/controller/ca/token.pub.pem
+# What commands may run here: everything, as the agent's user (a real host names narrower
+# contexts with run_as and limits).
+security_contexts:
+  default:
+    allowed_tools: ["*"]
 log:
   level: info
 YAML

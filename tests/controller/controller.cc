@@ -24,15 +24,30 @@ Controller::~Controller() {
 
 namespace {
 
-// The token-signing key: data_dir/ca/token.key (0600), created on first start.
-Result<identity::EcSigningKey> LoadOrCreateTokenKey(const std::string& path) {
-  if (auto pem = ReadFile(path, 1 << 20)) return identity::EcSigningKey::FromPem(*pem);
-  auto key = identity::EcSigningKey::Generate();
+// The token-signing key: data_dir/ca/token.key (0600), created on first start. Its public
+// half is (re)written to data_dir/ca/token.pub.pem (0644) on every start: the file an
+// operator gives the agents as security.user_token_issuers.<tokens.issuer>, so they verify
+// the user token inside every command.
+Result<identity::EcSigningKey> LoadOrCreateTokenKey(const std::string& path,
+                                                    const std::string& public_path) {
+  Result<identity::EcSigningKey> key = MakeError(ErrorCode::kInternal, "no key");
+  if (auto pem = ReadFile(path, 1 << 20)) {
+    key = identity::EcSigningKey::FromPem(*pem);
+  } else {
+    key = identity::EcSigningKey::Generate();
+    if (!key) return key;
+    auto private_pem = key->PrivatePem();
+    if (!private_pem) return std::unexpected(private_pem.error());
+    if (auto st = WriteFileAtomic(path, *private_pem, {.mode = 0600}); !st)
+      return std::unexpected(st.error());
+  }
   if (!key) return key;
-  auto pem = key->PrivatePem();
-  if (!pem) return std::unexpected(pem.error());
-  if (auto st = WriteFileAtomic(path, *pem, {.mode = 0600}); !st)
-    return std::unexpected(st.error());
+  auto public_pem = key->PublicPem();
+  if (!public_pem) return std::unexpected(public_pem.error());
+  if (ReadFile(public_path, 1 << 20).value_or("") != *public_pem) {
+    if (auto st = WriteFileAtomic(public_path, *public_pem, {.mode = 0644}); !st)
+      return std::unexpected(st.error());
+  }
   return key;
 }
 
@@ -99,7 +114,8 @@ Status Controller::Start() {
   if (!ca) return MakeError(ca.error().code, "controller CA: " + ca.error().message);
   ca_.emplace(std::move(*ca));
   info_.ca_pin = ca_->Pin();
-  auto key = LoadOrCreateTokenKey(config_.data_dir + "/ca/token.key");
+  auto key = LoadOrCreateTokenKey(config_.data_dir + "/ca/token.key",
+                                  config_.data_dir + "/ca/token.pub.pem");
   if (!key) return MakeError(key.error().code, "token signing key: " + key.error().message);
   token_key_.emplace(std::move(*key));
 

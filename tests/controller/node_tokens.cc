@@ -78,10 +78,16 @@ Result<std::string> NodeTokenAuthority::MintInvokeToken(const std::string& comma
       (deadline.count() > 0 ? std::chrono::duration_cast<std::chrono::seconds>(deadline).count()
                             : 3600) +
       300;
-  nlohmann::json claims = {
-      {"iss", settings_.issuer}, {"sub", "operator"}, {"aud", "edge-invoke"}, {"tid", tenant_id},
-      {"nid", node_id},          {"cid", command_id}, {"iat", iat},           {"exp", iat + life},
-      {"jti", NewUuidV4()}};
+  nlohmann::json claims = {{"iss", settings_.issuer},
+                           {"sub", "operator"},
+                           {"aud", "edge-invoke"},
+                           {"tid", tenant_id},
+                           {"nid", node_id},
+                           {"cid", command_id},
+                           {"iat", iat},
+                           {"exp", iat + life},
+                           {"jti", NewUuidV4()},
+                           {"roles", nlohmann::json::array({"operator"})}};
   return identity::SignJwtEs256(claims, key_);
 }
 

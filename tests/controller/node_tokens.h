@@ -56,7 +56,9 @@ class NodeTokenAuthority {
   Result<NodeTokenClaims> Verify(std::string_view token, TokenUse use) const;
 
   // The InvokeTool inner envelope's user_security_token: ES256 JWT with iss, sub "operator",
-  // aud "edge-invoke", tid, nid (node), cid (command id), iat, exp, jti.
+  // aud "edge-invoke", tid, nid (node), cid (command id), iat, exp, jti, roles ["operator"]
+  // (whoever reaches the admin socket is the operator). Agents verify it with
+  // data_dir/ca/token.pub.pem (security.user_token_issuers).
   Result<std::string> MintInvokeToken(const std::string& command_id, const std::string& node_id,
                                       const std::string& tenant_id,
                                       std::chrono::milliseconds deadline) const;

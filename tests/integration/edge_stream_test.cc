@@ -567,6 +567,38 @@ TEST_F(EdgeStreamTest, AToolBoundToAContextRunsUnderItWhateverTheOperatorAsks) {
       << read.out << read.err;
 }
 
+TEST_F(EdgeStreamTest, TheAgentVerifiesTheControllersUserTokensAndTheirRoles) {
+  const std::string pub = ctl_->data_dir() + "/ca/token.pub.pem";
+  ASSERT_TRUE(fs::exists(pub)) << "the controller publishes its token key";
+  EnrollAndStart("edge-01",
+                 "security:\n  user_token_issuers:\n    edge-controller: " + pub +
+                     "\nsecurity_contexts:\n  default:\n    allowed_tools: ['*']\n"
+                     "  ops:\n    allowed_tools: ['*']\n    require_roles: [operator]\n"
+                     "  admins:\n    allowed_tools: ['*']\n    require_roles: [admin]\n");
+  auto ok = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo ok"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  auto ops = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--context", "ops", "--arg",
+                  "command=echo ops"});
+  EXPECT_EQ(ops.exit_code, 0) << ops.err;
+  auto admins = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--context", "admins",
+                     "--arg", "command=echo admins"});
+  EXPECT_NE(admins.exit_code, 0);
+  EXPECT_NE((admins.out + admins.err).find("PERMISSION_DENIED"), std::string::npos)
+      << admins.out << admins.err;
+  // An agent that trusts another issuer key refuses the controller's tokens.
+  auto other = identity::EcSigningKey::Generate();
+  ASSERT_TRUE(other);
+  const std::string wrong = dir_ / "wrong.pub.pem";
+  WriteText(wrong, *other->PublicPem());
+  EnrollAndStart("edge-02",
+                 "security:\n  user_token_issuers:\n    edge-controller: " + wrong + "\n");
+  auto refused =
+      Ctl({"invoke", "--node", "edge-02", "--tool", "exec", "--arg", "command=echo never"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE((refused.out + refused.err).find("UNAUTHENTICATED"), std::string::npos)
+      << refused.out << refused.err;
+}
+
 TEST_F(EdgeStreamTest, TheCallersUmaskNeverLeaksIntoWhatTheAgentCreates) {
   const mode_t old = ::umask(0);  // the agent inherits it
   WriteAgentConfig("edge-01");
