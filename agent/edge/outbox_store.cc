@@ -26,6 +26,21 @@ const std::vector<sandbox::StateDb::Migration>& Migrations() {
   return m;
 }
 
+constexpr const char* kEntryColumns =
+    "seq, command_id, result, created_ms, stream_id, written_ms, attempts";
+
+// An entry from a row of kEntryColumns; false (and `result` left empty) when the stored
+// result does not parse.
+bool EntryFromRow(const sandbox::SqlRow& row, OutboxStore::Entry& e) {
+  e.seq = row.Int(0);
+  e.command_id = row.Text(1);
+  e.created_ms = row.Int(3);
+  e.stream_id = row.Text(4);
+  e.written_ms = row.Int(5);
+  e.attempts = row.Int(6);
+  return e.result.ParseFromString(row.Text(2));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<OutboxStore>> OutboxStore::Open(const std::string& data_dir, Clock& clock,
@@ -85,24 +100,17 @@ Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResul
 }
 
 Result<std::vector<OutboxStore::Entry>> OutboxStore::All() const {
-  auto rows = db_->Query(
-      "SELECT seq, command_id, result, created_ms, stream_id, written_ms FROM edge_outbox "
-      "ORDER BY seq");
+  auto rows = db_->Query(std::string("SELECT ") + kEntryColumns + " FROM edge_outbox ORDER BY seq");
   if (!rows) return std::unexpected(rows.error());
   std::vector<Entry> out;
   out.reserve(rows->size());
   for (const auto& row : *rows) {
     Entry e;
-    e.seq = row.Int(0);
-    e.command_id = row.Text(1);
-    if (!e.result.ParseFromString(row.Text(2))) {
+    if (!EntryFromRow(row, e)) {
       log::Get("edge")->warn("outbox: the stored result of command {} is unreadable; skipped",
-                             e.command_id);
+                             log::Escape(e.command_id));
       continue;
     }
-    e.created_ms = row.Int(3);
-    e.stream_id = row.Text(4);
-    e.written_ms = row.Int(5);
     out.push_back(std::move(e));
   }
   return out;
@@ -111,34 +119,29 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::All() const {
 Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_result_bytes) {
   auto txn = db_->Begin();
   if (!txn) return std::unexpected(txn.error());
-  auto rows = txn->Query(
-      "SELECT seq, command_id, result, created_ms, stream_id, written_ms, attempts "
-      "FROM edge_outbox ORDER BY attempts, seq");
+  auto rows = txn->Query(std::string("SELECT ") + kEntryColumns +
+                         " FROM edge_outbox ORDER BY attempts, seq");
   if (!rows) return std::unexpected(rows.error());
   std::vector<Entry> out;
   out.reserve(rows->size());
   std::vector<std::pair<std::string, std::string>> replaced;  // command id, why
   for (const auto& row : *rows) {
     Entry e;
-    e.seq = row.Int(0);
-    e.command_id = row.Text(1);
-    const std::string bytes = row.Text(2);
-    e.created_ms = row.Int(3);
-    e.stream_id = row.Text(4);
-    e.written_ms = row.Int(5);
-    e.attempts = row.Int(6) + 1;
+    const bool readable = EntryFromRow(row, e);
+    const size_t bytes = row.Text(2).size();
+    ++e.attempts;
     std::string why, code;
-    if (!e.result.ParseFromString(bytes)) {
+    if (!readable) {
       code = "INTERNAL";
       why = "its stored result is unreadable";
-    } else if (max_result_bytes > 0 && bytes.size() > max_result_bytes) {
+    } else if (max_result_bytes > 0 && bytes > max_result_bytes) {
       code = "RESOURCE_EXHAUSTED";
-      why = "its result is " + std::to_string(bytes.size()) + " bytes, more than the " +
+      why = "its result is " + std::to_string(bytes) + " bytes, more than the " +
             std::to_string(max_result_bytes) + " one edge stream message can carry";
     } else if (e.attempts > options_.max_attempts) {
       code = "UNAVAILABLE";
       why = "its result was sent " + std::to_string(options_.max_attempts) +
-            " times without being settled (" + std::to_string(bytes.size()) + " bytes)";
+            " times without being settled (" + std::to_string(bytes) + " bytes)";
     }
     if (!why.empty()) {
       e.result.Clear();

@@ -521,27 +521,28 @@ TEST_F(EdgeStreamTest, BytesThatAreNotUtf8NeitherCrashNorDeafenTheNode) {
 }
 
 TEST_F(EdgeStreamTest, ResultsLargerThanOneMessageAreRefusedAndTheNodeWorksOn) {
-  // Both sides default to 16 MiB now: a 10 MiB read (about 14 MB as a result) goes through;
-  // before, the controller's 4 MiB limit ended the stream and the outbox resent it for ever.
-  EnrollAndStart("edge-01", "edge:\n  max_message_bytes: 16MiB\n");
+  // Both sides default to 16 MiB now. A 3.5 MiB read (about 4.7 MB as a result) goes through;
+  // before, the controller's 4 MiB limit ended the stream with it and the outbox resent it
+  // after every reconnect, so the node never worked again.
+  EnrollAndStart();
   auto mk = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg",
-                 "command=head -c 10485760 /dev/zero > ten.bin && head -c 30000000 /dev/zero > "
-                 "thirty.bin"});
+                 "command=head -c 3670016 /dev/zero > big.bin && head -c 20000000 /dev/zero > "
+                 "huge.bin"});
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
-  auto ten = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=ten.bin"});
-  EXPECT_EQ(ten.exit_code, 0) << ten.err.substr(0, 2000);
-  EXPECT_NE(ten.out.find("\"size\": 10485760"), std::string::npos) << ten.out.substr(0, 300);
+  auto big = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=big.bin"});
+  EXPECT_EQ(big.exit_code, 0) << big.err.substr(0, 2000);
+  EXPECT_NE(big.out.find("\"size\": 3670016"), std::string::npos) << big.out.substr(0, 300);
   // Over the limit: a clear refusal naming it, and the node goes on working.
-  auto thirty =
-      Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=thirty.bin"});
-  EXPECT_NE(thirty.exit_code, 0);
-  EXPECT_NE((thirty.out + thirty.err).find("RESOURCE_EXHAUSTED"), std::string::npos)
-      << thirty.out << thirty.err;
-  EXPECT_NE((thirty.out + thirty.err).find("offset and length"), std::string::npos)
-      << thirty.out << thirty.err;
+  auto huge = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=huge.bin"});
+  EXPECT_NE(huge.exit_code, 0);
+  EXPECT_NE((huge.out + huge.err).find("RESOURCE_EXHAUSTED"), std::string::npos)
+      << huge.out << huge.err;
+  EXPECT_NE((huge.out + huge.err).find("offset and length"), std::string::npos)
+      << huge.out << huge.err;
   auto next = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo alive"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_NE(next.out.find("alive"), std::string::npos);
+  EXPECT_EQ(Node("edge-01").value("state", ""), "healthy");
 }
 
 TEST_F(EdgeStreamTest, AToolBoundToAContextRunsUnderItWhateverTheOperatorAsks) {
