@@ -130,7 +130,13 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
     auto delay = backoff_.Next();
     log->warn("attempt {}/{}: {}; retrying in {} ms", attempt, max_attempts_, e.message,
               delay.count());
-    sleep_(delay);
+    if (!sleep_(delay)) {
+      return MakeError(ErrorCode::kCancelled,
+                       "interrupted (" + (stop_reason_ ? stop_reason_() : std::string("stopped")) +
+                           ") while waiting to retry after attempt " + std::to_string(attempt) +
+                           "/" + std::to_string(max_attempts_) + " (" + e.message +
+                           "); nothing was stored");
+    }
   }
   log::RegisterSecret(resp.pkcs12_password());
 

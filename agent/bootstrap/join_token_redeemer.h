@@ -2,7 +2,9 @@
 // BootstrapService.ExchangeJoinToken and stores the node's identity under data_dir/certs/,
 // then removes the token from the config file it came from. Everything that can be checked
 // is checked before the single-use token is spent; only UNAVAILABLE / DEADLINE_EXCEEDED are
-// retried (bounded, full-jitter backoff). Owns nothing beyond the call.
+// retried (bounded, full-jitter backoff); a stopped Sleeper (SIGTERM) ends the wait between
+// attempts at once and the enrollment fails with kCancelled, the token unspent. Owns nothing
+// beyond the call.
 #pragma once
 
 #include <chrono>
@@ -11,6 +13,7 @@
 
 #include "common/backoff.h"
 #include "common/error.h"
+#include "common/stop.h"
 
 namespace edge::bootstrap {
 
@@ -34,11 +37,24 @@ struct EnrollResult {
 class JoinTokenRedeemer {
  public:
   using Sleep = std::function<void(std::chrono::milliseconds)>;
-  // `max_attempts` bounds the retries of transient failures.
+  // `max_attempts` bounds the retries of transient failures. `sleep` cannot be interrupted.
   JoinTokenRedeemer(Backoff& backoff, Sleep sleep, int max_attempts = 6,
                     std::chrono::milliseconds rpc_timeout = std::chrono::seconds(15))
       : backoff_(backoff),
-        sleep_(std::move(sleep)),
+        sleep_([sleep = std::move(sleep)](std::chrono::milliseconds d) {
+          sleep(d);
+          return true;
+        }),
+        max_attempts_(max_attempts),
+        rpc_timeout_(rpc_timeout) {}
+  // Waits between attempts with `sleeper` (borrowed): when it stops, Enroll returns kCancelled
+  // at once. A call in flight is not cancelled (its answer may hold the spent token's
+  // identity); it ends by its deadline.
+  JoinTokenRedeemer(Backoff& backoff, Sleeper& sleeper, int max_attempts = 6,
+                    std::chrono::milliseconds rpc_timeout = std::chrono::seconds(15))
+      : backoff_(backoff),
+        sleep_([&sleeper](std::chrono::milliseconds d) { return sleeper.SleepFor(d); }),
+        stop_reason_([&sleeper] { return sleeper.StopReason(); }),
         max_attempts_(max_attempts),
         rpc_timeout_(rpc_timeout) {}
 
@@ -47,7 +63,8 @@ class JoinTokenRedeemer {
 
  private:
   Backoff& backoff_;
-  Sleep sleep_;
+  std::function<bool(std::chrono::milliseconds)> sleep_;  // false: stopped
+  std::function<std::string()> stop_reason_;
   int max_attempts_;
   std::chrono::milliseconds rpc_timeout_;
 };
