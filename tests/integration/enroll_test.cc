@@ -1,8 +1,11 @@
 // Enrollment through the real binaries (issue: enrollment): edge-controller mints a join
 // token, edge-agent redeems it, and every bad input and fault ends with the contract's code,
 // a clear message, a non-zero exit and nothing half-written.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -251,6 +254,44 @@ TEST_F(EnrollTest, UnreachableControllerIsRetriedThenReported) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("unreachable"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gave up after 6 attempts"), std::string::npos) << r.err;
+}
+
+// SIGTERM while `enroll` waits to retry an unreachable controller ends the wait at once: the
+// command exits 1 within 2 s with a line naming the signal, nothing stored, the token unspent.
+TEST_F(EnrollTest, SigtermDuringTheRetryBackoffExitsPromptly) {
+  // A loopback port picked now, with nothing listening on it: connection refused.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int port = ntohs(addr.sin_port);
+  ::close(fd);
+  auto [id, token] = ctl_->CreateToken();
+  const std::string data = dir_ / "agent", cfg = dir_ / "agent.yaml";
+  WriteText(cfg, "node_id: edge-01\ndata_dir: " + data +
+                     "\ncontroller:\n  address: 127.0.0.1:" + std::to_string(port) + "\n");
+  ChildProcess agent({AgentBin(), "--config", cfg, "enroll", "--token", token}, dir_.path());
+  ASSERT_TRUE(
+      WaitUntil([&] { return agent.Stderr().find("retrying in") != std::string::npos; }, 30s))
+      << agent.Stderr();
+  const auto start = std::chrono::steady_clock::now();
+  agent.Signal(SIGTERM);
+  auto rc = agent.Wait(10s);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(rc.has_value()) << "still running 10 s after SIGTERM";
+  EXPECT_LT(elapsed, 2s) << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+                         << " ms";
+  EXPECT_EQ(*rc, 1) << agent.Stderr();
+  EXPECT_NE(agent.Stderr().find("enrollment failed: interrupted (SIGTERM) while waiting to retry"),
+            std::string::npos)
+      << agent.Stderr();
+  EXPECT_EQ(agent.Stderr().find(token), std::string::npos);
+  EXPECT_FALSE(identity::KeystoreFiles::Exists(data));
+  EXPECT_EQ(TokenState(id), "active");
 }
 
 TEST(ControllerIdentity, CaAndServerCertAreCreatedOnceWithOwnerOnlyKeys) {
