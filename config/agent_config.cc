@@ -348,8 +348,8 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
           if (t.command.empty())
             r.Issue(kv.second, path + ".command", "", "must be a non-empty argv list");
           if (!t.security_context.empty() && !c.security_contexts.contains(t.security_context)) {
-            r.Issue(kv.second["security_context"], path + ".security_context", t.security_context,
-                    "names no entry of security_contexts");
+            r.CrossReferenceIssue(kv.second["security_context"], path + ".security_context",
+                                  t.security_context, "names no entry of security_contexts");
           }
         } else {
           r.Issue(kv.second, path, "", "must be a map with a command");
@@ -368,8 +368,8 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
           std::find(builtins.begin(), builtins.end(), h.tool) != builtins.end()) {
         continue;
       }
-      r.Issue(compute[path.substr(8)][name]["tool"], path + "." + name + ".tool", h.tool,
-              "names no built-in or configured tool");
+      r.CrossReferenceIssue(compute[path.substr(8)][name]["tool"], path + "." + name + ".tool",
+                            h.tool, "names no built-in or configured tool");
     }
   };
   check_tools(c.compute.processors, "compute.processors");
@@ -479,7 +479,7 @@ AgentConfigResult ApplyDelta(const AgentConfig& base, std::string_view delta) {
       r.IssueNoPos("", "", std::string("invalid YAML structure: ") + e.what());
     }
     std::erase_if(r.errors().issues, [](const ConfigIssue& i) {
-      return i.rule.find("names no") != std::string::npos;  // cross-references need the base
+      return i.cross_reference;  // cross-references need the base
     });
     if (!r.errors().issues.empty()) return std::unexpected(r.errors());
   }

@@ -15,6 +15,9 @@ struct ConfigIssue {
   std::string key;    // dotted path, e.g. "sandbox.max_sandboxes"
   std::string value;  // the offending value as written ("" when not applicable)
   std::string rule;   // what is wrong / what is expected
+  // The value names something (a tool, a security context) that is not defined: a problem a
+  // partial config (a PushConfig delta) may resolve against the node's own config.
+  bool cross_reference = false;
 
   // "agent.yaml:7:5: sandbox.max_sandboxes: value \"-3\": must be an integer between 1 and 10000"
   std::string ToString() const;

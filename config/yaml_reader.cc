@@ -93,6 +93,12 @@ void YamlReader::Issue(const YAML::Node& node, const std::string& path, const st
   errors_.issues.push_back(std::move(issue));
 }
 
+void YamlReader::CrossReferenceIssue(const YAML::Node& node, const std::string& path,
+                                     const std::string& value, const std::string& rule) {
+  Issue(node, path, value, rule);
+  errors_.issues.back().cross_reference = true;
+}
+
 void YamlReader::IssueNoPos(const std::string& path, const std::string& value,
                             const std::string& rule) {
   errors_.issues.push_back({source_, 0, 0, path, value, rule});

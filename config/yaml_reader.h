@@ -59,6 +59,9 @@ class YamlReader {
   // Records a problem at `node`'s position (or the env var that set `path`).
   void Issue(const YAML::Node& node, const std::string& path, const std::string& value,
              const std::string& rule);
+  // Records that `value` names something the config does not define (ConfigIssue::cross_reference).
+  void CrossReferenceIssue(const YAML::Node& node, const std::string& path,
+                           const std::string& value, const std::string& rule);
   // Records a problem with no position inside the file.
   void IssueNoPos(const std::string& path, const std::string& value, const std::string& rule);
 

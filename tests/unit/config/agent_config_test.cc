@@ -277,6 +277,24 @@ TEST(ApplyDelta, RejectsUnknownKeysBadValuesAndNonMaps) {
   EXPECT_FALSE(ApplyDelta(base, "{unclosed"));
 }
 
+// Issue 9 #7: "names something undefined" is a typed fact of the issue, not a phrase to search.
+TEST(LoadAgentConfig, ReferencesToUndefinedNamesAreMarkedAsCrossReferences) {
+  auto r = LoadAgentConfigFromString(
+      "node_id: a\ntools:\n  t:\n    command: [x]\n    security_context: ghost\n"
+      "sandbox:\n  max_sandboxes: -1\n",
+      "agent.yaml", {});
+  ASSERT_FALSE(r);
+  int cross = 0, other = 0;
+  for (const auto& i : r.error().issues) {
+    (i.cross_reference ? cross : other) += 1;
+    if (i.cross_reference) {
+      EXPECT_EQ(i.key, "tools.t.security_context");
+    }
+  }
+  EXPECT_EQ(cross, 1);
+  EXPECT_EQ(other, 1);
+}
+
 // Issue 15 #9: a deeply nested document must be refused before any recursive code sees it.
 TEST(ApplyDelta, DeepNestingIsRefusedNotRecursedInto) {
   auto base = LoadOk("node_id: a\n");
