@@ -16,7 +16,7 @@
 #include "agent/identity/keystore_files.h"
 #include "agent/identity/pkcs12.h"
 #include "bootstrap.grpc.pb.h"
-#include "tests/controller/peer_identity.h"
+#include "controller/peer_identity.h"
 
 namespace edge::bootstrap {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/controller/bootstrap_service.h"
+#include "controller/bootstrap_service.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 
 #include "agent/identity/pkcs12.h"
 #include "common/log.h"
-#include "tests/controller/join_token_issuer.h"
-#include "tests/controller/sqlite_store.h"
+#include "controller/join_token_issuer.h"
+#include "controller/sqlite_store.h"
 
 namespace edge::controller {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "agent/identity/encoding.h"
 #include "agent/identity/join_token_claims.h"
-#include "tests/controller/sqlite_store.h"
+#include "controller/sqlite_store.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {

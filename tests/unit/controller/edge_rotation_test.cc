@@ -6,8 +6,8 @@
 
 #include "agent/identity/encoding.h"
 #include "agent/identity/rotation_proof.h"
-#include "tests/controller/edge_attestation.h"
-#include "tests/controller/sqlite_store.h"
+#include "controller/edge_attestation.h"
+#include "controller/sqlite_store.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {

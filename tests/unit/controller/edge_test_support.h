@@ -29,9 +29,9 @@
 #include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/random.h"
+#include "controller/admin_server.h"
+#include "controller/controller.h"
 #include "node_cluster.grpc.pb.h"
-#include "tests/controller/admin_server.h"
-#include "tests/controller/controller.h"
 
 namespace edge::controller::testing {
 

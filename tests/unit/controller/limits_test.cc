@@ -4,10 +4,10 @@
 // without a client certificate (health Watch above all) are capped in total and per peer.
 #include <grpcpp/generic/generic_stub.h>
 
-#include "tests/controller/bootstrap_service.h"
-#include "tests/controller/rate_limiter.h"
-#include "tests/controller/refusal_log.h"
-#include "tests/controller/sqlite_store.h"
+#include "controller/bootstrap_service.h"
+#include "controller/rate_limiter.h"
+#include "controller/refusal_log.h"
+#include "controller/sqlite_store.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {

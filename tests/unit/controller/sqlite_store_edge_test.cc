@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/controller/sqlite_store.h"
+#include "controller/sqlite_store.h"
 #include "tests/unit/controller/store_test_support.h"
 
 namespace edge::controller {

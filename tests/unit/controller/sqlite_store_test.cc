@@ -1,4 +1,4 @@
-#include "tests/controller/sqlite_store.h"
+#include "controller/sqlite_store.h"
 #include "tests/unit/controller/store_test_support.h"
 
 #include <gtest/gtest.h>

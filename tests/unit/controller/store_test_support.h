@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "tests/controller/sqlite_store.h"
+#include "controller/sqlite_store.h"
 
 namespace edge::controller {
 

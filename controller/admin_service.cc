@@ -1,0 +1,414 @@
+#include "controller/admin_service.h"
+
+#include <deque>
+
+#include "agent/identity/encoding.h"
+#include "common/json_parse.h"
+#include "common/log.h"
+#include "config/agent_config.h"
+#include "controller/edge_codec.h"
+#include "controller/grpc_status.h"
+
+namespace edge::controller {
+
+namespace pb = edge::admin::v1;
+
+namespace {
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Status& st) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(st);
+  return reactor;
+}
+
+void FillOutcome(const CommandOutcomeRecord& r, pb::CommandOutcome* out) {
+  out->set_outcome(r.outcome);
+  out->set_exit_code(r.exit_code);
+  out->set_code(r.error_code);
+  out->set_message(r.message);
+  out->set_payload_json(r.payload_json);
+  out->set_duration_ms(r.duration_ms);
+}
+
+void FillCommand(const CommandRecord& c, pb::CommandInfo* out) {
+  out->set_command_id(c.command_id);
+  out->set_node_id(c.node_id);
+  out->set_tool(c.tool);
+  out->set_args_json(c.args_json);
+  out->set_security_context(c.security_context);
+  out->set_deadline_ms(c.deadline_ms);
+  out->set_state(c.state);
+  out->set_created_at_epoch_ms(c.created_at_ms);
+  out->set_completed_at_epoch_ms(c.completed_at_ms);
+  if (c.state == kCommandCompleted) FillOutcome(c.result, out->mutable_result());
+}
+
+// The admin Invoke stream: accepted, chunks, result, in order; one write in flight.
+class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
+                            public CommandObserver {
+ public:
+  explicit InvokeReactor(Dispatcher& dispatcher) : dispatcher_(dispatcher) {}
+
+  static std::shared_ptr<InvokeReactor> Create(Dispatcher& dispatcher) {
+    auto r = std::make_shared<InvokeReactor>(dispatcher);
+    r->self_ = r;
+    return r;
+  }
+
+  void OnAccepted(const std::string& command_id) override {
+    {
+      std::lock_guard lock(mu_);
+      command_id_ = command_id;
+    }
+    pb::InvokeEvent e;
+    e.mutable_accepted()->set_command_id(command_id);
+    Enqueue(std::move(e));
+  }
+  void OnProgress(const aegis::cluster::v1::Chunk& chunk) override {
+    pb::InvokeEvent e;
+    switch (chunk.kind_case()) {
+      case aegis::cluster::v1::Chunk::kStdout:
+        e.set_stdout(chunk.stdout());
+        break;
+      case aegis::cluster::v1::Chunk::kStderr:
+        e.set_stderr(chunk.stderr());
+        break;
+      case aegis::cluster::v1::Chunk::kStatus:
+        e.mutable_status()->set_state(chunk.status().state());
+        e.mutable_status()->set_message(chunk.status().message());
+        break;
+      case aegis::cluster::v1::Chunk::KIND_NOT_SET:
+        return;
+    }
+    Enqueue(std::move(e));
+  }
+  void OnResult(const CommandRecord& command) override {
+    pb::InvokeEvent e;
+    FillOutcome(command.result, e.mutable_result());
+    Enqueue(std::move(e));
+    FinishAfterDrain(grpc::Status::OK);
+  }
+  void OnNodeDisconnected(const std::string& node_id) override {
+    pb::InvokeEvent e;
+    e.mutable_status()->set_state("node_disconnected");
+    e.mutable_status()->set_message("node " + node_id +
+                                    " disconnected; its result is delivered when it reconnects");
+    Enqueue(std::move(e));
+  }
+
+  void Enqueue(pb::InvokeEvent e) {
+    {
+      std::lock_guard lock(mu_);
+      if (finishing_) return;
+      if (writing_) {
+        queue_.push_back(std::move(e));
+        return;
+      }
+      writing_ = true;
+      current_ = std::move(e);
+    }
+    StartWrite(&current_);
+  }
+
+  // Ends the call with `st` once everything queued is written.
+  void FinishAfterDrain(const grpc::Status& st) {
+    {
+      std::lock_guard lock(mu_);
+      if (finishing_) return;
+      finishing_ = true;
+      if (writing_) {
+        final_status_ = st;
+        return;
+      }
+    }
+    Finish(st);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::optional<grpc::Status> finish;
+    bool next = false;
+    {
+      std::lock_guard lock(mu_);
+      if (!ok) {
+        // The operator went away; the command runs on.
+        queue_.clear();
+        writing_ = false;
+        if (!finishing_ || final_status_) {
+          finishing_ = true;
+          final_status_.reset();
+          finish = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+        }
+      } else if (!queue_.empty()) {
+        current_ = std::move(queue_.front());
+        queue_.pop_front();
+        next = true;
+      } else {
+        writing_ = false;
+        if (final_status_) {
+          finish = std::move(final_status_);
+          final_status_.reset();
+        }
+      }
+    }
+    if (next) StartWrite(&current_);
+    if (finish) Finish(*finish);
+  }
+
+  void OnCancel() override {
+    FinishAfterDrain(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+  }
+
+  void OnDone() override {
+    std::string id;
+    {
+      std::lock_guard lock(mu_);
+      id = command_id_;
+    }
+    if (!id.empty()) dispatcher_.Unsubscribe(id, this);
+    auto last = std::move(self_);  // may destroy this when it goes out of scope
+  }
+
+ private:
+  Dispatcher& dispatcher_;
+  std::shared_ptr<InvokeReactor> self_;
+  std::mutex mu_;
+  std::string command_id_;
+  std::deque<pb::InvokeEvent> queue_;
+  pb::InvokeEvent current_;
+  bool writing_ = false;
+  bool finishing_ = false;
+  std::optional<grpc::Status> final_status_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AdminServiceImpl::Status(grpc::CallbackServerContext* ctx,
+                                                   const pb::StatusRequest*,
+                                                   pb::StatusResponse* resp) {
+  resp->set_version(info_.version);
+  resp->set_started_at_epoch_ms(ToEpochMillis(info_.started_at));
+  resp->set_grpc_listen(info_.grpc_listen);
+  resp->set_advertise(info_.advertise);
+  resp->set_ca_pin(info_.ca_pin);
+  resp->set_data_dir(info_.data_dir);
+  if (auto nodes = store_.ListNodes()) resp->set_nodes(static_cast<uint32_t>(nodes->size()));
+  if (auto toks = store_.ListJoinTokens(false, ToEpochMillis(clock_.Now()))) {
+    resp->set_active_join_tokens(static_cast<uint32_t>(toks->size()));
+  }
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::CreateJoinToken(grpc::CallbackServerContext* ctx,
+                                                            const pb::CreateJoinTokenRequest* req,
+                                                            pb::CreateJoinTokenResponse* resp) {
+  auto minted = tokens_.Create(req->node_id(), req->tenant_id(),
+                               std::chrono::seconds(req->ttl_seconds()), req->replace());
+  if (!minted) return Done(ctx, ToGrpcStatus(minted.error()));
+  resp->set_token_id(minted->token_id);
+  resp->set_join_token(minted->token);
+  resp->set_expires_at_epoch_ms(minted->expires_at_ms);
+  log::Get("admin")->info("join token {} created (node \"{}\", tenant \"{}\")", minted->token_id,
+                          log::Escape(req->node_id()), log::Escape(req->tenant_id()));
+  if (req->replace()) {
+    std::string state = "not known yet";
+    if (auto node = store_.GetNode(req->node_id()); node && *node) state = (*node)->state;
+    log::Get("audit")->warn(
+        "join token {} created with --replace: it may replace the identity of node {} "
+        "(currently {}) and lift a revocation",
+        minted->token_id, log::Escape(req->node_id()), state);
+  }
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RevokeJoinToken(grpc::CallbackServerContext* ctx,
+                                                            const pb::RevokeJoinTokenRequest* req,
+                                                            pb::RevokeJoinTokenResponse*) {
+  if (req->token_id().empty()) {
+    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "token_id is required"));
+  }
+  if (auto st = store_.RevokeJoinToken(req->token_id(), ToEpochMillis(clock_.Now())); !st) {
+    return Done(ctx, ToGrpcStatus(st.error()));
+  }
+  log::Get("admin")->info("join token {} revoked", log::Escape(req->token_id()));
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListJoinTokens(grpc::CallbackServerContext* ctx,
+                                                           const pb::ListJoinTokensRequest* req,
+                                                           pb::ListJoinTokensResponse* resp) {
+  auto toks = store_.ListJoinTokens(req->include_inactive(), ToEpochMillis(clock_.Now()));
+  if (!toks) return Done(ctx, ToGrpcStatus(toks.error()));
+  for (const auto& t : *toks) {
+    auto* out = resp->add_tokens();
+    out->set_token_id(t.token_id);
+    out->set_node_id(t.node_id);
+    out->set_tenant_id(t.tenant_id);
+    out->set_created_at_epoch_ms(t.created_at_ms);
+    out->set_expires_at_epoch_ms(t.expires_at_ms);
+    out->set_consumed_at_epoch_ms(t.consumed_at_ms);
+    out->set_revoked_at_epoch_ms(t.revoked_at_ms);
+    out->set_consumed_by_node_id(t.consumed_by);
+    out->set_replace(t.replace);
+  }
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListNodes(grpc::CallbackServerContext* ctx,
+                                                      const pb::ListNodesRequest*,
+                                                      pb::ListNodesResponse* resp) {
+  auto nodes = store_.ListNodes();
+  if (!nodes) return Done(ctx, ToGrpcStatus(nodes.error()));
+  for (const auto& n : *nodes) {
+    auto* out = resp->add_nodes();
+    out->set_node_id(n.node_id);
+    out->set_tenant_id(n.tenant_id);
+    out->set_state(n.state);
+    out->set_cert_serial_hex(n.cert_serial_hex);
+    out->set_enrolled_at_epoch_ms(n.enrolled_at_ms);
+    out->set_last_seen_epoch_ms(n.last_seen_ms);
+    out->set_connected(dispatcher_.IsConnected(n.node_id));
+    auto edge = store_.GetEdgeNode(n.node_id);
+    if (!edge) return Done(ctx, ToGrpcStatus(edge.error()));
+    if (*edge) {
+      const auto& e = **edge;
+      out->set_edge_enrolled(true);
+      out->set_edge_enrolled_at_epoch_ms(e.edge_enrolled_at_ms);
+      out->set_last_heartbeat_epoch_ms(e.last_heartbeat_ms);
+      out->set_public_key_sha256(identity::HexEncode(identity::Sha256(e.public_key)));
+      out->set_config_version(e.config_version);
+      const auto caps = CapabilitiesFromJson(e.capabilities_json);
+      auto* c = out->mutable_capabilities();
+      c->set_os(caps.os());
+      c->set_arch(caps.arch());
+      c->mutable_tools()->CopyFrom(caps.local_tools());
+      c->mutable_mounts()->CopyFrom(caps.mount_points());
+      c->mutable_labels()->insert(caps.custom_labels().begin(), caps.custom_labels().end());
+    }
+  }
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerWriteReactor<pb::InvokeEvent>* AdminServiceImpl::Invoke(grpc::CallbackServerContext*,
+                                                                    const pb::InvokeRequest* req) {
+  auto reactor = InvokeReactor::Create(dispatcher_);
+  InvokeSpec spec{.node_id = req->node_id(),
+                  .tool = req->tool(),
+                  .args_json = req->args_json(),
+                  .security_context = req->security_context(),
+                  .deadline = std::chrono::milliseconds(req->deadline_ms())};
+  auto id = dispatcher_.Invoke(spec, req->detach() ? nullptr : reactor);
+  if (!id) {
+    log::Get("admin")->warn("invoke {} on node {} refused: {}", log::Escape(req->tool()),
+                            log::Escape(req->node_id()), log::Escape(id.error().ToString(), 512));
+    reactor->FinishAfterDrain(ToGrpcStatus(id.error()));
+    return reactor.get();
+  }
+  if (req->detach()) {
+    reactor->OnAccepted(*id);
+    reactor->FinishAfterDrain(grpc::Status::OK);
+  }
+  return reactor.get();
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetCommand(grpc::CallbackServerContext* ctx,
+                                                       const pb::GetCommandRequest* req,
+                                                       pb::CommandInfo* resp) {
+  if (req->command_id().empty()) {
+    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "command_id is required"));
+  }
+  auto c = store_.GetCommand(req->command_id());
+  if (!c) return Done(ctx, ToGrpcStatus(c.error()));
+  if (!*c) {
+    return Done(ctx, grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                  "command " + req->command_id() + " not found"));
+  }
+  FillCommand(**c, resp);
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListCommands(grpc::CallbackServerContext* ctx,
+                                                         const pb::ListCommandsRequest* req,
+                                                         pb::ListCommandsResponse* resp) {
+  if (req->limit() < 0) {
+    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                  "limit " + std::to_string(req->limit()) + " is negative"));
+  }
+  auto list = store_.ListCommands(req->node_id(), req->limit());
+  if (!list) return Done(ctx, ToGrpcStatus(list.error()));
+  for (const auto& c : *list)
+    FillCommand(c, resp->add_commands());
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::CancelCommand(grpc::CallbackServerContext* ctx,
+                                                          const pb::CancelCommandRequest* req,
+                                                          pb::CancelCommandResponse*) {
+  auto st = dispatcher_.Cancel(req->command_id(), req->reason());
+  return Done(ctx, st ? grpc::Status::OK : ToGrpcStatus(st.error()));
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::DrainNode(grpc::CallbackServerContext* ctx,
+                                                      const pb::DrainNodeRequest* req,
+                                                      pb::DrainNodeResponse*) {
+  auto st = dispatcher_.Drain(req->node_id());
+  return Done(ctx, st ? grpc::Status::OK : ToGrpcStatus(st.error()));
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ShutdownNode(grpc::CallbackServerContext* ctx,
+                                                         const pb::ShutdownNodeRequest* req,
+                                                         pb::ShutdownNodeResponse*) {
+  auto st = dispatcher_.Shutdown(req->node_id(), std::chrono::milliseconds(req->grace_ms()));
+  return Done(ctx, st ? grpc::Status::OK : ToGrpcStatus(st.error()));
+}
+
+edge::Status AdminServiceImpl::ValidateConfigDelta(const std::string& delta) {
+  if (delta.empty()) return MakeError(ErrorCode::kInvalidArgument, "config delta is empty");
+  // YAML flow collections and JSON nest with [ and {: bound them before a recursive parser.
+  if (auto st = CheckJsonDepth(delta, "config delta"); !st) return st;
+  // A minimal agent config stands in for the node's own; problems that depend on it
+  // (references to tools or contexts the node may define) are left to the node.
+  static const auto base = config::LoadAgentConfigFromString(
+      "node_id: delta-check\n", "", [](const std::string&) { return std::nullopt; });
+  if (!base) return MakeError(ErrorCode::kInternal, "base config: " + base.error().ToString());
+  auto merged = config::ApplyDelta(*base, delta);
+  if (merged) return OkStatus();
+  auto issues = merged.error().issues;
+  std::erase_if(issues, [](const config::ConfigIssue& i) { return i.cross_reference; });
+  if (issues.empty()) return OkStatus();
+  config::ConfigErrors errs;
+  errs.issues = std::move(issues);
+  return MakeError(ErrorCode::kInvalidArgument, errs.ToString());
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::PushConfig(grpc::CallbackServerContext* ctx,
+                                                       const pb::PushConfigRequest* req,
+                                                       pb::PushConfigResponse* resp) {
+  if (auto st = ValidateConfigDelta(req->delta()); !st) {
+    return Done(ctx, ToGrpcStatus(st.error()));
+  }
+  const std::string version =
+      req->version().empty() ? "v" + std::to_string(ToEpochMillis(clock_.Now())) : req->version();
+  auto st = dispatcher_.PushConfig(req->node_id(), req->delta(), version);
+  if (!st) return Done(ctx, ToGrpcStatus(st.error()));
+  resp->set_version(version);
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::RevokeNode(grpc::CallbackServerContext* ctx,
+                                                       const pb::RevokeNodeRequest* req,
+                                                       pb::RevokeNodeResponse*) {
+  if (req->node_id().empty()) {
+    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "node_id is required"));
+  }
+  if (auto st = store_.RevokeNode(req->node_id(), ToEpochMillis(clock_.Now())); !st) {
+    return Done(ctx, ToGrpcStatus(st.error()));
+  }
+  dispatcher_.Disconnect(req->node_id(), grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                                      "node " + req->node_id() + " was revoked"));
+  log::Get("audit")->warn(
+      "node {} revoked by the operator: it stays revoked until a join token created with "
+      "`token create --node {} --replace` re-enrolls it",
+      log::Escape(req->node_id()), log::Escape(req->node_id()));
+  return Done(ctx, grpc::Status::OK);
+}
+
+}  // namespace edge::controller

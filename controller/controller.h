@@ -1,0 +1,72 @@
+// The bundled minimal controller: the server side of every contract the agent speaks.
+// Owns its parts — CA, token key, Store, node tokens, edge attestation, the Dispatcher, the
+// node health monitor, the TLS gRPC server (bootstrap, node cluster, health, reflection) and
+// the admin API on a Unix socket — and starts/stops them in order.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <optional>
+
+#include "agent/identity/certificate_authority.h"
+#include "agent/identity/jwt.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "config/controller_config.h"
+#include "controller/admin_server.h"
+#include "controller/admin_service.h"
+#include "controller/bootstrap_service.h"
+#include "controller/call_limits.h"
+#include "controller/dispatcher.h"
+#include "controller/edge_attestation.h"
+#include "controller/join_token_issuer.h"
+#include "controller/node_cluster_service.h"
+#include "controller/node_monitor.h"
+#include "controller/node_tokens.h"
+#include "controller/store.h"
+
+namespace edge::controller {
+
+class Controller {
+ public:
+  Controller(config::ControllerConfig config, std::string version, Clock& clock);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  Status Start();
+  // Stops promptly: in-flight RPCs get a short grace, then are cancelled.
+  void Stop();
+  int grpc_port() const { return grpc_port_; }
+  // Parts, for in-process tests (valid between Start and destruction).
+  Store& store() { return *store_; }
+  Dispatcher& dispatcher() { return *dispatcher_; }
+  NodeMonitor& monitor() { return *monitor_; }
+  const std::string& ca_pem() const { return ca_->cert_pem(); }
+
+ private:
+  Status StartGrpc();
+
+  config::ControllerConfig config_;
+  Clock& clock_;
+  ControllerInfo info_;
+  std::unique_ptr<Store> store_;
+  std::optional<identity::CertificateAuthority> ca_;
+  std::optional<identity::EcSigningKey> token_key_;
+  std::unique_ptr<JoinTokenIssuer> tokens_;
+  std::unique_ptr<NodeTokenAuthority> node_tokens_;
+  std::unique_ptr<EdgeAttestation> attestation_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<NodeMonitor> monitor_;
+  std::unique_ptr<BootstrapServiceImpl> bootstrap_;
+  std::unique_ptr<NodeClusterServiceImpl> node_cluster_;
+  std::unique_ptr<RefusalLog> refusals_;  // refused streams and over-limit calls
+  std::unique_ptr<UnauthenticatedCalls> unauthenticated_;
+  std::unique_ptr<AdminServiceImpl> admin_service_;
+  AdminServer admin_server_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int grpc_port_ = 0;
+};
+
+}  // namespace edge::controller

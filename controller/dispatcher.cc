@@ -1,0 +1,274 @@
+#include "controller/dispatcher.h"
+
+#include "common/log.h"
+#include "common/random.h"
+#include "controller/edge_codec.h"
+
+namespace edge::controller {
+
+namespace pb = aegis::cluster::v1;
+
+namespace {
+void SetDuration(google::protobuf::Duration* d, std::chrono::milliseconds ms) {
+  d->set_seconds(ms.count() / 1000);
+  d->set_nanos(static_cast<int32_t>(ms.count() % 1000) * 1'000'000);
+}
+}  // namespace
+
+void Dispatcher::Attach(const std::string& node_id, std::shared_ptr<CommandSink> sink) {
+  std::shared_ptr<CommandSink> old;
+  {
+    std::lock_guard lock(mu_);
+    auto& slot = streams_[node_id];
+    old = std::exchange(slot, std::move(sink));
+  }
+  if (old) {
+    log::Get("edge")->info("node {}: a newer stream replaces the previous one",
+                           log::Escape(node_id));
+    old->Close(grpc::Status(grpc::StatusCode::ABORTED,
+                            "replaced by a newer ConnectEdge stream of node " + node_id));
+  }
+}
+
+void Dispatcher::Detach(const std::string& node_id, const CommandSink* sink) {
+  std::vector<std::shared_ptr<CommandObserver>> tell;
+  {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(node_id);
+    if (it == streams_.end() || it->second.get() != sink) return;
+    streams_.erase(it);
+    for (const auto& [id, w] : waiters_)
+      if (w.node_id == node_id) tell.push_back(w.observer);
+  }
+  for (auto& o : tell)
+    o->OnNodeDisconnected(node_id);
+}
+
+bool Dispatcher::IsConnected(const std::string& node_id) const {
+  std::lock_guard lock(mu_);
+  return streams_.contains(node_id);
+}
+
+void Dispatcher::Disconnect(const std::string& node_id, const grpc::Status& status) {
+  std::shared_ptr<CommandSink> sink;
+  {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(node_id);
+    if (it == streams_.end()) return;
+    sink = it->second;
+  }
+  sink->Close(status);
+}
+
+void Dispatcher::CloseAll(const grpc::Status& status) {
+  std::map<std::string, std::shared_ptr<CommandSink>> streams;
+  {
+    std::lock_guard lock(mu_);
+    streams.swap(streams_);
+  }
+  for (auto& [node, sink] : streams)
+    sink->Close(status);
+}
+
+Result<std::shared_ptr<CommandSink>> Dispatcher::StreamOf(const std::string& node_id) {
+  if (node_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
+  auto node = store_.GetNode(node_id);
+  if (!node) return std::unexpected(node.error());
+  if (!*node) return MakeError(ErrorCode::kNotFound, "node " + node_id + " not found");
+  if ((*node)->state == kNodeRevoked) {
+    return MakeError(ErrorCode::kFailedPrecondition, "node " + node_id + " is revoked");
+  }
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(node_id);
+  if (it == streams_.end()) {
+    return MakeError(ErrorCode::kUnavailable, "node " + node_id + " is not connected");
+  }
+  return it->second;
+}
+
+Status Dispatcher::SendTo(const std::string& node_id, const pb::EdgeCommand& cmd) {
+  auto sink = StreamOf(node_id);
+  if (!sink) return std::unexpected(sink.error());
+  if (!(*sink)->Send(cmd)) {
+    return MakeError(ErrorCode::kUnavailable, "node " + node_id + " is not connected");
+  }
+  return OkStatus();
+}
+
+Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
+                                       std::shared_ptr<CommandObserver> observer) {
+  if (spec.tool.empty()) return MakeError(ErrorCode::kInvalidArgument, "tool is required");
+  if (spec.deadline.count() < 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "deadline " + std::to_string(spec.deadline.count()) + " ms is negative");
+  }
+  auto args = StructFromJsonObject(spec.args_json, "args");
+  if (!args) return std::unexpected(args.error());
+  auto sink = StreamOf(spec.node_id);
+  if (!sink) return std::unexpected(sink.error());
+  auto edge = store_.GetEdgeNode(spec.node_id);
+  if (!edge) return std::unexpected(edge.error());
+  if (!*edge) {
+    return MakeError(ErrorCode::kUnavailable, "node " + spec.node_id + " is not connected");
+  }
+
+  const std::string id = NewUuidV4();
+  auto user_token = tokens_.MintInvokeToken(id, spec.node_id, (*edge)->tenant_id, spec.deadline);
+  if (!user_token) return std::unexpected(user_token.error());
+  pb::EdgeCommand cmd;
+  auto* inv = cmd.mutable_invoke_tool();
+  inv->set_command_id(id);
+  inv->set_security_context_name(spec.security_context);
+  auto* seal = inv->mutable_seal_envelope();
+  seal->set_user_security_token(*user_token);
+  seal->set_tenant_id((*edge)->tenant_id);
+  seal->set_security_context_name(spec.security_context);
+  inv->set_tool_name(spec.tool);
+  *inv->mutable_args() = std::move(*args);
+  if (spec.deadline.count() > 0) SetDuration(inv->mutable_deadline(), spec.deadline);
+  // The node would refuse a larger message (and the controller could not send it): refuse it
+  // here, before anything is stored.
+  if (const size_t size = cmd.ByteSizeLong(); size > max_message_bytes_) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "InvokeTool for node " + spec.node_id + " would be " + std::to_string(size) +
+                         " bytes, above grpc.max_message_bytes (" +
+                         std::to_string(max_message_bytes_) + " bytes); send smaller args");
+  }
+
+  CommandRecord rec{.command_id = id,
+                    .node_id = spec.node_id,
+                    .tool = spec.tool,
+                    .args_json = spec.args_json.empty() ? "{}" : spec.args_json,
+                    .security_context = spec.security_context,
+                    .deadline_ms = spec.deadline.count(),
+                    .state = kCommandDispatched,
+                    .created_at_ms = ToEpochMillis(clock_.Now())};
+  if (auto st = store_.InsertCommand(rec); !st) return std::unexpected(st.error());
+  if (observer) {
+    {
+      std::lock_guard lock(mu_);
+      waiters_.emplace(id, Waiter{spec.node_id, observer});
+    }
+    observer->OnAccepted(id);
+  }
+  if (!(*sink)->Send(cmd)) {
+    // The stream ended between the lookup and the send: the command never left.
+    (void)store_.CompleteCommand(id, spec.node_id,
+                                 {.outcome = "error",
+                                  .error_code = "UNAVAILABLE",
+                                  .message = "the node disconnected before the command was sent"},
+                                 ToEpochMillis(clock_.Now()));
+    if (observer) Unsubscribe(id, observer.get());
+    return MakeError(ErrorCode::kUnavailable, "node " + spec.node_id + " is not connected");
+  }
+  log::Get("edge")->info("command {} → node {}: {}", id, log::Escape(spec.node_id),
+                         log::Escape(spec.tool));
+  return id;
+}
+
+void Dispatcher::Unsubscribe(const std::string& command_id, const CommandObserver* observer) {
+  std::lock_guard lock(mu_);
+  auto [b, e] = waiters_.equal_range(command_id);
+  for (auto it = b; it != e;) {
+    it = it->second.observer.get() == observer ? waiters_.erase(it) : std::next(it);
+  }
+}
+
+Status Dispatcher::Cancel(const std::string& command_id, const std::string& reason) {
+  if (command_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "command_id is required");
+  auto cmd = store_.GetCommand(command_id);
+  if (!cmd) return std::unexpected(cmd.error());
+  if (!*cmd) return MakeError(ErrorCode::kNotFound, "command " + command_id + " not found");
+  if ((*cmd)->state == kCommandCompleted) {
+    return MakeError(
+        ErrorCode::kFailedPrecondition,
+        "command " + command_id + " already completed (" + (*cmd)->result.outcome + ")");
+  }
+  pb::EdgeCommand c;
+  c.mutable_cancel()->set_command_id(command_id);
+  c.mutable_cancel()->set_reason(reason.empty() ? "cancelled by the operator" : reason);
+  if (auto st = SendTo((*cmd)->node_id, c); !st) return st;
+  log::Get("edge")->info("command {}: cancel sent to node {}", log::Escape(command_id),
+                         log::Escape((*cmd)->node_id));
+  return OkStatus();
+}
+
+Status Dispatcher::Drain(const std::string& node_id) {
+  pb::EdgeCommand c;
+  c.mutable_drain();
+  if (auto st = SendTo(node_id, c); !st) return st;
+  log::Get("edge")->info("node {}: drain sent", log::Escape(node_id));
+  return OkStatus();
+}
+
+Status Dispatcher::Shutdown(const std::string& node_id, std::chrono::milliseconds grace) {
+  if (grace.count() < 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "grace " + std::to_string(grace.count()) + " ms is negative");
+  }
+  pb::EdgeCommand c;
+  SetDuration(c.mutable_shutdown()->mutable_grace(), grace);
+  if (auto st = SendTo(node_id, c); !st) return st;
+  log::Get("edge")->info("node {}: shutdown sent (grace {} ms)", log::Escape(node_id),
+                         grace.count());
+  return OkStatus();
+}
+
+Status Dispatcher::PushConfig(const std::string& node_id, const std::string& delta,
+                              const std::string& version) {
+  if (delta.empty()) return MakeError(ErrorCode::kInvalidArgument, "config delta is empty");
+  pb::EdgeCommand c;
+  c.mutable_push_config()->set_config_delta(delta);
+  c.mutable_push_config()->set_version(version);
+  if (auto st = SendTo(node_id, c); !st) return st;
+  if (auto st = store_.SetConfigVersion(node_id, version); !st) return st;
+  log::Get("edge")->info("node {}: config delta version {} sent ({} bytes)", log::Escape(node_id),
+                         log::Escape(version), delta.size());
+  return OkStatus();
+}
+
+void Dispatcher::OnProgress(const std::string& node_id, const std::string& command_id,
+                            const pb::Chunk& chunk) {
+  std::vector<std::shared_ptr<CommandObserver>> tell;
+  {
+    std::lock_guard lock(mu_);
+    auto [b, e] = waiters_.equal_range(command_id);
+    for (auto it = b; it != e; ++it)
+      if (it->second.node_id == node_id) tell.push_back(it->second.observer);
+  }
+  for (auto& o : tell)
+    o->OnProgress(chunk);
+}
+
+void Dispatcher::OnResult(const std::string& node_id, const std::string& command_id,
+                          const pb::EdgeResult& result) {
+  auto log = log::Get("edge");
+  const auto outcome = OutcomeFromResult(result);
+  auto stored = store_.CompleteCommand(command_id, node_id, outcome, ToEpochMillis(clock_.Now()));
+  if (!stored) {
+    log->warn("node {}: result for command {} not stored: {}", log::Escape(node_id),
+              log::Escape(command_id), log::Escape(stored.error().ToString(), 512));
+    return;
+  }
+  if (!*stored) {
+    log->debug("node {}: duplicate result for command {} ignored (the first one is kept)",
+               log::Escape(node_id), log::Escape(command_id));
+    return;
+  }
+  log->info("command {} on node {} completed: {}", log::Escape(command_id), log::Escape(node_id),
+            outcome.outcome);
+  auto rec = store_.GetCommand(command_id);
+  if (!rec || !*rec) return;
+  std::vector<std::shared_ptr<CommandObserver>> tell;
+  {
+    std::lock_guard lock(mu_);
+    auto [b, e] = waiters_.equal_range(command_id);
+    for (auto it = b; it != e; ++it)
+      tell.push_back(it->second.observer);
+    waiters_.erase(command_id);
+  }
+  for (auto& o : tell)
+    o->OnResult(**rec);
+}
+
+}  // namespace edge::controller

@@ -1,0 +1,120 @@
+// Dispatcher: the controller's command side of the edge stream. Keeps the live ConnectEdge
+// stream of each node (a newer stream of the same node replaces the older, which is finished
+// with ABORTED), assigns command ids (UUIDv4), persists every InvokeTool in the Store BEFORE
+// sending it, sends InvokeTool / Cancel / PushConfig / Drain / Shutdown, stores the first
+// CommandResult of each command (duplicates — e.g. an agent's outbox resending after a
+// reconnect — are ignored, also across controller restarts because the Store decides), and
+// forwards progress and the result to observers (the admin Invoke stream).
+// Owns the stream and observer registrations (shared_ptr); the Store, token authority and
+// clock outlive it. Thread-safe; never calls a sink or observer with its lock held.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "controller/node_tokens.h"
+#include "controller/store.h"
+#include "node_cluster.pb.h"
+
+namespace edge::controller {
+
+// The sending half of one node's ConnectEdge stream (EdgeStream implements it).
+class CommandSink {
+ public:
+  virtual ~CommandSink() = default;
+  // Queues a command; false when the stream is finishing or gone.
+  virtual bool Send(const aegis::cluster::v1::EdgeCommand& command) = 0;
+  // Finishes the stream with `status` (after the write in flight, if any).
+  virtual void Close(const grpc::Status& status) = 0;
+};
+
+// Someone waiting on a command (the admin Invoke stream). Called from gRPC threads.
+class CommandObserver {
+ public:
+  virtual ~CommandObserver() = default;
+  // The command is persisted and about to be sent (before any progress can arrive).
+  virtual void OnAccepted(const std::string& command_id) = 0;
+  virtual void OnProgress(const aegis::cluster::v1::Chunk& chunk) = 0;
+  // The stored command with its (first) result; the observer is unsubscribed after this.
+  virtual void OnResult(const CommandRecord& command) = 0;
+  // The node's stream ended while the command was running; the result may still come after
+  // the node reconnects (the agent keeps it in its outbox).
+  virtual void OnNodeDisconnected(const std::string& node_id) = 0;
+};
+
+struct InvokeSpec {
+  std::string node_id;
+  std::string tool;
+  std::string args_json;  // a JSON object ("" = {})
+  std::string security_context;
+  std::chrono::milliseconds deadline{0};  // 0 = the agent's default timeout
+};
+
+class Dispatcher {
+ public:
+  // `max_message_bytes`: the largest EdgeCommand it sends (grpc.max_message_bytes).
+  Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,
+             size_t max_message_bytes = size_t{16} << 20)
+      : store_(store), tokens_(tokens), clock_(clock), max_message_bytes_(max_message_bytes) {}
+
+  // A node's stream said Hello: it becomes the node's stream; the previous one (if any) is
+  // closed with ABORTED "replaced by a newer stream".
+  void Attach(const std::string& node_id, std::shared_ptr<CommandSink> sink);
+  // The stream ended: forgotten if it is still the node's stream; observers of the node's
+  // running commands are told.
+  void Detach(const std::string& node_id, const CommandSink* sink);
+  bool IsConnected(const std::string& node_id) const;
+  // Closes the node's stream, if any, with `status` (a revoked node).
+  void Disconnect(const std::string& node_id, const grpc::Status& status);
+  // Closes every stream (controller stop).
+  void CloseAll(const grpc::Status& status);
+
+  // Persists and sends an InvokeTool; returns its command id. INVALID_ARGUMENT bad spec (args
+  // not a JSON object, nested deeper than 64, or an InvokeTool above max_message_bytes);
+  // NOT_FOUND unknown node; FAILED_PRECONDITION revoked node; UNAVAILABLE "node N is not
+  // connected" (nothing is persisted). `observer` (may be null) is subscribed before sending.
+  Result<std::string> Invoke(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer);
+  void Unsubscribe(const std::string& command_id, const CommandObserver* observer);
+
+  // Cancel a dispatched command: NOT_FOUND unknown; FAILED_PRECONDITION already completed;
+  // UNAVAILABLE node not connected.
+  Status Cancel(const std::string& command_id, const std::string& reason);
+  // NOT_FOUND unknown node; UNAVAILABLE not connected.
+  Status Drain(const std::string& node_id);
+  Status Shutdown(const std::string& node_id, std::chrono::milliseconds grace);
+  Status PushConfig(const std::string& node_id, const std::string& delta,
+                    const std::string& version);
+
+  // From a node's stream (already authenticated as `node_id`).
+  void OnProgress(const std::string& node_id, const std::string& command_id,
+                  const aegis::cluster::v1::Chunk& chunk);
+  void OnResult(const std::string& node_id, const std::string& command_id,
+                const aegis::cluster::v1::EdgeResult& result);
+
+ private:
+  // The node's stream, or NOT_FOUND / FAILED_PRECONDITION / UNAVAILABLE.
+  Result<std::shared_ptr<CommandSink>> StreamOf(const std::string& node_id);
+  Status SendTo(const std::string& node_id, const aegis::cluster::v1::EdgeCommand& cmd);
+
+  Store& store_;
+  NodeTokenAuthority& tokens_;
+  Clock& clock_;
+  const size_t max_message_bytes_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<CommandSink>> streams_;
+  struct Waiter {
+    std::string node_id;
+    std::shared_ptr<CommandObserver> observer;
+  };
+  std::multimap<std::string, Waiter> waiters_;  // command id → observers
+};
+
+}  // namespace edge::controller

@@ -1,0 +1,248 @@
+#include "controller/edge_stream.h"
+
+#include "agent/identity/envelope_codec.h"
+#include "common/log.h"
+#include "controller/edge_attestation.h"
+#include "controller/edge_codec.h"
+#include "controller/grpc_status.h"
+#include "controller/node_cluster_service.h"
+#include "controller/peer_identity.h"
+
+namespace edge::controller {
+
+namespace pb = aegis::cluster::v1;
+
+namespace {
+
+grpc::Status Unauthenticated(const std::string& why) {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, why);
+}
+
+std::optional<std::string> BearerToken(const grpc::CallbackServerContext& ctx) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return std::nullopt;
+  std::string v(it->second.data(), it->second.size());
+  if (v.size() < 7) return std::nullopt;
+  std::string scheme = v.substr(0, 7);
+  for (auto& c : scheme)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "bearer ") return std::nullopt;
+  return v.substr(7);
+}
+
+}  // namespace
+
+grpc::ServerBidiReactor<pb::EdgeEvent, pb::EdgeCommand>* EdgeStream::Start(
+    grpc::CallbackServerContext* ctx, EdgeStreamDeps deps) {
+  auto stream = std::make_shared<EdgeStream>(ctx, deps);
+  stream->self_ = stream;
+  stream->Begin();
+  return stream.get();
+}
+
+void EdgeStream::Begin() {
+  auto log = log::Get("edge");
+  auto refused = [&](const std::string& line) {
+    if (deps_.refusals) {
+      deps_.refusals->Warn(log, NodeClusterServiceImpl::PeerAddress(ctx_->peer()), line);
+    } else {
+      log->warn("{}", line);
+    }
+  };
+  auto token = BearerToken(*ctx_);
+  if (!token) {
+    refused("ConnectEdge from " + log::Escape(ctx_->peer()) + " refused: no bearer token");
+    Close(Unauthenticated("metadata \"authorization: Bearer <node security token>\" is required"));
+    return;
+  }
+  auto claims = deps_.tokens.Verify(*token, TokenUse::kNewSession);
+  if (!claims) {
+    refused("ConnectEdge from " + log::Escape(ctx_->peer()) +
+            " refused: " + log::Escape(claims.error().message, 512));
+    Close(Unauthenticated(claims.error().message));
+    return;
+  }
+  auto cn = PeerCommonName(*ctx_);
+  if (!cn) {
+    Close(Unauthenticated("a client certificate issued by this controller is required"));
+    return;
+  }
+  if (*cn != claims->node_id) {
+    log->warn("ConnectEdge refused: token of node {} presented with the certificate of {}",
+              log::Escape(claims->node_id), log::Escape(*cn));
+    Close(Unauthenticated("the bearer token is for node \"" + claims->node_id +
+                          "\", the client certificate for \"" + *cn + "\""));
+    return;
+  }
+  node_id_ = claims->node_id;
+  StartRead(&in_);
+}
+
+grpc::Status EdgeStream::Authenticate(const pb::EdgeEvent& event) {
+  const auto now = deps_.clock.Now();
+  auto edge = deps_.store.GetEdgeNode(node_id_);
+  if (!edge) return ToGrpcStatus(edge.error());
+  if (!*edge) return Unauthenticated("node \"" + node_id_ + "\" is not edge-enrolled");
+  const auto keys = EdgeAttestation::ActiveKeys(**edge, ToEpochMillis(now));
+  auto header = identity::EnvelopeCodec::VerifyEvent(event, node_id_, stream_id_, keys, now);
+  if (!header) return Unauthenticated("envelope refused: " + header.error().message);
+  const auto* env = identity::EnvelopeCodec::EnvelopeOf(event);
+  auto claims = deps_.tokens.Verify(env->node_security_token(),
+                                    attached_ ? TokenUse::kOpenStream : TokenUse::kNewSession);
+  if (!claims) return Unauthenticated("envelope refused: " + claims.error().message);
+  if (claims->node_id != node_id_) {
+    return Unauthenticated("envelope refused: its token is for node \"" + claims->node_id + "\"");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
+  if (event.event_case() == pb::EdgeEvent::EVENT_NOT_SET) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty EdgeEvent");
+  }
+  if (!attached_ && !event.has_hello()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message on ConnectEdge must be Hello");
+  }
+  if (attached_ && event.has_hello()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "Hello may only be the first message on a stream");
+  }
+  if (event.has_hello() &&
+      (event.hello().stream_id().empty() || event.hello().stream_id().size() > 128)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "Hello.stream_id has " + std::to_string(event.hello().stream_id().size()) +
+                            " characters: it must be a UUID, 1 to 128 characters");
+  }
+  if (auto st = Authenticate(event); !st.ok()) return st;
+
+  const int64_t now_ms = ToEpochMillis(deps_.clock.Now());
+  auto stored = [](const Status& st) { return st ? grpc::Status::OK : ToGrpcStatus(st.error()); };
+  switch (event.event_case()) {
+    case pb::EdgeEvent::kHello: {
+      const auto& caps = event.hello().capabilities();
+      if (auto st = stored(deps_.store.RecordHello(node_id_, CapabilitiesToJson(caps),
+                                                   IsDraining(caps), now_ms));
+          !st.ok()) {
+        return st;
+      }
+      stream_id_ = event.hello().stream_id();
+      attached_ = true;
+      deps_.dispatcher.Attach(node_id_, shared_from_this());
+      log::Get("edge")->info("node {} connected (stream {}, {}/{}, {} tools)",
+                             log::Escape(node_id_), log::Escape(stream_id_), log::Escape(caps.os()),
+                             log::Escape(caps.arch()), caps.local_tools_size());
+      return grpc::Status::OK;
+    }
+    case pb::EdgeEvent::kHeartbeat:
+      return stored(deps_.store.RecordHeartbeat(node_id_, now_ms));
+    case pb::EdgeEvent::kCapabilityUpdate: {
+      const auto& caps = event.capability_update().capabilities();
+      if (IsDraining(caps)) log::Get("edge")->info("node {} is draining", log::Escape(node_id_));
+      return stored(
+          deps_.store.UpdateCapabilities(node_id_, CapabilitiesToJson(caps), IsDraining(caps)));
+    }
+    case pb::EdgeEvent::kCommandProgress:
+      if (event.command_progress().command_id().empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "CommandProgress.command_id is required");
+      }
+      deps_.dispatcher.OnProgress(node_id_, event.command_progress().command_id(),
+                                  event.command_progress().chunk());
+      return grpc::Status::OK;
+    case pb::EdgeEvent::kCommandResult:
+      if (event.command_result().command_id().empty()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "CommandResult.command_id is required");
+      }
+      deps_.dispatcher.OnResult(node_id_, event.command_result().command_id(),
+                                event.command_result().result());
+      return grpc::Status::OK;
+    case pb::EdgeEvent::EVENT_NOT_SET:
+      break;
+  }
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty EdgeEvent");
+}
+
+void EdgeStream::OnReadDone(bool ok) {
+  {
+    std::lock_guard lock(mu_);
+    if (finished_ || finish_after_write_) return;
+  }
+  if (!ok) {
+    Close(grpc::Status::OK);  // the node closed its side (or the call broke)
+    return;
+  }
+  auto st = Handle(in_);
+  if (!st.ok()) {
+    log::Get("edge")->warn("ConnectEdge of node {} ended: {} ({})", log::Escape(node_id_),
+                           log::Escape(st.error_message(), 512), static_cast<int>(st.error_code()));
+    Close(st);
+    return;
+  }
+  StartRead(&in_);
+}
+
+bool EdgeStream::Send(const pb::EdgeCommand& command) {
+  {
+    std::lock_guard lock(mu_);
+    if (finished_ || finish_after_write_) return false;
+    if (writing_) {
+      queue_.push_back(command);
+      return true;
+    }
+    writing_ = true;
+    writing_msg_ = command;
+  }
+  StartWrite(&writing_msg_);
+  return true;
+}
+
+void EdgeStream::OnWriteDone(bool ok) {
+  std::optional<grpc::Status> finish;
+  bool next = false;
+  {
+    std::lock_guard lock(mu_);
+    if (!ok) queue_.clear();  // the call is broken; the read side ends it
+    if (finish_after_write_) {
+      finish = std::move(finish_after_write_);
+      finish_after_write_.reset();
+      finished_ = true;
+      writing_ = false;
+    } else if (!queue_.empty() && !finished_) {
+      writing_msg_ = std::move(queue_.front());
+      queue_.pop_front();
+      next = true;
+    } else {
+      writing_ = false;
+    }
+  }
+  if (finish) Finish(*finish);
+  if (next) StartWrite(&writing_msg_);
+}
+
+void EdgeStream::Close(const grpc::Status& status) {
+  {
+    std::lock_guard lock(mu_);
+    if (finished_ || finish_after_write_) return;
+    queue_.clear();
+    if (writing_) {
+      finish_after_write_ = status;  // OnWriteDone finishes
+      return;
+    }
+    finished_ = true;
+  }
+  Finish(status);
+}
+
+void EdgeStream::OnDone() {
+  if (attached_) {
+    deps_.dispatcher.Detach(node_id_, this);
+    log::Get("edge")->info("node {} disconnected (stream {})", log::Escape(node_id_),
+                           log::Escape(stream_id_));
+  }
+  auto last = std::move(self_);  // may destroy this when it goes out of scope
+}
+
+}  // namespace edge::controller

@@ -1,0 +1,77 @@
+// One ConnectEdge stream on the controller (wire.md §2.3–§2.4): a ServerBidiReactor that
+// authenticates the call (metadata `authorization: Bearer <NodeSecurityToken>` whose sub is
+// the client certificate's CN, else UNAUTHENTICATED), requires Hello first (else
+// INVALID_ARGUMENT), verifies every EdgeEvent's envelope (signature by the node's registered
+// key(s), node id = the token's sub, stream id = the Hello's, timestamp ±60 s, and a valid
+// token of the node — else UNAUTHENTICATED), records Hello/Heartbeat/CapabilityUpdate in the
+// Store and hands progress and results to the Dispatcher. Commands go out through one
+// outbound queue with one write in flight. Keeps itself alive (self reference) until gRPC's
+// OnDone; the Dispatcher may hold it longer, Send then returns false.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "controller/dispatcher.h"
+#include "controller/node_tokens.h"
+#include "controller/refusal_log.h"
+#include "controller/store.h"
+#include "node_cluster.grpc.pb.h"
+
+namespace edge::controller {
+
+struct EdgeStreamDeps {
+  Store& store;
+  NodeTokenAuthority& tokens;
+  Dispatcher& dispatcher;
+  Clock& clock;
+  RefusalLog* refusals = nullptr;  // rate-limits the log lines of refused streams
+};
+
+class EdgeStream final : public grpc::ServerBidiReactor<aegis::cluster::v1::EdgeEvent,
+                                                        aegis::cluster::v1::EdgeCommand>,
+                         public CommandSink,
+                         public std::enable_shared_from_this<EdgeStream> {
+ public:
+  // Creates the reactor for a new call and starts it (authenticates, then reads).
+  static grpc::ServerBidiReactor<aegis::cluster::v1::EdgeEvent, aegis::cluster::v1::EdgeCommand>*
+  Start(grpc::CallbackServerContext* ctx, EdgeStreamDeps deps);
+
+  EdgeStream(grpc::CallbackServerContext* ctx, EdgeStreamDeps deps) : ctx_(ctx), deps_(deps) {}
+
+  bool Send(const aegis::cluster::v1::EdgeCommand& command) override;
+  void Close(const grpc::Status& status) override;
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  void Begin();
+  // Checks and applies one event; a non-OK status ends the stream.
+  grpc::Status Handle(const aegis::cluster::v1::EdgeEvent& event);
+  grpc::Status Authenticate(const aegis::cluster::v1::EdgeEvent& event);
+
+  grpc::CallbackServerContext* ctx_;
+  EdgeStreamDeps deps_;
+  std::shared_ptr<EdgeStream> self_;
+  std::string node_id_;    // the token's sub (= certificate CN)
+  std::string stream_id_;  // from the Hello
+  bool attached_ = false;
+  aegis::cluster::v1::EdgeEvent in_;
+
+  std::mutex mu_;
+  std::deque<aegis::cluster::v1::EdgeCommand> queue_;
+  aegis::cluster::v1::EdgeCommand writing_msg_;
+  bool writing_ = false;
+  bool finished_ = false;  // Finish called (or about to be)
+  std::optional<grpc::Status> finish_after_write_;
+};
+
+}  // namespace edge::controller

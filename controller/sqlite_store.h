@@ -1,0 +1,82 @@
+// Store on an embedded SQLite database (data_dir/controller.db, 0600, WAL), with a
+// versioned schema applied by ordered migrations. Thread-safe: one connection, one mutex;
+// single-winner transitions are conditional UPDATEs inside BEGIN IMMEDIATE transactions, so
+// they also hold between processes sharing the file.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "controller/store.h"
+
+struct sqlite3;
+
+namespace edge::controller {
+
+class SqliteStore final : public Store {
+ public:
+  // Opens (creating if needed) and migrates the database at `path`.
+  static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  ~SqliteStore() override;
+
+  int schema_version() const { return schema_version_; }
+
+  Status InsertJoinToken(const JoinTokenRecord& rec) override;
+  Result<std::optional<JoinTokenRecord>> FindJoinTokenByHash(const std::string& hash) override;
+  Result<JoinTokenRecord> ConsumeJoinToken(const std::string& hash, const std::string& node_id,
+                                           int64_t now_ms) override;
+  Status UnconsumeJoinToken(const std::string& hash) override;
+  Status RevokeJoinToken(const std::string& token_id, int64_t now_ms) override;
+  Result<std::vector<JoinTokenRecord>> ListJoinTokens(bool include_inactive,
+                                                      int64_t now_ms) override;
+
+  Status UpsertNode(const NodeRecord& node) override;
+  Result<std::optional<NodeRecord>> GetNode(const std::string& node_id) override;
+  Result<std::vector<NodeRecord>> ListNodes() override;
+  Status SetNodeState(const std::string& node_id, const std::string& state) override;
+
+  Result<EdgeNodeRecord> EnrollEdgeNode(const EdgeEnrollment& enrollment) override;
+  Result<std::optional<EdgeNodeRecord>> GetEdgeNode(const std::string& node_id) override;
+  Result<std::vector<EdgeNodeRecord>> ListEdgeNodes() override;
+  Status RecordHello(const std::string& node_id, const std::string& capabilities_json,
+                     bool draining, int64_t now_ms) override;
+  Status RecordHeartbeat(const std::string& node_id, int64_t now_ms) override;
+  Status UpdateCapabilities(const std::string& node_id, const std::string& capabilities_json,
+                            bool draining) override;
+  Status SetConfigVersion(const std::string& node_id, const std::string& version) override;
+  Result<std::vector<std::string>> MarkStaleNodes(int64_t cutoff_ms) override;
+  Status RevokeNode(const std::string& node_id, int64_t now_ms) override;
+
+  Status InsertNodeToken(const NodeTokenRecord& token) override;
+  Result<std::optional<NodeTokenRecord>> GetNodeToken(const std::string& jti) override;
+  Result<EdgeNodeRecord> RotateEdgeKey(const KeyRotation& rotation) override;
+  Status PruneExpired(int64_t cutoff_ms) override;
+
+  Status InsertCommand(const CommandRecord& command) override;
+  Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
+                               const CommandOutcomeRecord& result, int64_t now_ms) override;
+  Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) override;
+  Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id, int limit) override;
+
+ private:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  Status Migrate();
+  Status Exec(const std::string& sql);
+  Error DbError(const std::string& what) const;
+  // Callers hold mu_.
+  Result<std::optional<EdgeNodeRecord>> GetEdgeNodeLocked(const std::string& node_id);
+  // The state of a node id the controller knows ("edge-enrolled" for an edge identity
+  // without a nodes row), nullopt for a new id.
+  Result<std::optional<std::string>> KnownNodeStateLocked(const std::string& node_id);
+  Status InsertNodeTokenLocked(const NodeTokenRecord& token);
+  // Runs `body` inside BEGIN IMMEDIATE … COMMIT, rolling back when it fails. Caller holds mu_.
+  template <typename T, typename F>
+  Result<T> InTransaction(F&& body);
+
+  std::mutex mu_;
+  sqlite3* db_;
+  int schema_version_ = 0;
+};
+
+}  // namespace edge::controller
