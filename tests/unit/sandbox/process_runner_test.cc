@@ -790,9 +790,12 @@ TEST_F(ProcessRunnerTest, ForkBombAsRootIsLimitedByTheCgroup) {
   if (!runner.Isolation().starts_with("cgroup v1 pids")) {
     GTEST_SKIP() << "no cgroup v1 pids here: " << runner.Isolation();
   }
-  ProcessSpec spec = Sh("b() { b | b & }; b; wait");
+  // The leader stays a second: `wait` would only wait for its own children, which return at
+  // once after starting more bombs, and the cgroup kill that follows the leader's exit could
+  // end the bomb before it ever met the limit.
+  ProcessSpec spec = Sh("b() { b | b & }; b; sleep 1");
   spec.max_processes = 16;
-  spec.timeout = 2s;
+  spec.timeout = 5s;
   spec.kill_grace = 100ms;
   Outcome run;
   io_.restart();
@@ -805,7 +808,10 @@ TEST_F(ProcessRunnerTest, ForkBombAsRootIsLimitedByTheCgroup) {
       [&](Result<ProcessResult> r) { run.result = std::move(r); });
   io_.run();
   ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
-  EXPECT_NE(run.err.find("fork"), std::string::npos) << "the limit was never hit: " << run.err;
+  EXPECT_NE(run.err.find("fork"), std::string::npos)
+      << "the limit was never hit: " << run.err << " exit " << (*run.result)->exit_code
+      << " signal " << (*run.result)->signal << " stderr_bytes " << (*run.result)->stderr_bytes
+      << " timed_out " << (*run.result)->timed_out << " wall " << (*run.result)->wall_time.count();
   EXPECT_LT((*run.result)->wall_time, 15s);
   EXPECT_TRUE(GroupMembers((*run.result)->pid).empty());
   for (const auto& e : fs::directory_iterator("/sys/fs/cgroup/pids/edge-agent")) {
