@@ -442,7 +442,8 @@ AgentConfigResult LoadText(const std::string& text, const std::string& source_na
 
 const std::vector<std::string_view>& BuiltinTools() {
   static const std::vector<std::string_view> kTools = {
-      "exec", "file.read", "file.write", "file.list", "file.stat", "file.delete", "sysinfo"};
+      "exec",        "file.read", "file.write", "file.list", "file.stat",
+      "file.delete", "file.move", "file.chmod", "file.glob", "sysinfo"};
   return kTools;
 }
 

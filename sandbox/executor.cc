@@ -22,6 +22,12 @@ using json = nlohmann::json;
 using std::chrono::milliseconds;
 
 constexpr const char* kDefaultSandbox = "_default";
+
+// The resource a lease for `sandbox_id` names: the sandbox, or "_default" for the default
+// workspace.
+std::string_view LeaseResource(std::string_view sandbox_id) {
+  return sandbox_id.empty() ? std::string_view(kDefaultSandbox) : sandbox_id;
+}
 constexpr const char* kShutdownReason = "agent shutdown";
 
 InvokeResult ErrorResult(std::string command_id, Error error) {
@@ -43,67 +49,6 @@ InvokeResult CancelledBeforeStart(std::string command_id, const CancelSource& so
 }
 
 }  // namespace
-
-std::string_view OutcomeName(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kOk:
-      return "ok";
-    case Outcome::kError:
-      return "error";
-    case Outcome::kTimedOut:
-      return "timed_out";
-    case Outcome::kCancelled:
-      return "cancelled";
-  }
-  return "error";
-}
-
-json InvokeResult::ToJson() const {
-  return json{{"command_id", command_id},
-              {"outcome", OutcomeName(outcome)},
-              {"exit_code", exit_code},
-              {"signal", signal},
-              {"payload", payload},
-              {"error_code", ErrorCodeName(error.code)},
-              {"error_message", error.message},
-              {"duration_ms", duration.count()},
-              {"timeout_ms", timeout.count()},
-              {"output_truncated", output_truncated},
-              {"peak_rss_kb", peak_rss_kb},
-              {"reason", reason}};
-}
-
-Result<InvokeResult> InvokeResult::FromJson(const json& j) {
-  try {
-    InvokeResult r;
-    r.command_id = j.at("command_id").get<std::string>();
-    std::string outcome = j.at("outcome").get<std::string>();
-    if (outcome == "ok") {
-      r.outcome = Outcome::kOk;
-    } else if (outcome == "error") {
-      r.outcome = Outcome::kError;
-    } else if (outcome == "timed_out") {
-      r.outcome = Outcome::kTimedOut;
-    } else if (outcome == "cancelled") {
-      r.outcome = Outcome::kCancelled;
-    } else {
-      return MakeError(ErrorCode::kInvalidArgument, "outcome '" + outcome + "' is not known");
-    }
-    r.exit_code = j.at("exit_code").get<int>();
-    r.signal = j.at("signal").get<int>();
-    r.payload = j.at("payload");
-    r.error.code = ErrorCodeFromName(j.at("error_code").get<std::string>());
-    r.error.message = j.at("error_message").get<std::string>();
-    r.duration = milliseconds(j.at("duration_ms").get<int64_t>());
-    r.timeout = milliseconds(j.value("timeout_ms", int64_t{0}));  // absent in older entries
-    r.output_truncated = j.at("output_truncated").get<bool>();
-    r.peak_rss_kb = j.at("peak_rss_kb").get<long>();
-    r.reason = j.at("reason").get<std::string>();
-    return r;
-  } catch (const json::exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string("stored result: ") + e.what());
-  }
-}
 
 struct Executor::Inflight {
   uint64_t id = 0;
@@ -316,7 +261,7 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   auto workspace = Workspace(request.sandbox_id);
   if (!workspace) return Finish(job, ErrorResult(command_id, workspace.error()));
   if (request.lease) {
-    std::string resource = request.sandbox_id.empty() ? kDefaultSandbox : request.sandbox_id;
+    const std::string resource(LeaseResource(request.sandbox_id));
     job->resource = resource;
     if (auto st = AcceptLease(&*request.lease, resource); !st) {
       return Finish(job, ErrorResult(command_id, st.error()));
@@ -562,6 +507,35 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
       r.payload = json{{"path", args->path}, {"deleted", true}};
       return r;
     }
+    case ToolKind::kFileMove: {
+      if (auto st = files.Move(args->path, args->new_path); !st) return fail(st.error());
+      r.payload = json{{"old_path", args->path}, {"new_path", args->new_path}, {"moved", true}};
+      return r;
+    }
+    case ToolKind::kFileChmod: {
+      if (auto st = files.Chmod(args->path, args->mode); !st) return fail(st.error());
+      r.payload = json{{"path", args->path}, {"mode", args->mode}};
+      return r;
+    }
+    case ToolKind::kFileGlob: {
+      auto matches = files.Glob(args->path);
+      if (!matches) return fail(matches.error());
+      // Each match as text; a name that is not UTF-8 is listed again, exactly, in
+      // matches_base64 (same index), as PutBytes does for one field.
+      json arr = json::array();
+      json raw = json::array();
+      bool any_raw = false;
+      for (const auto& m : *matches) {
+        json one = json::object();
+        PutBytes(one, "m", m);
+        arr.push_back(one["m"]);
+        any_raw = any_raw || one.contains("m_base64");
+        raw.push_back(one.value("m_base64", Base64Encode(m)));
+      }
+      r.payload = json{{"matches", std::move(arr)}};
+      if (any_raw) r.payload["matches_base64"] = std::move(raw);
+      return r;
+    }
     default:
       return fail(Error{ErrorCode::kInternal, "tool '" + tool.name + "' has no file action"});
   }
@@ -627,7 +601,7 @@ Result<FileService> Executor::Files(std::string_view sandbox_id) const {
   return FileService(std::move(*root), options_.max_output_bytes);
 }
 
-edge::Status Executor::AcceptLease(const Lease* lease, std::string_view resource_id) {
+edge::Status Executor::AcceptLease(const Lease* lease, std::string_view resource_id) const {
   return leases_->Accept(lease, options_.own_id, resource_id, clock_.Now());
 }
 
@@ -703,80 +677,58 @@ Result<Lease> Executor::RenewLease(const Lease& renewed) {
   return renewed;
 }
 
+template <typename Fn>
+auto Executor::OnFiles(std::string_view sandbox_id, const Lease* lease, Fn&& fn) const
+    -> std::invoke_result_t<Fn, FileService&> {
+  using R = std::invoke_result_t<Fn, FileService&>;
+  auto files = Files(sandbox_id);
+  if (!files) return R(std::unexpected(files.error()));
+  if (lease != nullptr) {
+    if (auto st = AcceptLease(lease, LeaseResource(sandbox_id)); !st) {
+      return R(std::unexpected(st.error()));
+    }
+  }
+  return fn(*files);
+}
+
 edge::Status Executor::WriteFile(std::string_view sandbox_id, std::string_view path,
                                  std::string_view content, std::string_view mode,
                                  const Lease* lease) {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  if (lease != nullptr) {
-    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
-      return st;
-    }
-  }
-  return files->Write(path, content, mode);
+  return OnFiles(sandbox_id, lease, [&](FileService& f) { return f.Write(path, content, mode); });
 }
 
 Result<std::string> Executor::ReadFile(std::string_view sandbox_id, std::string_view path,
                                        uint64_t offset, std::optional<uint64_t> length) const {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  return files->Read(path, offset, length);
+  return OnFiles(sandbox_id, nullptr, [&](FileService& f) { return f.Read(path, offset, length); });
 }
 
 Result<std::vector<FileInfo>> Executor::ListFiles(std::string_view sandbox_id,
                                                   std::string_view path) const {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  return files->List(path);
+  return OnFiles(sandbox_id, nullptr, [&](FileService& f) { return f.List(path); });
 }
 
 Result<FileInfo> Executor::StatFile(std::string_view sandbox_id, std::string_view path) const {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  return files->Stat(path);
+  return OnFiles(sandbox_id, nullptr, [&](FileService& f) { return f.Stat(path); });
 }
 
 edge::Status Executor::DeleteFile(std::string_view sandbox_id, std::string_view path,
                                   bool recursive, const Lease* lease) {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  if (lease != nullptr) {
-    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
-      return st;
-    }
-  }
-  return files->Delete(path, recursive);
+  return OnFiles(sandbox_id, lease, [&](FileService& f) { return f.Delete(path, recursive); });
 }
 
 edge::Status Executor::MoveFile(std::string_view sandbox_id, std::string_view from,
                                 std::string_view to, const Lease* lease) {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  if (lease != nullptr) {
-    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
-      return st;
-    }
-  }
-  return files->Move(from, to);
+  return OnFiles(sandbox_id, lease, [&](FileService& f) { return f.Move(from, to); });
 }
 
 edge::Status Executor::ChmodFile(std::string_view sandbox_id, std::string_view path,
                                  std::string_view mode, const Lease* lease) {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  if (lease != nullptr) {
-    if (auto st = AcceptLease(lease, sandbox_id.empty() ? kDefaultSandbox : sandbox_id); !st) {
-      return st;
-    }
-  }
-  return files->Chmod(path, mode);
+  return OnFiles(sandbox_id, lease, [&](FileService& f) { return f.Chmod(path, mode); });
 }
 
 Result<std::vector<std::string>> Executor::Glob(std::string_view sandbox_id,
                                                 std::string_view pattern) const {
-  auto files = Files(sandbox_id);
-  if (!files) return std::unexpected(files.error());
-  return files->Glob(pattern);
+  return OnFiles(sandbox_id, nullptr, [&](FileService& f) { return f.Glob(pattern); });
 }
 
 Result<std::vector<std::string>> Executor::Logs(std::string_view sandbox_id, size_t n) {

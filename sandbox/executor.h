@@ -31,6 +31,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -39,7 +40,9 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "sandbox/cancel.h"
+#include "sandbox/executor_api.h"
 #include "sandbox/executor_options.h"
+#include "sandbox/executor_types.h"
 #include "sandbox/file_service.h"
 #include "sandbox/idempotency_store.h"
 #include "sandbox/lease_table.h"
@@ -55,71 +58,8 @@
 
 namespace edge::sandbox {
 
-// Output chunks of a running command, with back-pressure (see OutputSink).
-using ChunkSink = OutputSink;
-
-struct InvokeRequest {
-  std::string command_id;  // "" = no idempotency
-  std::string tool;        // "exec", "file.read", ..., or a config tool
-  nlohmann::json args = nlohmann::json::object();
-  // "" = the config tool's own context, else "default". A config tool's own context always
-  // binds; naming another one can only narrow it (SecurityContexts::Resolve).
-  std::string security_context;
-  // The caller's roles from its verified user token; nullopt = not verified (a context that
-  // requires a role refuses then).
-  std::optional<std::vector<std::string>> caller_roles;
-  std::string sandbox_id;      // "" = the default workspace <sandbox_root>/_default/root
-  std::optional<Lease> lease;  // checked (and accepted) before the work starts
-  std::optional<std::chrono::milliseconds> timeout;  // overrides the tool's and exec's
-  bool collect_output = true;  // put stdout/stderr (up to the cap) in the exec payload
-  // With collect_output: keep only the last N bytes of each stream in the payload (0 = all,
-  // up to the output cap), for a door that streams the output and returns just its tail.
-  // When bytes were dropped the payload says "output_truncated": true.
-  size_t collect_tail_bytes = 0;
-  // The door's own concurrency cap (edge.max_concurrent_commands, …), counted by the executor
-  // per door name like every other cap: RESOURCE_EXHAUSTED naming `key` past `max_concurrent`.
-  // No door = only the executor-wide and per-context caps.
-  struct DoorLimit {
-    std::string door;  // "edge", "worker", "compute"
-    std::string key;   // the config key, for the message
-    size_t max_concurrent = 0;
-  };
-  std::optional<DoorLimit> door_limit;
-  // The largest result the door can carry (0 = no limit of its own): file.read refuses,
-  // before reading, a range whose base64 payload would not fit (RESOURCE_EXHAUSTED naming the
-  // size and the limit), so a door never has to drop an oversized answer.
-  uint64_t max_result_bytes = 0;
-};
-
-enum class Outcome { kOk, kError, kTimedOut, kCancelled };
-// "ok", "error", "timed_out", "cancelled".
-std::string_view OutcomeName(Outcome outcome);
-
-struct InvokeResult {
-  std::string command_id;
-  Outcome outcome = Outcome::kOk;
-  int exit_code = 0;  // processes: the exit code, -1 when ended by a signal
-  int signal = 0;
-  nlohmann::json payload;  // exec: {exit_code, signal, stdout, stderr}; file/sysinfo: the data
-  Error error{ErrorCode::kOk, ""};  // set unless outcome is kOk
-  std::chrono::milliseconds duration{0};
-  std::chrono::milliseconds timeout{0};  // the time limit that applied; 0 = none known
-  bool output_truncated = false;
-  long peak_rss_kb = 0;
-  std::string reason;     // why it was cancelled
-  bool replayed = false;  // returned from the idempotency store, not run again
-  // Refused because this command_id is running already (through any door): that run's one
-  // result is the answer, this is not. Never stored.
-  bool already_running = false;
-
-  nlohmann::json ToJson() const;
-  static Result<InvokeResult> FromJson(const nlohmann::json& j);
-};
-
-class Executor {
+class Executor final : public ExecutorApi {
  public:
-  using DoneCallback = std::function<void(InvokeResult)>;
-
   // Opens the state (creating data_dir/state and the sandbox root), kills process groups a
   // previous agent left behind, and validates the options: INVALID_ARGUMENT naming the field
   // (empty data_dir or own_id, unknown provider, bad tool template or security context).
@@ -138,11 +78,12 @@ class Executor {
   // (tool, context, sandbox), PERMISSION_DENIED (tool not allowed), LEASE_REJECTED,
   // INVALID_ARGUMENT / PATH_OUTSIDE_ROOT (args), and the tool's own outcome. A command_id that
   // already completed returns its stored result with `replayed` set.
-  void Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_chunk, DoneCallback done);
+  void Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_chunk,
+              DoneCallback done) override;
   // The stored result of a command_id that already completed (with `replayed` set), nullopt
   // when there is none — what Invoke would return for it. Lets a door answer a repeat before
   // its own admission rules (drain, caps) would refuse it.
-  Result<std::optional<InvokeResult>> StoredResult(const std::string& command_id) const;
+  Result<std::optional<InvokeResult>> StoredResult(const std::string& command_id) const override;
 
   // Exec on a sandbox (tool "exec", `args` as for it): streams through `on_chunk` and appends
   // the output to the sandbox's console log. Same rules as Invoke.
@@ -151,15 +92,17 @@ class Executor {
 
   // Sandboxes. Spawn and Destroy need a lease for the sandbox id, accepted before anything
   // is created or removed.
-  Result<SandboxInfo> Spawn(const SpawnRequest& request, const Lease* lease);
-  Result<SandboxInfo> Destroy(std::string_view sandbox_id, const Lease* lease);
-  Result<SandboxInfo> Status(std::string_view sandbox_id) const;
-  Result<std::vector<SandboxInfo>> List() const;
+  Result<SandboxInfo> Spawn(const SpawnRequest& request, const Lease* lease) override;
+  Result<SandboxInfo> Destroy(std::string_view sandbox_id, const Lease* lease) override;
+  Result<SandboxInfo> Status(std::string_view sandbox_id) const override;
+  Result<std::vector<SandboxInfo>> List() const override;
   // A renewed lease from the control plane replaces the current one (LeaseTable::Renew).
-  Result<Lease> RenewLease(const Lease& renewed);
+  Result<Lease> RenewLease(const Lease& renewed) override;
 
-  // Files of a sandbox ("" = the default workspace). A given lease is accepted before a
-  // mutation; reads ignore it.
+  // Files of a sandbox ("" = the default workspace), on the caller's thread, for local use
+  // and the executor's tests. Doors do not call these: they run the file tools (file.read,
+  // file.write, …) through Invoke, admitted and scheduled like any command. A given lease is
+  // accepted before a mutation; reads ignore it.
   edge::Status WriteFile(std::string_view sandbox_id, std::string_view path,
                          std::string_view content, std::string_view mode, const Lease* lease);
   Result<std::string> ReadFile(std::string_view sandbox_id, std::string_view path,
@@ -175,23 +118,23 @@ class Executor {
   Result<std::vector<std::string>> Glob(std::string_view sandbox_id,
                                         std::string_view pattern) const;
   // The last `n` lines of the sandbox's console log.
-  Result<std::vector<std::string>> Logs(std::string_view sandbox_id, size_t n);
+  Result<std::vector<std::string>> Logs(std::string_view sandbox_id, size_t n) override;
 
   // Whether `command_id` is running now (through any door): a door ignores a duplicate
   // before its own checks, so that a refusal of the duplicate never races the real result.
-  bool IsRunning(const std::string& command_id) const;
+  bool IsRunning(const std::string& command_id) const override;
   // Cancels the running `command_id` (SIGTERM to its group, SIGKILL after kill_grace; a file
   // tool stops at its next check); false when it is not running.
-  bool Cancel(const std::string& command_id, const std::string& reason);
+  bool Cancel(const std::string& command_id, const std::string& reason) override;
 
   // Refuses new invocations and spawns with DRAINING; what runs finishes. The executor's
   // drain state is the only one: doors ask draining().
-  void Drain();
-  bool draining() const;
+  void Drain() override;
+  bool draining() const override;
   bool shutting_down() const;
   // Drain, let running work finish for `grace`, then cancel what is left (SIGTERM, SIGKILL
   // after kill_grace); `done` is called once nothing runs any more.
-  void Shutdown(std::chrono::milliseconds grace, std::function<void()> done);
+  void Shutdown(std::chrono::milliseconds grace, std::function<void()> done) override;
 
   // The periodic check the daemon drives with the injected clock: cancels running work whose
   // lease expired unrenewed, destroys sandboxes whose TTL ran out, and prunes the idempotency
@@ -202,14 +145,15 @@ class Executor {
   // door applies config deltas). The next invocation uses the new rules; running ones keep
   // the ones they started with. Validated like Open (INVALID_ARGUMENT naming the field);
   // on error nothing changes. options() keeps reporting the tools given to Open.
-  edge::Status Reconfigure(const std::map<std::string, ToolConfig>& tools,
-                           const std::map<std::string, SecurityContextConfig>& security_contexts);
+  edge::Status Reconfigure(
+      const std::map<std::string, ToolConfig>& tools,
+      const std::map<std::string, SecurityContextConfig>& security_contexts) override;
 
   // Tool names (advertised by the edge stream).
-  std::vector<std::string> Tools() const;
+  std::vector<std::string> Tools() const override;
   size_t running() const;
   // Invocations running that came with DoorLimit `door`.
-  size_t running(const std::string& door) const;
+  size_t running(const std::string& door) const override;
   // Results that could not be written to the idempotency store (each is logged); a repeat
   // of such a command_id would run again.
   uint64_t result_store_failures() const { return result_store_failures_.load(); }
@@ -233,7 +177,12 @@ class Executor {
 
   Result<std::string> Workspace(std::string_view sandbox_id) const;
   Result<FileService> Files(std::string_view sandbox_id) const;
-  edge::Status AcceptLease(const Lease* lease, std::string_view resource_id);
+  edge::Status AcceptLease(const Lease* lease, std::string_view resource_id) const;
+  // The file methods' one shape: the sandbox's files, the lease (when given) accepted for
+  // LeaseResource(sandbox_id) before `fn` runs on them.
+  template <typename Fn>
+  auto OnFiles(std::string_view sandbox_id, const Lease* lease, Fn&& fn) const
+      -> std::invoke_result_t<Fn, FileService&>;
   // Destroy without a lease check (explicit destroys check first; TTL expiry has none).
   Result<SandboxInfo> DestroyNow(std::string_view sandbox_id, std::string_view why);
   // Shared: a command still writing keeps the log alive after a destroy drops it here.

@@ -17,6 +17,9 @@ const std::map<std::string, ToolKind>& Builtins() {
                                                             {"file.list", ToolKind::kFileList},
                                                             {"file.stat", ToolKind::kFileStat},
                                                             {"file.delete", ToolKind::kFileDelete},
+                                                            {"file.move", ToolKind::kFileMove},
+                                                            {"file.chmod", ToolKind::kFileChmod},
+                                                            {"file.glob", ToolKind::kFileGlob},
                                                             {"sysinfo", ToolKind::kSysinfo}};
   return kBuiltins;
 }
@@ -174,16 +177,28 @@ Result<ExecArgs> ToolRegistry::ParseExecArgs(const json& args) {
 }
 
 Result<FileArgs> ToolRegistry::ParseFileArgs(ToolKind kind, const json& args) {
-  const char* tool = kind == ToolKind::kFileRead    ? "file.read"
-                     : kind == ToolKind::kFileWrite ? "file.write"
-                     : kind == ToolKind::kFileList  ? "file.list"
-                     : kind == ToolKind::kFileStat  ? "file.stat"
-                                                    : "file.delete";
+  const char* tool = "file";
+  for (const auto& [name, k] : Builtins()) {
+    if (k == kind) tool = name.c_str();
+  }
   if (auto st = RequireObject(args, tool); !st) return std::unexpected(st.error());
   FileArgs out;
-  auto path = OptString(args, "path", tool, kind != ToolKind::kFileList);
+  const char* path_key = kind == ToolKind::kFileMove   ? "old_path"
+                         : kind == ToolKind::kFileGlob ? "pattern"
+                                                       : "path";
+  auto path = OptString(args, path_key, tool, kind != ToolKind::kFileList);
   if (!path) return std::unexpected(path.error());
   out.path = *path;
+  if (kind == ToolKind::kFileMove) {
+    auto to = OptString(args, "new_path", tool, true);
+    if (!to) return std::unexpected(to.error());
+    out.new_path = *to;
+  }
+  if (kind == ToolKind::kFileChmod) {
+    auto mode = OptString(args, "mode", tool, true);
+    if (!mode) return std::unexpected(mode.error());
+    out.mode = *mode;
+  }
   if (kind == ToolKind::kFileRead) {
     auto off = OptUint(args, "offset", tool);
     if (!off) return std::unexpected(off.error());

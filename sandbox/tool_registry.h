@@ -28,6 +28,9 @@ enum class ToolKind {
   kFileList,
   kFileStat,
   kFileDelete,
+  kFileMove,
+  kFileChmod,
+  kFileGlob,
   kSysinfo,
   kConfig
 };
@@ -58,12 +61,17 @@ struct ExecArgs {
   std::chrono::milliseconds timeout{0};  // 0 = not given
 };
 
+// file.read {path, offset, length}, file.write {path, content (base64), mode},
+// file.list {path}, file.stat {path}, file.delete {path, recursive},
+// file.move {old_path, new_path}, file.chmod {path, mode}, file.glob {pattern}
+// (the worker RPC contract's names, wire.md §4).
 struct FileArgs {
-  std::string path;
+  std::string path;  // file.move: old_path; file.glob: pattern
   uint64_t offset = 0;
   std::optional<uint64_t> length;
-  std::string content;  // decoded from base64 (file.write)
-  std::string mode;     // file.write, "" = 0644
+  std::string content;   // decoded from base64 (file.write)
+  std::string mode;      // file.write ("" = 0644), file.chmod (required)
+  std::string new_path;  // file.move
   bool recursive = false;
 };
 

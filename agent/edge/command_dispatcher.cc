@@ -107,7 +107,7 @@ pb::EdgeResult FitResult(const std::string& command_id, pb::EdgeResult result,
           std::to_string(max_message_bytes) + "): ask for less (file.read: offset and length)");
 }
 
-std::shared_ptr<CommandDispatcher> CommandDispatcher::Create(sandbox::Executor& executor,
+std::shared_ptr<CommandDispatcher> CommandDispatcher::Create(sandbox::ExecutorApi& executor,
                                                              OutboxStore& outbox,
                                                              config::AgentConfig config,
                                                              ApplyConfig apply_config,

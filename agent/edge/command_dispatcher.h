@@ -97,8 +97,8 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   };
 
   // `clock` judges the user tokens' expiry.
-  static std::shared_ptr<CommandDispatcher> Create(sandbox::Executor& executor, OutboxStore& outbox,
-                                                   config::AgentConfig config,
+  static std::shared_ptr<CommandDispatcher> Create(sandbox::ExecutorApi& executor,
+                                                   OutboxStore& outbox, config::AgentConfig config,
                                                    ApplyConfig apply_config, Clock& clock);
 
   // The host receives chunks, results and notices until Detach(), which waits for calls in
@@ -118,7 +118,7 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   bool draining() const;
 
  private:
-  CommandDispatcher(sandbox::Executor& executor, OutboxStore& outbox, config::AgentConfig config,
+  CommandDispatcher(sandbox::ExecutorApi& executor, OutboxStore& outbox, config::AgentConfig config,
                     ApplyConfig apply_config, Clock& clock)
       : executor_(executor),
         outbox_(outbox),
@@ -142,7 +142,7 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   void Complete(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   void WithHost(const std::function<void(DispatcherHost&)>& fn);
 
-  sandbox::Executor& executor_;
+  sandbox::ExecutorApi& executor_;
   OutboxStore& outbox_;
   Clock& clock_;
 

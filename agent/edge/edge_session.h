@@ -52,7 +52,7 @@ struct SessionDeps {
   Clock& clock;
   Random& random;    // renewal jitter
   Backoff& backoff;  // reconnects (wire.md: base 1 s, cap 60 s)
-  sandbox::Executor& executor;
+  sandbox::ExecutorApi& executor;
   std::shared_ptr<grpc::Channel> channel;  // mTLS to the controller
   std::string controller;                  // its address, for logs and status
   CommandDispatcher::ApplyConfig apply_config;

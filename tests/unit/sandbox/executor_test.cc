@@ -640,6 +640,54 @@ TEST_F(ExecutorTest, OnlyTheShutdownItselfKeepsAResultOutOfTheStore) {
   EXPECT_EQ(again.outcome, Outcome::kCancelled);
 }
 
+// The worker door's file methods are tools too (wire.md §4 argument names), admitted and
+// fenced through Invoke like any command.
+TEST_F(ExecutorTest, MoveChmodAndGlobAreToolsFencedByTheSandboxLease) {
+  Open();
+  SpawnRequest sp;
+  sp.id = "sb-files";
+  Lease gen2 = MakeLease("sb-files", 2);
+  ASSERT_TRUE(ex_->Spawn(sp, &gen2).has_value());
+  auto on_sandbox = [&](std::string tool, json args, std::optional<Lease> lease) {
+    InvokeRequest r;
+    r.tool = std::move(tool);
+    r.args = std::move(args);
+    r.sandbox_id = "sb-files";
+    r.lease = std::move(lease);
+    return Call(r);
+  };
+  const std::string root = options_.data_dir + "/sandboxes/sb-files/root";
+  ASSERT_EQ(on_sandbox("file.write", {{"path", "a/one.txt"}, {"content", "MQ=="}}, gen2).outcome,
+            Outcome::kOk);
+  InvokeResult mv =
+      on_sandbox("file.move", {{"old_path", "a/one.txt"}, {"new_path", "b.txt"}}, gen2);
+  ASSERT_EQ(mv.outcome, Outcome::kOk) << mv.error.ToString();
+  EXPECT_EQ(mv.payload, (json{{"old_path", "a/one.txt"}, {"new_path", "b.txt"}, {"moved", true}}));
+  EXPECT_TRUE(fs::exists(root + "/b.txt"));
+  EXPECT_FALSE(fs::exists(root + "/a/one.txt"));
+
+  InvokeResult ch = on_sandbox("file.chmod", {{"path", "b.txt"}, {"mode", "0600"}}, gen2);
+  ASSERT_EQ(ch.outcome, Outcome::kOk) << ch.error.ToString();
+  EXPECT_EQ(fs::status(root + "/b.txt").permissions() & fs::perms::mask,
+            fs::perms::owner_read | fs::perms::owner_write);
+  ExpectError(on_sandbox("file.chmod", {{"path", "b.txt"}}, gen2), ErrorCode::kInvalidArgument,
+              "file.chmod arg 'mode': missing");
+
+  InvokeResult gl = on_sandbox("file.glob", {{"pattern", "*.txt"}}, std::nullopt);
+  ASSERT_EQ(gl.outcome, Outcome::kOk) << gl.error.ToString();
+  EXPECT_EQ(gl.payload, (json{{"matches", {"b.txt"}}}));
+
+  // A stale generation moves nothing; a path out of the root is refused before any change.
+  ExpectError(on_sandbox("file.move", {{"old_path", "b.txt"}, {"new_path", "c.txt"}},
+                         MakeLease("sb-files", 1)),
+              ErrorCode::kLeaseRejected, "");
+  ExpectError(on_sandbox("file.move", {{"old_path", "b.txt"}, {"new_path", "../../escaped"}}, gen2),
+              ErrorCode::kPathOutsideRoot, "");
+  ExpectError(on_sandbox("file.move", {{"old_path", "b.txt"}}, gen2), ErrorCode::kInvalidArgument,
+              "file.move arg 'new_path': missing");
+  EXPECT_TRUE(fs::exists(root + "/b.txt"));
+}
+
 TEST_F(ExecutorTest, LeaseIsCheckedBeforeAnySandboxMutation) {
   Open();
   SpawnRequest sp;

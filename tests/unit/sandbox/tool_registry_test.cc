@@ -13,7 +13,8 @@ using namespace std::chrono_literals;
 TEST(ToolRegistryTest, ListsBuiltinsAndConfigTools) {
   auto reg = ToolRegistry::Make({{"grep", ToolConfig{{"grep", "{pattern}"}, 5s, ""}}});
   ASSERT_TRUE(reg.has_value());
-  EXPECT_EQ(reg->List(), (std::vector<std::string>{"exec", "file.delete", "file.list", "file.read",
+  EXPECT_EQ(reg->List(), (std::vector<std::string>{"exec", "file.chmod", "file.delete", "file.glob",
+                                                   "file.list", "file.move", "file.read",
                                                    "file.stat", "file.write", "grep", "sysinfo"}));
   auto grep = reg->Find("grep");
   ASSERT_TRUE(grep.has_value());
