@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -241,6 +242,8 @@ int main(int argc, char** argv) {
       "replace the node's Ed25519 key (RotateEdgeKey with old and new signatures); the old key "
       "is archived under keys/archive/ and a running agent switches at its next heartbeat");
   auto* version = app.add_subcommand("version", "print the version");
+  // Command groups in files of their own (common/cli.h CommandRunner).
+  std::vector<edge::cli::CommandRunner> groups;
 
   if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (*version) {
@@ -253,5 +256,8 @@ int main(int argc, char** argv) {
   if (*check) return ConfigCheck(opts, production);
   if (*enroll) return Enroll(opts, enroll_token, enroll_node);
   if (*rotate) return RotateKey(opts);
+  for (const auto& group : groups) {
+    if (auto rc = group()) return *rc;
+  }
   return kExitUsage;
 }

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,12 @@ namespace edge::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+
+// A group of subcommands that lives in its own file (`edge-agent token …`,
+// `edge-controller worker …`): its Add…Commands(app, opts) adds the subcommands and returns
+// a runner, which main calls after parsing; the runner returns the exit code when one of its
+// commands was chosen, nullopt otherwise. Logging is initialised before it runs.
+using CommandRunner = std::function<std::optional<int>()>;
 
 struct GlobalOptions {
   std::string config_path;

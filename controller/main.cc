@@ -874,6 +874,8 @@ int main(int argc, char** argv) {
       "revoke a node: its tokens stop working and its stream is closed; it stays revoked until "
       "a token from `token create --node N --replace` re-enrolls it");
   revoke->add_option("--node", revoke_node, "node id")->required();
+  // Command groups in files of their own (common/cli.h CommandRunner).
+  std::vector<edge::cli::CommandRunner> groups;
 
   if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (*version) {
@@ -951,6 +953,9 @@ int main(int argc, char** argv) {
     return NodeCall<apb::RevokeNodeRequest, apb::RevokeNodeResponse>(
         opts, req, &Stub::RevokeNode,
         [&](const auto&) { std::cout << "node " << revoke_node << " revoked\n"; });
+  }
+  for (const auto& group : groups) {
+    if (auto rc = group()) return *rc;
   }
   return kExitUsage;
 }
