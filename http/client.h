@@ -1,0 +1,59 @@
+// edge_http Client: a small blocking HTTP/1.1 client on Boost.Beast for the callers that make
+// one request at a time (the integration tests, `edge-controller worker call`, the worker's
+// heartbeat and lease renewal). Keep-alive: requests reuse the connection. Optional TLS with
+// a CA to verify the server and a client certificate (mTLS). Every socket wait is bounded by
+// `timeout` (SO_RCVTIMEO/SO_SNDTIMEO); a streamed body is handed over as it arrives.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "http/message.h"
+
+namespace edge::http {
+
+struct ClientTls {
+  std::string ca_file;  // verifies the server ("" = no verification: tests only)
+  std::string cert_file;
+  std::string key_file;
+  std::string server_name;  // SNI + host name check ("" = not checked)
+};
+
+struct ClientOptions {
+  std::chrono::milliseconds timeout{30'000};
+  std::optional<ClientTls> tls;
+  uint64_t max_response_bytes = 1ull << 30;
+};
+
+class Client {
+ public:
+  // UNAVAILABLE naming the address when the connection (or TLS handshake) fails.
+  static Result<std::unique_ptr<Client>> Connect(const std::string& host, uint16_t port,
+                                                 ClientOptions options = {});
+  ~Client();
+
+  // Sends `request` (method, target, headers, body; Host and Content-Length are added) and
+  // reads the whole answer. UNAVAILABLE when the connection fails or closes.
+  Result<Response> Send(const Request& request);
+  // Like Send, but hands each piece of the body to `on_data` as it arrives (the returned
+  // Response has an empty body). `on_data` returning false closes the connection at once
+  // (the client going away mid-stream).
+  Result<Response> SendStreaming(const Request& request,
+                                 const std::function<bool(std::string_view)>& on_data);
+  // Closes the connection (without any TLS close_notify).
+  void Close();
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edge::http

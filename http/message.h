@@ -1,0 +1,78 @@
+// HTTP/1.1 messages as plain values, and the Exchange a handler answers through (edge_http).
+// Nothing here exposes Boost.Beast: a handler (the worker RPC door, the controller's worker
+// endpoints) sees a Request and answers with one Response, or with a streamed (chunked)
+// response flushed chunk by chunk. A fake Exchange makes a handler testable without sockets.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace edge::http {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+// The value of the first header named `name` (case-insensitive), nullopt when absent.
+std::optional<std::string_view> FindHeader(const Headers& headers, std::string_view name);
+
+struct Request {
+  std::string method;  // "GET", "POST", ... as sent
+  std::string target;  // "/rpc?x=1"
+  Headers headers;
+  std::string body;
+  std::string remote;      // "ip:port" of the peer
+  bool keep_alive = true;  // HTTP/1.1 default; false for "Connection: close" or HTTP/1.0
+
+  std::optional<std::string_view> Header(std::string_view name) const {
+    return FindHeader(headers, name);
+  }
+  // The target without its query string.
+  std::string_view Path() const;
+};
+
+struct Response {
+  unsigned status = 200;
+  Headers headers;  // Content-Length is set by the server
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+// One request/response exchange. Exactly one of Respond or BeginStream (followed by chunks
+// and EndStream) must be called, from any thread, at any later time; the connection waits
+// for it (no work runs on the server's threads). Calls after the client went away are
+// accepted and dropped.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual const Request& request() const = 0;
+
+  virtual void Respond(Response response) = 0;
+
+  // A chunked response: the status line and headers now, then each chunk is written and
+  // flushed on its own; `written(ok)` runs when the chunk left (ok) or could not be
+  // written (the client is gone). EndStream writes the last chunk.
+  virtual void BeginStream(unsigned status, Headers headers, std::string content_type) = 0;
+  virtual void WriteChunk(std::string data, std::function<void(bool ok)> written) = 0;
+  virtual void EndStream() = 0;
+
+  // `gone` runs once, on a server thread, when the client closes the connection (or a
+  // write to it fails) before the response is complete. At once when it is gone already.
+  virtual void OnClientGone(std::function<void()> gone) = 0;
+  virtual bool client_gone() const = 0;
+};
+
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  // Called on a server thread; must not block (hand the work elsewhere and answer later).
+  virtual void Handle(std::shared_ptr<Exchange> exchange) = 0;
+};
+
+// "Not Found", "Payload Too Large", ... ("Unknown" for codes not listed).
+std::string_view ReasonPhrase(unsigned status);
+
+}  // namespace edge::http

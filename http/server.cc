@@ -1,0 +1,682 @@
+#include "http/server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+
+namespace edge::http {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace net = boost::asio;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using Clean = beast::error_code;
+
+constexpr auto kGonePollInterval = std::chrono::milliseconds(200);
+
+// Header values go on the wire as given; CR and LF would split them.
+std::string HeaderSafe(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c != '\r' && c != '\n' && c != '\0') out.push_back(c);
+  }
+  return out;
+}
+
+std::string Head(unsigned status, const Headers& headers, const std::string& content_type,
+                 std::optional<size_t> content_length, bool chunked, bool close,
+                 bool http10_keep_alive) {
+  std::string h =
+      "HTTP/1.1 " + std::to_string(status) + " " + std::string(ReasonPhrase(status)) + "\r\n";
+  if (!content_type.empty()) h += "Content-Type: " + HeaderSafe(content_type) + "\r\n";
+  for (const auto& [k, v] : headers) {
+    h += HeaderSafe(k) + ": " + HeaderSafe(v) + "\r\n";
+  }
+  if (content_length) h += "Content-Length: " + std::to_string(*content_length) + "\r\n";
+  if (chunked) h += "Transfer-Encoding: chunked\r\n";
+  if (close) {
+    h += "Connection: close\r\n";
+  } else if (http10_keep_alive) {
+    h += "Connection: keep-alive\r\n";
+  }
+  h += "\r\n";
+  return h;
+}
+
+std::string ErrorBody(std::string_view code, std::string_view message) {
+  nlohmann::json j = {{"code", code}, {"message", message}};
+  return j.dump();
+}
+
+Result<std::shared_ptr<ssl::context>> LoadTls(const TlsFiles& files) {
+  try {
+    auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                     ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                     ssl::context::single_dh_use);
+    ctx->use_certificate_chain_file(files.cert_file);
+    ctx->use_private_key_file(files.key_file, ssl::context::pem);
+    if (!files.client_ca_file.empty()) {
+      ctx->load_verify_file(files.client_ca_file);
+      ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+    } else {
+      ctx->set_verify_mode(ssl::verify_none);
+    }
+    return ctx;
+  } catch (const std::exception& e) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string("TLS certificate, key or client CA could not be loaded (") +
+                         files.cert_file + ", " + files.key_file +
+                         (files.client_ca_file.empty() ? "" : ", " + files.client_ca_file) +
+                         "): " + e.what());
+  }
+}
+
+}  // namespace
+
+class SessionBase;
+
+// ---------------------------------------------------------------------------------------
+struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
+  Impl(net::io_context& io_, ServerOptions options_, Handler& handler_)
+      : io(io_),
+        options(std::move(options_)),
+        handler(handler_),
+        acceptor(net::make_strand(io_)),
+        log(log::Get(options.name)) {}
+
+  void Accept();
+  void Register(uint64_t id, std::weak_ptr<SessionBase> s) {
+    std::lock_guard lock(mu);
+    sessions[id] = std::move(s);
+  }
+  void Unregister(uint64_t id) {
+    std::lock_guard lock(mu);
+    sessions.erase(id);
+  }
+  std::shared_ptr<ssl::context> Tls() {
+    std::lock_guard lock(mu);
+    return tls;
+  }
+
+  net::io_context& io;
+  ServerOptions options;
+  Handler& handler;
+  tcp::acceptor acceptor;
+  std::shared_ptr<spdlog::logger> log;
+  std::mutex mu;
+  std::shared_ptr<ssl::context> tls;
+  std::map<uint64_t, std::weak_ptr<SessionBase>> sessions;
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<size_t> connections{0};
+  std::atomic<bool> stopped{false};
+  // Handle() calls in progress: Stop waits for them, so the handler may go after Stop.
+  std::atomic<int> active_handlers{0};
+  uint16_t port = 0;
+};
+
+// The connection side an Exchange talks to; every Do* runs on the connection's strand.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void Post(std::function<void()> fn) = 0;
+  virtual void DoRespond(uint64_t gen, Response r) = 0;
+  virtual void DoBeginStream(uint64_t gen, unsigned status, Headers h, std::string ctype) = 0;
+  virtual void DoWriteChunk(uint64_t gen, std::string data, std::function<void(bool)> cb) = 0;
+  virtual void DoEndStream(uint64_t gen) = 0;
+  virtual void Close() = 0;
+};
+
+namespace {
+
+class ExchangeImpl final : public Exchange {
+ public:
+  ExchangeImpl(Request request, std::shared_ptr<SessionBase> session, uint64_t gen)
+      : request_(std::move(request)), session_(std::move(session)), gen_(gen) {}
+
+  const Request& request() const override { return request_; }
+
+  void Respond(Response response) override {
+    if (answered_.exchange(true)) return;
+    auto s = session_;
+    s->Post(
+        [s, gen = gen_, r = std::move(response)]() mutable { s->DoRespond(gen, std::move(r)); });
+  }
+  void BeginStream(unsigned status, Headers headers, std::string content_type) override {
+    if (answered_.exchange(true)) return;
+    auto s = session_;
+    s->Post([s, gen = gen_, status, h = std::move(headers), c = std::move(content_type)]() mutable {
+      s->DoBeginStream(gen, status, std::move(h), std::move(c));
+    });
+  }
+  void WriteChunk(std::string data, std::function<void(bool)> written) override {
+    auto s = session_;
+    s->Post([s, gen = gen_, d = std::move(data), w = std::move(written)]() mutable {
+      s->DoWriteChunk(gen, std::move(d), std::move(w));
+    });
+  }
+  void EndStream() override {
+    auto s = session_;
+    s->Post([s, gen = gen_] { s->DoEndStream(gen); });
+  }
+  void OnClientGone(std::function<void()> gone) override {
+    {
+      std::lock_guard lock(mu_);
+      if (!gone_) {
+        on_gone_.push_back(std::move(gone));
+        return;
+      }
+    }
+    gone();
+  }
+  bool client_gone() const override {
+    std::lock_guard lock(mu_);
+    return gone_;
+  }
+
+  // Called by the connection (on its strand).
+  void MarkGone() {
+    std::vector<std::function<void()>> cbs;
+    {
+      std::lock_guard lock(mu_);
+      if (gone_) return;
+      gone_ = true;
+      cbs.swap(on_gone_);
+    }
+    for (auto& cb : cbs)
+      cb();
+  }
+  void Completed() {
+    std::lock_guard lock(mu_);
+    on_gone_.clear();
+  }
+
+ private:
+  Request request_;
+  std::shared_ptr<SessionBase> session_;
+  uint64_t gen_;
+  std::atomic<bool> answered_{false};
+  mutable std::mutex mu_;
+  bool gone_ = false;
+  std::vector<std::function<void()>> on_gone_;
+};
+
+template <class Stream>
+class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+ public:
+  Session(std::shared_ptr<Server::Impl> server, Stream stream, std::string remote,
+          std::shared_ptr<ssl::context> tls = nullptr)
+      : server_(std::move(server)),
+        tls_(std::move(tls)),
+        stream_(std::move(stream)),
+        remote_(std::move(remote)),
+        id_(server_->next_id++),
+        gone_timer_(stream_.get_executor()) {
+    ++server_->connections;
+  }
+  ~Session() override {
+    --server_->connections;
+    server_->Unregister(id_);
+  }
+
+  void Start() {
+    server_->Register(id_, this->weak_from_this());
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      ReadNext();
+    } else {
+      beast::get_lowest_layer(stream_).expires_after(server_->options.read_timeout);
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = this->shared_from_this()](Clean ec) {
+                                if (ec) {
+                                  self->server_->log->debug("TLS handshake with {} failed: {}",
+                                                            self->remote_, ec.message());
+                                  return self->Close();
+                                }
+                                self->ReadNext();
+                              });
+    }
+  }
+
+  void Post(std::function<void()> fn) override { net::post(stream_.get_executor(), std::move(fn)); }
+
+  void Close() override {
+    if (closed_) return;
+    closed_ = true;
+    gone_timer_.cancel();
+    if (exchange_) exchange_->MarkGone();
+    exchange_.reset();
+    for (auto& w : writes_) {
+      if (w.cb) w.cb(false);
+    }
+    writes_.clear();
+    auto& sock = beast::get_lowest_layer(stream_).socket();
+    Clean ignored;
+    sock.shutdown(tcp::socket::shutdown_both, ignored);
+    sock.close(ignored);
+  }
+
+  // ---- responses (strand) ----
+  void DoRespond(uint64_t gen, Response r) override {
+    if (closed_ || gen != gen_ || !exchange_) return;
+    bool close = !keep_alive_;
+    Queue(
+        Head(r.status, r.headers, r.content_type, r.body.size(), false, close, http10_ && !close) +
+            r.body,
+        nullptr, close ? After::kClose : After::kNext);
+  }
+  void DoBeginStream(uint64_t gen, unsigned status, Headers h, std::string ctype) override {
+    if (closed_ || gen != gen_ || !exchange_) return;
+    // HTTP/1.0 has no chunked encoding: the body is raw and ends with the connection.
+    if (http10_) keep_alive_ = false;
+    streaming_ = true;
+    Queue(Head(status, h, ctype, std::nullopt, !http10_, !keep_alive_, false), nullptr,
+          After::kNone);
+  }
+  void DoWriteChunk(uint64_t gen, std::string data, std::function<void(bool)> cb) override {
+    if (closed_ || gen != gen_ || !streaming_) {
+      if (cb) cb(false);
+      return;
+    }
+    if (data.empty()) {
+      if (cb) cb(true);
+      return;
+    }
+    if (!http10_) {
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+      data.insert(0, size);
+      data += "\r\n";
+    }
+    Queue(std::move(data), std::move(cb), After::kNone);
+  }
+  void DoEndStream(uint64_t gen) override {
+    if (closed_ || gen != gen_ || !streaming_) return;
+    streaming_ = false;
+    Queue(http10_ ? std::string() : std::string("0\r\n\r\n"), nullptr,
+          keep_alive_ ? After::kNext : After::kClose);
+  }
+
+ private:
+  enum class After { kNone, kNext, kClose };
+  struct Write {
+    std::string bytes;
+    std::function<void(bool)> cb;
+    After after = After::kNone;
+  };
+
+  const ServerOptions& opts() const { return server_->options; }
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+
+  // ---- reading ----
+  void ReadNext() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(opts().max_header_bytes));
+    parser_->body_limit(opts().max_body_bytes);
+    if (buffer_.size() > 0) return ReadHeader();
+    // Idle between requests: the first byte must come within idle_timeout.
+    tcp().expires_after(opts().idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = this->shared_from_this()](Clean ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->buffer_.commit(n);
+                              self->ReadHeader();
+                            });
+  }
+
+  void ReadHeader() {
+    // From the first byte on, the whole request must arrive within read_timeout.
+    tcp().expires_after(opts().read_timeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = this->shared_from_this()](Clean ec, size_t) {
+                               if (ec) return self->ReadFailed(ec);
+                               self->OnHeader();
+                             });
+  }
+
+  void OnHeader() {
+    auto& req = parser_->get();
+    if (bhttp::token_list(req[bhttp::field::expect]).exists("100-continue")) {
+      auto data = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
+      net::async_write(stream_, net::buffer(*data),
+                       [self = this->shared_from_this(), data](Clean ec, size_t) {
+                         if (ec) return self->Close();
+                         self->ReadBody();
+                       });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = this->shared_from_this()](Clean ec, size_t) {
+                        if (ec) return self->ReadFailed(ec);
+                        self->Dispatch();
+                      });
+  }
+
+  void ReadFailed(Clean ec) {
+    if (ec == bhttp::error::header_limit) {
+      return Refuse(431, "HEADER_TOO_LARGE",
+                    "the request line and headers exceed " +
+                        std::to_string(opts().max_header_bytes) + " bytes");
+    }
+    if (ec == bhttp::error::body_limit) {
+      return Refuse(413, "PAYLOAD_TOO_LARGE",
+                    "the request body exceeds " + std::to_string(opts().max_body_bytes) + " bytes");
+    }
+    if (ec == beast::error::timeout) {
+      server_->log->debug("closing {}: request not complete within {} ms", remote_,
+                          opts().read_timeout.count());
+      return Close();
+    }
+    if (ec.category() == Clean(bhttp::error::bad_target).category() &&
+        ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+      return Refuse(400, "BAD_REQUEST", "malformed HTTP request: " + ec.message());
+    }
+    Close();
+  }
+
+  void Refuse(unsigned status, std::string_view code, const std::string& message) {
+    // Nothing more is read from this connection: answer and close.
+    keep_alive_ = false;
+    exchange_.reset();
+    ++gen_;
+    tcp().expires_never();
+    std::string body = ErrorBody(code, message);
+    Queue(Head(status, {}, "application/json", body.size(), false, true, false) + body, nullptr,
+          After::kClose);
+  }
+
+  void Dispatch() {
+    tcp().expires_never();
+    auto msg = parser_->release();
+    parser_.reset();
+    Request req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    for (const auto& f : msg.base()) {
+      req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+    req.body = std::move(msg.body());
+    req.keep_alive = msg.keep_alive();
+    req.remote = remote_;
+    keep_alive_ = req.keep_alive;
+    http10_ = msg.version() < 11;
+    streaming_ = false;
+    ++gen_;
+    auto ex = std::make_shared<ExchangeImpl>(std::move(req), this->shared_from_this(), gen_);
+    exchange_ = ex;
+    ++server_->active_handlers;
+    if (server_->stopped) {
+      --server_->active_handlers;
+      return Close();
+    }
+    WatchClient(gen_);
+    try {
+      server_->handler.Handle(ex);
+    } catch (const std::exception& e) {
+      server_->log->error("handler threw: {}", e.what());
+      ex->Respond({.status = 500, .body = ErrorBody("INTERNAL", "internal error")});
+    }
+    --server_->active_handlers;
+  }
+
+  // ---- noticing a client that goes away while its answer is prepared ----
+  void WatchClient(uint64_t gen) {
+    tcp().socket().async_wait(tcp::socket::wait_read,
+                              [self = this->shared_from_this(), gen](Clean ec) {
+                                if (ec || self->closed_ || gen != self->gen_ || !self->exchange_)
+                                  return;
+                                self->CheckGone(gen);
+                              });
+  }
+
+  // Readable: either the peer closed (FIN/RST) or it sent more bytes (a pipelined request, a
+  // TLS record). Bytes stay queued; then poll for a hang-up now and then instead.
+  void CheckGone(uint64_t gen) {
+    if (closed_ || gen != gen_ || !exchange_) return;
+    pollfd p{tcp().socket().native_handle(), POLLIN | POLLRDHUP, 0};
+    int n = ::poll(&p, 1, 0);
+    if (n > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+      server_->log->debug("client {} went away before its answer was complete", remote_);
+      return Close();
+    }
+    if (n > 0 && (p.revents & POLLIN)) {
+      gone_timer_.expires_after(kGonePollInterval);
+      gone_timer_.async_wait([self = this->shared_from_this(), gen](Clean ec) {
+        if (!ec) self->CheckGone(gen);
+      });
+      return;
+    }
+    WatchClient(gen);
+  }
+
+  // Half-closes, then reads and drops what the client still sends (an unread body) for a
+  // moment before closing: closing with unread bytes would reset the connection and the
+  // client could lose the answer.
+  void LingerClose() {
+    Clean ignored;
+    gone_timer_.cancel();
+    tcp().socket().cancel(ignored);
+    tcp().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcp().expires_after(std::chrono::seconds(2));
+    DrainInput();
+  }
+  void DrainInput() {
+    auto buf = std::make_shared<std::array<char, 4096>>();
+    tcp().async_read_some(net::buffer(*buf),
+                          [self = this->shared_from_this(), buf](Clean ec, size_t) {
+                            if (ec || self->closed_) return self->Close();
+                            self->DrainInput();
+                          });
+  }
+
+  // ---- writing: one write in flight, in order ----
+  void Queue(std::string bytes, std::function<void(bool)> cb, After after) {
+    writes_.push_back({std::move(bytes), std::move(cb), after});
+    if (writes_.size() == 1) WriteFront();
+  }
+
+  void WriteFront() {
+    if (closed_ || writes_.empty()) return;
+    tcp().expires_after(opts().write_timeout);
+    net::async_write(stream_, net::buffer(writes_.front().bytes),
+                     [self = this->shared_from_this()](Clean ec, size_t) { self->Wrote(ec); });
+  }
+
+  void Wrote(Clean ec) {
+    if (closed_) return;
+    if (ec) {
+      server_->log->debug("write to {} failed: {}", remote_, ec.message());
+      return Close();
+    }
+    Write w = std::move(writes_.front());
+    writes_.pop_front();
+    if (w.cb) w.cb(true);
+    if (closed_) return;
+    if (!writes_.empty()) return WriteFront();
+    tcp().expires_never();
+    if (w.after == After::kClose) {
+      if (exchange_) exchange_->Completed();
+      exchange_.reset();
+      ++gen_;
+      return LingerClose();
+    }
+    if (w.after == After::kNext) {
+      if (exchange_) exchange_->Completed();
+      exchange_.reset();
+      ++gen_;
+      gone_timer_.cancel();
+      Clean ignored;
+      tcp().socket().cancel(ignored);  // the client watch
+      ReadNext();
+    }
+  }
+
+  std::shared_ptr<Server::Impl> server_;
+  std::shared_ptr<ssl::context> tls_;  // outlives stream_, which refers to it
+  Stream stream_;
+  std::string remote_;
+  uint64_t id_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::shared_ptr<ExchangeImpl> exchange_;
+  uint64_t gen_ = 0;
+  bool keep_alive_ = true;
+  bool http10_ = false;
+  bool streaming_ = false;
+  bool closed_ = false;
+  std::deque<Write> writes_;
+  net::steady_timer gone_timer_;
+};
+
+}  // namespace
+
+void Server::Impl::Accept() {
+  acceptor.async_accept(
+      net::make_strand(io), [self = shared_from_this()](Clean ec, tcp::socket socket) {
+        if (self->stopped) return;
+        if (ec) {
+          if (ec == net::error::operation_aborted) return;
+          self->log->warn("accept failed: {}", ec.message());
+          return self->Accept();
+        }
+        std::string remote;
+        Clean rec;
+        auto ep = socket.remote_endpoint(rec);
+        if (!rec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+        if (self->connections >= self->options.max_connections) {
+          self->log->warn("refusing {}: {} connections open (the maximum)", remote,
+                          self->connections.load());
+          Clean ignored;
+          socket.close(ignored);
+          return self->Accept();
+        }
+        socket.set_option(tcp::no_delay(true), rec);
+        if (auto ctx = self->Tls()) {
+          using S = beast::ssl_stream<beast::tcp_stream>;
+          std::make_shared<Session<S>>(self, S(beast::tcp_stream(std::move(socket)), *ctx),
+                                       std::move(remote), ctx)
+              ->Start();
+        } else {
+          std::make_shared<Session<beast::tcp_stream>>(self, beast::tcp_stream(std::move(socket)),
+                                                       std::move(remote))
+              ->Start();
+        }
+        self->Accept();
+      });
+}
+
+Server::Server(boost::asio::io_context& io, ServerOptions options, Handler& handler)
+    : impl_(std::make_shared<Impl>(io, std::move(options), handler)) {}
+
+Server::~Server() {
+  Stop();
+}
+
+Status Server::Listen(const std::string& host_port) {
+  if (impl_->options.tls) {
+    auto ctx = LoadTls(*impl_->options.tls);
+    if (!ctx) return std::unexpected(ctx.error());
+    std::lock_guard lock(impl_->mu);
+    impl_->tls = *ctx;
+  }
+  const size_t colon = host_port.rfind(':');
+  if (colon == std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "listen address \"" + host_port + "\" must be host:port");
+  }
+  std::string host = host_port.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string port = host_port.substr(colon + 1);
+  Clean ec;
+  tcp::resolver resolver(impl_->io);
+  auto results = resolver.resolve(host.empty() ? "0.0.0.0" : host, port,
+                                  tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "listen address \"" + host_port + "\" does not resolve: " + ec.message());
+  }
+  tcp::endpoint ep = results.begin()->endpoint();
+  auto& a = impl_->acceptor;
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    Clean ignored;
+    a.close(ignored);
+    return MakeError(ErrorCode::kUnavailable,
+                     "cannot listen on " + host_port + ": " + ec.message());
+  }
+  impl_->port = a.local_endpoint(ec).port();
+  impl_->Accept();
+  return OkStatus();
+}
+
+uint16_t Server::port() const {
+  return impl_->port;
+}
+
+void Server::Stop() {
+  if (impl_->stopped.exchange(true)) return;
+  net::post(impl_->acceptor.get_executor(), [impl = impl_] {
+    Clean ignored;
+    impl->acceptor.close(ignored);
+  });
+  std::vector<std::shared_ptr<SessionBase>> live;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (auto& [id, w] : impl_->sessions) {
+      if (auto s = w.lock()) live.push_back(std::move(s));
+    }
+  }
+  for (auto& s : live) {
+    s->Post([s] { s->Close(); });
+  }
+  // Handle() does not block: this wait is short. After it the handler is never called again.
+  while (impl_->active_handlers.load() > 0) {
+    std::this_thread::yield();
+  }
+}
+
+Status Server::ReloadTls() {
+  if (!impl_->options.tls) return OkStatus();
+  auto ctx = LoadTls(*impl_->options.tls);
+  if (!ctx) return std::unexpected(ctx.error());
+  std::lock_guard lock(impl_->mu);
+  impl_->tls = *ctx;
+  return OkStatus();
+}
+
+size_t Server::connections() const {
+  return impl_->connections;
+}
+
+}  // namespace edge::http

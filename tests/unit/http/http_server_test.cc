@@ -1,0 +1,316 @@
+// edge_http Server through real loopback sockets: answers, keep-alive, streamed responses,
+// a client going away, and bad input (oversized headers and bodies, malformed requests,
+// slowloris and idle connections).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "http/client.h"
+#include "http/server.h"
+#include "tests/support/wait_until.h"
+
+namespace edge::http {
+namespace {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using edge::testing::WaitUntil;
+using namespace std::chrono_literals;
+
+class FnHandler : public Handler {
+ public:
+  std::function<void(std::shared_ptr<Exchange>)> fn;
+  void Handle(std::shared_ptr<Exchange> ex) override { fn(std::move(ex)); }
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start(ServerOptions options = {}) {
+    server_ = std::make_unique<Server>(io_, options, handler_);
+    ASSERT_TRUE(server_->Listen("127.0.0.1:0"));
+    work_.emplace(io_.get_executor());
+    for (int i = 0; i < 2; ++i)
+      threads_.emplace_back([this] { io_.run(); });
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    work_.reset();
+    // Let the connections close, then stop.
+    WaitUntil([&] { return !server_ || server_->connections() == 0; }, 5s);
+    io_.stop();
+    for (auto& t : threads_)
+      t.join();
+  }
+  std::unique_ptr<Client> Connect() {
+    auto c = Client::Connect("127.0.0.1", server_->port(), {.timeout = 10s});
+    EXPECT_TRUE(c) << c.error().message;
+    return c ? std::move(*c) : nullptr;
+  }
+  // A raw socket: sends `bytes`, then reads until the server closes (or 10 s).
+  std::string RawExchange(const std::string& bytes, bool read_all = true) {
+    net::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()));
+    timeval tv{10, 0};
+    ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    net::write(s, net::buffer(bytes));
+    std::string out;
+    char buf[4096];
+    boost::system::error_code ec;
+    while (true) {
+      size_t n = s.read_some(net::buffer(buf), ec);
+      if (ec) break;
+      out.append(buf, n);
+      if (!read_all) break;
+    }
+    return out;
+  }
+
+  net::io_context io_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  FnHandler handler_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(HttpServerTest, AnswersAndKeepsTheConnectionAlive) {
+  std::atomic<int> calls{0};
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    ++calls;
+    const auto& r = ex->request();
+    ex->Respond({.status = 200,
+                 .headers = {{"X-Echo", std::string(r.Header("x-thing").value_or("none"))}},
+                 .body = r.method + " " + std::string(r.Path()) + " " + r.body,
+                 .content_type = "text/plain"});
+  };
+  Start();
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  for (int i = 0; i < 3; ++i) {
+    auto r = c->Send({.method = "POST",
+                      .target = "/rpc?q=1",
+                      .headers = {{"X-Thing", "v" + std::to_string(i)}},
+                      .body = "hello"});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->status, 200u);
+    EXPECT_EQ(r->body, "POST /rpc hello");
+    EXPECT_EQ(FindHeader(r->headers, "x-echo").value_or(""), "v" + std::to_string(i));
+  }
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(server_->connections(), 1u);  // one connection carried all three
+}
+
+TEST_F(HttpServerTest, AnswersLaterFromAnotherThread) {
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    std::lock_guard lock(mu);
+    workers.emplace_back([ex] { ex->Respond({.status = 201, .body = "{}"}); });
+  };
+  Start();
+  auto c = Connect();
+  auto r = c->Send({.method = "GET", .target = "/"});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 201u);
+  std::lock_guard lock(mu);
+  for (auto& t : workers)
+    t.join();
+}
+
+TEST_F(HttpServerTest, OversizedHeadersAre431) {
+  handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({}); };
+  Start();
+  std::string big(17 << 10, 'a');
+  auto out = RawExchange("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + big + "\r\n\r\n");
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 431 ")) << out.substr(0, 80);
+  EXPECT_NE(out.find("HEADER_TOO_LARGE"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, OversizedBodyIs413BeforeItIsRead) {
+  std::atomic<int> calls{0};
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    ++calls;
+    ex->Respond({});
+  };
+  ServerOptions o;
+  o.max_body_bytes = 1000;
+  Start(o);
+  auto out = RawExchange("POST /rpc HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n");
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 413 ")) << out.substr(0, 80);
+  EXPECT_NE(out.find("PAYLOAD_TOO_LARGE"), std::string::npos);
+  // A chunked body that grows past the limit is refused too.
+  std::string chunked = "POST /rpc HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 3; ++i)
+    chunked += "1f4\r\n" + std::string(500, 'x') + "\r\n";
+  out = RawExchange(chunked);
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 413 ")) << out.substr(0, 80);
+  EXPECT_EQ(calls, 0);
+}
+
+TEST_F(HttpServerTest, MalformedRequestIs400) {
+  handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({}); };
+  Start();
+  for (std::string bad :
+       {"GARBAGE\r\n\r\n", "GET / HTTP/9.9\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: zz\r\n\r\n", "GET / HTTP/1.1\r\nBad Header\r\n\r\n"}) {
+    auto out = RawExchange(bad);
+    EXPECT_TRUE(out.starts_with("HTTP/1.1 400 ")) << bad << " -> " << out.substr(0, 80);
+  }
+}
+
+TEST_F(HttpServerTest, SlowlorisIsClosedAfterTheReadTimeout) {
+  handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({}); };
+  ServerOptions o;
+  o.read_timeout = 300ms;
+  Start(o);
+  net::io_context io;
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()));
+  net::write(s, net::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n")));
+  // The rest never comes: the server closes, the read sees EOF (not our 10 s timeout).
+  timeval tv{10, 0};
+  ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto start = std::chrono::steady_clock::now();
+  char buf[64];
+  boost::system::error_code ec;
+  size_t n = s.read_some(net::buffer(buf), ec);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(ec, net::error::eof) << ec.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+}
+
+TEST_F(HttpServerTest, IdleKeepAliveConnectionIsClosed) {
+  handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({}); };
+  ServerOptions o;
+  o.idle_timeout = 300ms;
+  Start(o);
+  auto c = Connect();
+  ASSERT_TRUE(c->Send({.method = "GET", .target = "/"}));
+  EXPECT_TRUE(WaitUntil([&] { return server_->connections() == 0; }, 10s));
+}
+
+TEST_F(HttpServerTest, StreamsChunksAsTheyAreWritten) {
+  std::shared_ptr<Exchange> held;
+  std::mutex mu;
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    ex->BeginStream(200, {{"X-Worker-Stream", "ndjson"}}, "application/x-ndjson");
+    ex->WriteChunk("line1\n", nullptr);
+    std::lock_guard lock(mu);
+    held = ex;
+  };
+  Start();
+  auto c = Connect();
+  std::vector<std::string> pieces;
+  std::atomic<bool> first{false};
+  std::thread finisher([&] {
+    // The second chunk is written only once the client has seen the first: flushed per chunk.
+    ASSERT_TRUE(WaitUntil([&] { return first.load(); }, 10s));
+    std::lock_guard lock(mu);
+    held->WriteChunk("line2\n", nullptr);
+    held->EndStream();
+  });
+  auto r = c->SendStreaming({.method = "POST", .target = "/s"}, [&](std::string_view d) {
+    pieces.emplace_back(d);
+    first = true;
+    return true;
+  });
+  finisher.join();
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_EQ(r->content_type, "application/x-ndjson");
+  std::string all;
+  for (auto& p : pieces)
+    all += p;
+  EXPECT_EQ(all, "line1\nline2\n");
+  EXPECT_GE(pieces.size(), 2u);
+  // The connection is still usable afterwards.
+  handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({.body = "again"}); };
+  auto again = c->Send({.method = "GET", .target = "/"});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->body, "again");
+}
+
+TEST_F(HttpServerTest, ClientGoingAwayIsNoticedWhileTheHandlerWorks) {
+  std::atomic<bool> gone{false};
+  std::shared_ptr<Exchange> held;
+  std::mutex mu;
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    ex->OnClientGone([&] { gone = true; });
+    std::lock_guard lock(mu);
+    held = ex;  // never answered
+  };
+  Start();
+  {
+    net::io_context io;
+    tcp::socket s(io);
+    s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()));
+    net::write(
+        s, net::buffer(std::string("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")));
+    ASSERT_TRUE(WaitUntil([&] {
+      std::lock_guard lock(mu);
+      return held != nullptr;
+    }));
+    EXPECT_FALSE(gone);
+  }  // closed
+  EXPECT_TRUE(WaitUntil([&] { return gone.load(); }, 10s));
+  std::lock_guard lock(mu);
+  EXPECT_TRUE(held->client_gone());
+  // Answers after that are dropped quietly.
+  held->Respond({});
+  bool written = true;
+  std::atomic<bool> called{false};
+  held->WriteChunk("x", [&](bool ok) {
+    written = ok;
+    called = true;
+  });
+  EXPECT_TRUE(WaitUntil([&] { return called.load(); }));
+  EXPECT_FALSE(written);
+}
+
+TEST_F(HttpServerTest, ConnectionCloseAndHttp10CloseAfterTheAnswer) {
+  handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({.body = "ok"}); };
+  Start();
+  auto out = RawExchange("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 200 ")) << out;
+  EXPECT_NE(out.find("Connection: close"), std::string::npos);
+  EXPECT_TRUE(out.ends_with("ok"));
+  out = RawExchange("GET / HTTP/1.0\r\n\r\n");
+  EXPECT_TRUE(out.ends_with("ok")) << out;
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  std::atomic<int> n{0};
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    ex->Respond({.body = std::string(ex->request().Path())});
+    ++n;
+  };
+  Start();
+  auto out = RawExchange(
+      "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto a = out.find("/a"), b = out.find("/b");
+  EXPECT_NE(a, std::string::npos);
+  EXPECT_NE(b, std::string::npos);
+  EXPECT_LT(a, b);
+  EXPECT_EQ(n, 2);
+}
+
+TEST_F(HttpServerTest, ListenOnABusyPortFails) {
+  handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({}); };
+  Start();
+  Server other(io_, {}, handler_);
+  auto st = other.Listen("127.0.0.1:" + std::to_string(server_->port()));
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kUnavailable);
+  EXPECT_FALSE(other.Listen("no-port"));
+}
+
+}  // namespace
+}  // namespace edge::http
