@@ -16,6 +16,7 @@ const std::vector<std::string> kScalarPaths = {
     "grpc.listen",
     "grpc.advertise",
     "grpc.max_message_bytes",
+    "grpc.reflection",
     "limits.exchange_per_minute",
     "limits.exchange_burst",
     "limits.attest_per_minute",
@@ -63,7 +64,8 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     }
   };
   YAML::Node grpc = root["grpc"];
-  if (r.Map(grpc, "grpc", {"listen", "advertise", "server_names", "max_message_bytes"})) {
+  if (r.Map(grpc, "grpc",
+            {"listen", "advertise", "server_names", "max_message_bytes", "reflection"})) {
     r.String(grpc, "listen", "grpc.listen", c.grpc.listen);
     host_port(grpc, "listen", "grpc.listen", c.grpc.listen, true);
     r.String(grpc, "advertise", "grpc.advertise", c.grpc.advertise);
@@ -71,6 +73,7 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.StringList(grpc, "server_names", "grpc.server_names", c.grpc.server_names);
     r.Size(grpc, "max_message_bytes", "grpc.max_message_bytes", c.grpc.max_message_bytes,
            1ull << 20, 256ull << 20);
+    r.Bool(grpc, "reflection", "grpc.reflection", c.grpc.reflection);
   }
   if (c.grpc.listen.empty()) r.Issue(grpc, "grpc.listen", "", "must not be empty");
   if (c.grpc.advertise.empty() && IsHostPort(c.grpc.listen, true)) {
@@ -207,7 +210,8 @@ std::string DumpRedacted(const ControllerConfig& c) {
   e << YAML::Key << "grpc" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
     << c.grpc.listen << YAML::Key << "advertise" << YAML::Value << c.grpc.advertise << YAML::Key
     << "server_names" << YAML::Value << YAML::Flow << c.grpc.server_names << YAML::Key
-    << "max_message_bytes" << YAML::Value << c.grpc.max_message_bytes << YAML::EndMap;
+    << "max_message_bytes" << YAML::Value << c.grpc.max_message_bytes << YAML::Key << "reflection"
+    << YAML::Value << c.grpc.reflection << YAML::EndMap;
   e << YAML::Key << "http" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
     << c.http.listen << YAML::EndMap;
   e << YAML::Key << "admin" << YAML::Value << YAML::BeginMap << YAML::Key << "socket" << YAML::Value

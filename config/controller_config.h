@@ -22,6 +22,10 @@ struct ControllerGrpc {
   std::vector<std::string> server_names;  // extra SANs of the server certificate
   // The server's largest receive AND send message (a node's CommandResult, an InvokeTool).
   uint64_t max_message_bytes = 16ull << 20;
+  // gRPC server reflection on the TLS port (grpcurl can list the services). It reveals
+  // nothing a caller could not read in the published .proto files; turn it off to answer
+  // unauthenticated peers with less.
+  bool reflection = true;
 };
 
 // Bounds on what callers may cost the controller, above all the unauthenticated ones.

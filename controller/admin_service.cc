@@ -3,11 +3,11 @@
 #include <deque>
 
 #include "agent/identity/encoding.h"
+#include "common/grpc_status.h"
 #include "common/json_parse.h"
 #include "common/log.h"
 #include "config/agent_config.h"
 #include "controller/edge_codec.h"
-#include "controller/grpc_status.h"
 
 namespace edge::controller {
 

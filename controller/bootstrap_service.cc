@@ -1,9 +1,9 @@
 #include "controller/bootstrap_service.h"
 
 #include "agent/identity/pkcs12.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "config/validate.h"
-#include "controller/grpc_status.h"
 #include "controller/join_token_issuer.h"
 #include "controller/node_cluster_service.h"
 

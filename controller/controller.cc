@@ -24,6 +24,24 @@ Controller::~Controller() {
 
 namespace {
 
+// Server reflection on one server, or not. Linking grpc++_reflection registers its plugin for
+// every server of the process (a static initializer), so this option first removes whatever
+// reflection plugin the builder has, then adds one back when it is wanted.
+class ReflectionOption final : public grpc::ServerBuilderOption {
+ public:
+  explicit ReflectionOption(bool enabled) : enabled_(enabled) {}
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    auto reflection = std::make_unique<grpc::reflection::ProtoServerReflectionPlugin>();
+    const std::string name = reflection->name();
+    std::erase_if(*plugins, [&](const auto& p) { return p != nullptr && p->name() == name; });
+    if (enabled_) plugins->push_back(std::move(reflection));
+  }
+
+ private:
+  bool enabled_;
+};
+
 // The token-signing key: data_dir/ca/token.key (0600), created on first start. Its public
 // half is (re)written to data_dir/ca/token.pub.pem (0644) on every start: the file an
 // operator gives the agents as security.user_token_issuers.<tokens.issuer>, so they verify
@@ -181,8 +199,8 @@ Status Controller::StartGrpc() {
       *refusals_);
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  builder.SetOption(std::make_unique<ReflectionOption>(config_.grpc.reflection));
   builder.AddListeningPort(
       config_.grpc.listen,
       ControllerServerCredentials(ca_->cert_pem(), server_cert->cert_pem + ca_->cert_pem(),

@@ -1,10 +1,10 @@
 #include "controller/edge_stream.h"
 
 #include "agent/identity/envelope_codec.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "controller/edge_attestation.h"
 #include "controller/edge_codec.h"
-#include "controller/grpc_status.h"
 #include "controller/node_cluster_service.h"
 #include "controller/peer_identity.h"
 

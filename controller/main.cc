@@ -22,6 +22,7 @@
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/grpc_status.h"
 #include "common/json_parse.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -143,35 +144,6 @@ int Status(const edge::cli::GlobalOptions& opts, const std::string& format) {
 std::unique_ptr<edge::admin::v1::AdminService::Stub> AdminStub(
     const edge::config::ControllerConfig& cfg) {
   return edge::admin::v1::AdminService::NewStub(edge::controller::AdminChannel(cfg.admin.socket));
-}
-
-const char* GrpcCodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    default:
-      return "INTERNAL";
-  }
 }
 
 int RpcFailed(const edge::config::ControllerConfig& cfg, const grpc::Status& st) {
@@ -362,7 +334,7 @@ int EdgeRpcFailed(const edge::config::ControllerConfig& cfg, const grpc::Status&
     return kExitNodeUnavailable;
   }
   if (st.error_code() == grpc::StatusCode::UNAVAILABLE) return RpcFailed(cfg, st);
-  std::fprintf(stderr, "error: %s: %s\n", GrpcCodeName(st.error_code()),
+  std::fprintf(stderr, "error: %s: %s\n", std::string(edge::GrpcCodeName(st.error_code())).c_str(),
                st.error_message().c_str());
   return st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? kExitUsage : kExitFailure;
 }

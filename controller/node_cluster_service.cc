@@ -1,8 +1,8 @@
 #include "controller/node_cluster_service.h"
 
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "controller/edge_stream.h"
-#include "controller/grpc_status.h"
 #include "controller/peer_identity.h"
 
 namespace edge::controller {

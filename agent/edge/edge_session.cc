@@ -5,6 +5,7 @@
 #include "agent/edge/capabilities.h"
 #include "agent/edge/result_mapper.h"
 #include "agent/identity/envelope_codec.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 #include "config/validate.h"
 

@@ -4,58 +4,12 @@
 
 #include "agent/edge/enrollment_files.h"
 #include "agent/identity/rotation_proof.h"
+#include "common/grpc_status.h"
 #include "common/log.h"
 
 namespace edge::agentedge {
 
 namespace pb = aegis::cluster::v1;
-
-Error FromGrpcStatus(const grpc::Status& status, std::string_view rpc) {
-  ErrorCode code = ErrorCode::kInternal;
-  switch (status.error_code()) {
-    case grpc::StatusCode::OK:
-      code = ErrorCode::kOk;
-      break;
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      code = ErrorCode::kUnavailable;
-      break;
-    case grpc::StatusCode::CANCELLED:
-      code = ErrorCode::kCancelled;
-      break;
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      code = ErrorCode::kInvalidArgument;
-      break;
-    case grpc::StatusCode::NOT_FOUND:
-      code = ErrorCode::kNotFound;
-      break;
-    case grpc::StatusCode::ALREADY_EXISTS:
-      code = ErrorCode::kAlreadyExists;
-      break;
-    case grpc::StatusCode::PERMISSION_DENIED:
-      code = ErrorCode::kPermissionDenied;
-      break;
-    case grpc::StatusCode::UNAUTHENTICATED:
-      code = ErrorCode::kUnauthenticated;
-      break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      code = ErrorCode::kResourceExhausted;
-      break;
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      code = ErrorCode::kFailedPrecondition;
-      break;
-    case grpc::StatusCode::ABORTED:
-      code = ErrorCode::kAborted;
-      break;
-    default:
-      code = ErrorCode::kInternal;
-      break;
-  }
-  std::string msg = std::string(rpc) + ": ";
-  msg += status.error_message().empty() ? "gRPC status " + std::to_string(status.error_code())
-                                        : status.error_message();
-  return Error{code, std::move(msg)};
-}
 
 class NodeAttestor::Call {
  public:

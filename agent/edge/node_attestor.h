@@ -76,8 +76,4 @@ class NodeAttestor {
   bool cancelled_ = false;
 };
 
-// kUnavailable for UNAVAILABLE / DEADLINE_EXCEEDED, the matching code otherwise; the message
-// is "<rpc>: <server message>".
-Error FromGrpcStatus(const grpc::Status& status, std::string_view rpc);
-
 }  // namespace edge::agentedge

@@ -90,6 +90,21 @@ TEST(ControllerConfig, MaxMessageBytesDefaultsTo16MiBWithinItsRange) {
   }
 }
 
+TEST(ControllerConfig, ReflectionIsOnUnlessTurnedOff) {
+  auto c = LoadControllerConfigFromString("", "controller.yaml", NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_TRUE(c->grpc.reflection);
+  c = LoadControllerConfigFromString("grpc: { reflection: false }\n", "controller.yaml", NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_FALSE(c->grpc.reflection);
+  EXPECT_NE(DumpRedacted(*c).find("reflection: false"), std::string::npos) << DumpRedacted(*c);
+  auto bad =
+      LoadControllerConfigFromString("grpc: { reflection: maybe }\n", "controller.yaml", NoEnv());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().ToString().find("grpc.reflection"), std::string::npos)
+      << bad.error().ToString();
+}
+
 TEST(ControllerConfig, LimitsHaveDefaultsRangesAndConsistencyChecks) {
   auto c = LoadControllerConfigFromString("", "controller.yaml", NoEnv());
   ASSERT_TRUE(c) << c.error().ToString();

@@ -263,11 +263,11 @@ TEST_F(EdgeStreamTest, HealthCheckServesOverMtls) {
 }
 
 // grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo with a hand-encoded
-// ServerReflectionRequest{list_services: "*"} (field 7, string: 3a 01 2a); the answer lists
-// the services by name.
-TEST_F(EdgeStreamTest, ServerReflectionListsTheServices) {
-  auto node = NewNode("edge-01");
-  grpc::GenericStub generic(node->channel);
+// ServerReflectionRequest{list_services: "*"} (field 7, string: 3a 01 2a): the call's status
+// and the bytes of its answer.
+std::pair<grpc::Status, std::string> ListServicesByReflection(
+    const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub generic(channel);
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline());
   grpc::CompletionQueue cq;
@@ -278,33 +278,53 @@ TEST_F(EdgeStreamTest, ServerReflectionListsTheServices) {
     bool ok = false;
     return cq.Next(&tag, &ok) && reinterpret_cast<intptr_t>(tag) == want && ok;
   };
-  call->StartCall(reinterpret_cast<void*>(1));
-  ASSERT_TRUE(step(1));
-  grpc::Slice req_bytes(std::string("\x3a\x01*", 3));
-  grpc::ByteBuffer request(&req_bytes, 1), response;
-  call->Write(request, reinterpret_cast<void*>(2));
-  ASSERT_TRUE(step(2));
-  call->Read(&response, reinterpret_cast<void*>(3));
-  ASSERT_TRUE(step(3));
-  call->WritesDone(reinterpret_cast<void*>(4));
-  ASSERT_TRUE(step(4));
   grpc::Status status;
+  grpc::ByteBuffer response;
+  call->StartCall(reinterpret_cast<void*>(1));
+  if (step(1)) {
+    grpc::Slice req_bytes(std::string("\x3a\x01*", 3));
+    grpc::ByteBuffer request(&req_bytes, 1);
+    call->Write(request, reinterpret_cast<void*>(2));
+    if (step(2)) {
+      call->Read(&response, reinterpret_cast<void*>(3));
+      if (step(3)) {
+        call->WritesDone(reinterpret_cast<void*>(4));
+        step(4);
+      }
+    }
+  }
   call->Finish(&status, reinterpret_cast<void*>(5));
-  ASSERT_TRUE(step(5));
-  EXPECT_TRUE(status.ok()) << status.error_message();
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(response.Dump(&slices).ok());
+  step(5);
   std::string bytes;
-  for (const auto& sl : slices)
-    bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
-  for (const char* service : {"aegis.cluster.v1.NodeClusterService", "grpc.health.v1.Health"}) {
-    EXPECT_NE(bytes.find(service), std::string::npos) << service << " not listed";
+  std::vector<grpc::Slice> slices;
+  if (response.Length() > 0 && response.Dump(&slices).ok()) {
+    for (const auto& sl : slices)
+      bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
   }
   cq.Shutdown();
   void* tag;
   bool ok;
   while (cq.Next(&tag, &ok)) {
   }
+  return {status, bytes};
+}
+
+TEST_F(EdgeStreamTest, ServerReflectionListsTheServices) {
+  auto node = NewNode("edge-01");
+  auto [status, bytes] = ListServicesByReflection(node->channel);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  for (const char* service : {"aegis.cluster.v1.NodeClusterService", "grpc.health.v1.Health"}) {
+    EXPECT_NE(bytes.find(service), std::string::npos) << service << " not listed";
+  }
+}
+
+TEST_F(EdgeStreamTest, ReflectionOffAnswersUnimplemented) {
+  reflection_ = false;
+  RestartController();
+  auto node = NewNode("edge-01");
+  auto [status, bytes] = ListServicesByReflection(node->channel);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << status.error_message();
+  EXPECT_EQ(bytes.find("NodeClusterService"), std::string::npos);
 }
 
 }  // namespace

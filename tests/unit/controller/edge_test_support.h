@@ -221,6 +221,7 @@ class ControllerHarness : public ::testing::Test {
     c.grpc.advertise = c.grpc.listen;
     c.admin.socket = dir_ + "/admin.sock";
     if (max_message_bytes_ != 0) c.grpc.max_message_bytes = max_message_bytes_;
+    c.grpc.reflection = reflection_;
     return c;
   }
   void StartController() {
@@ -328,6 +329,7 @@ class ControllerHarness : public ::testing::Test {
   ManualClock clock_{std::chrono::system_clock::now() - std::chrono::hours(2)};
   int port_ = 0;
   uint64_t max_message_bytes_ = 0;  // grpc.max_message_bytes for the next start; 0 = default
+  bool reflection_ = true;          // grpc.reflection for the next start
   std::string target_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<apb::AdminService::Stub> admin_;
