@@ -10,6 +10,7 @@
 
 #include "agent/bootstrap/node_enrollment.h"
 #include "agent/daemon/agent_daemon.h"
+#include "agent/daemon/compute_service.h"
 #include "agent/daemon/edge_service.h"
 #include "agent/daemon/executor_host.h"
 #include "agent/daemon/status_file.h"
@@ -127,6 +128,9 @@ int Run(const edge::cli::GlobalOptions& opts) {
     daemon.services().Add(std::make_unique<edge::daemon::EdgeService>(
         *cfg, EDGE_VERSION, executor, clock,
         [&daemon](const std::string& reason) { daemon.RequestExit(reason); }));
+  }
+  if (cfg->compute.enabled) {
+    daemon.services().Add(std::make_unique<edge::daemon::ComputeService>(*cfg, executor, clock));
   }
   return daemon.Run();
 }

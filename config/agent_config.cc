@@ -32,6 +32,7 @@ const std::vector<std::string> kScalarPaths = {
     "compute.token_file",
     "compute.legal_entity_id",
     "compute.keepalive_interval",
+    "compute.max_concurrent_calls",
     "worker.listen_addr",
     "worker.worker_id",
     "worker.heartbeat_interval",
@@ -109,12 +110,13 @@ void Secret(YamlReader& r, const YAML::Node& map, std::string_view key, std::str
 
 ComputeHandler ReadHandler(YamlReader& r, const YAML::Node& n, const std::string& path) {
   ComputeHandler h;
-  if (!r.Map(n, path, {"tool", "timeout"})) {
+  if (!r.Map(n, path, {"tool", "timeout", "security_context"})) {
     if (!n.IsDefined() || n.IsNull()) r.Issue(n, path, "", "must be a map with a tool");
     return h;
   }
   r.String(n, "tool", Join(path, "tool"), h.tool);
   r.Duration(n, "timeout", Join(path, "timeout"), h.timeout, 1ms, kMaxTimeout);
+  r.String(n, "security_context", Join(path, "security_context"), h.security_context);
   if (h.tool.empty()) r.Issue(n, Join(path, "tool"), "", "is required");
   return h;
 }
@@ -181,7 +183,7 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   YAML::Node compute = root["compute"];
   if (r.Map(compute, "compute",
             {"enabled", "address", "tls", "token_file", "tags", "legal_entity_id",
-             "keepalive_interval", "processors", "criteria"})) {
+             "keepalive_interval", "max_concurrent_calls", "processors", "criteria"})) {
     auto& cc = c.compute;
     r.Bool(compute, "enabled", "compute.enabled", cc.enabled);
     r.String(compute, "address", "compute.address", cc.address);
@@ -197,6 +199,8 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.String(compute, "legal_entity_id", "compute.legal_entity_id", cc.legal_entity_id);
     r.Duration(compute, "keepalive_interval", "compute.keepalive_interval", cc.keepalive_interval,
                1s, 1h);
+    r.Int(compute, "max_concurrent_calls", "compute.max_concurrent_calls",
+          cc.max_concurrent_calls, 1, 10000);
     ReadHandlers(r, compute, "processors", "compute.processors", cc.processors);
     ReadHandlers(r, compute, "criteria", "compute.criteria", cc.criteria);
     if (cc.enabled) {
@@ -371,6 +375,14 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
       r.CrossReferenceIssue(compute[path.substr(8)][name]["tool"], path + "." + name + ".tool",
                             h.tool, "names no built-in or configured tool");
     }
+    for (const auto& [name, h] : handlers) {
+      if (h.security_context.empty() || c.security_contexts.contains(h.security_context)) {
+        continue;
+      }
+      r.CrossReferenceIssue(compute[path.substr(8)][name]["security_context"],
+                            path + "." + name + ".security_context", h.security_context,
+                            "names no entry of security_contexts");
+    }
   };
   check_tools(c.compute.processors, "compute.processors");
   check_tools(c.compute.criteria, "compute.criteria");
@@ -516,7 +528,7 @@ std::string DumpRedacted(const AgentConfig& c) {
     for (const auto& [name, h] : hs) {
       e << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "tool" << YAML::Value
         << h.tool << YAML::Key << "timeout" << YAML::Value << FormatDuration(h.timeout)
-        << YAML::EndMap;
+        << YAML::Key << "security_context" << YAML::Value << h.security_context << YAML::EndMap;
     }
     e << YAML::EndMap;
   };
@@ -528,6 +540,7 @@ std::string DumpRedacted(const AgentConfig& c) {
     << c.compute.token_file << YAML::Key << "tags" << YAML::Value << YAML::Flow << c.compute.tags
     << YAML::Key << "legal_entity_id" << YAML::Value << c.compute.legal_entity_id << YAML::Key
     << "keepalive_interval" << YAML::Value << FormatDuration(c.compute.keepalive_interval)
+    << YAML::Key << "max_concurrent_calls" << YAML::Value << c.compute.max_concurrent_calls
     << YAML::Key << "processors" << YAML::Value;
   handlers(c.compute.processors);
   e << YAML::Key << "criteria" << YAML::Value;

@@ -42,6 +42,7 @@ struct EdgeConfig {
 struct ComputeHandler {
   std::string tool;
   milliseconds timeout{30'000};
+  std::string security_context;  // "" = the tool's own (or "default")
 };
 
 struct ComputeConfig {
@@ -54,6 +55,9 @@ struct ComputeConfig {
   std::vector<std::string> tags;
   std::string legal_entity_id;
   milliseconds keepalive_interval{10'000};
+  // Processor and criteria calls running at once; one more is answered success:false,
+  // retryable:true (the executor's per-door cap "compute").
+  int64_t max_concurrent_calls = 16;
   std::map<std::string, ComputeHandler> processors;
   std::map<std::string, ComputeHandler> criteria;
 };

@@ -331,6 +331,8 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     auto argv = tool.command->Render(request.args);
     if (!argv) return Finish(job, ErrorResult(command_id, argv.error()));
     spec.argv = std::move(*argv);
+    spec.env = request.env;
+    spec.stdin_data = request.stdin_data;
     requested = tool.timeout;
   }
   if (request.timeout) requested = *request.timeout;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -34,6 +35,12 @@ struct InvokeRequest {
   std::string sandbox_id;      // "" = the default workspace <sandbox_root>/_default/root
   std::optional<Lease> lease;  // checked (and accepted) before the work starts
   std::optional<std::chrono::milliseconds> timeout;  // overrides the tool's and exec's
+  // Config tools only (exec takes its own in args): bytes written to the child's stdin
+  // (nullopt = /dev/null) and variables added to its clean environment. A door passes what
+  // its wire gives the tool this way (the compute door: the request JSON and the caller's
+  // auth attributes), never through the argv template.
+  std::optional<std::string> stdin_data;
+  std::map<std::string, std::string> env;
   bool collect_output = true;  // put stdout/stderr (up to the cap) in the exec payload
   // With collect_output: keep only the last N bytes of each stream in the payload (0 = all,
   // up to the output cap), for a door that streams the output and returns just its tail.

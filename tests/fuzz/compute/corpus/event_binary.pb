@@ -1,0 +1,3 @@
+
+k"CalculationMemberKeepAliveEvent2
+{"id":"k"}
