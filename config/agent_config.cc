@@ -199,8 +199,8 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.String(compute, "legal_entity_id", "compute.legal_entity_id", cc.legal_entity_id);
     r.Duration(compute, "keepalive_interval", "compute.keepalive_interval", cc.keepalive_interval,
                1s, 1h);
-    r.Int(compute, "max_concurrent_calls", "compute.max_concurrent_calls",
-          cc.max_concurrent_calls, 1, 10000);
+    r.Int(compute, "max_concurrent_calls", "compute.max_concurrent_calls", cc.max_concurrent_calls,
+          1, 10000);
     ReadHandlers(r, compute, "processors", "compute.processors", cc.processors);
     ReadHandlers(r, compute, "criteria", "compute.criteria", cc.criteria);
     if (cc.enabled) {
@@ -527,8 +527,8 @@ std::string DumpRedacted(const AgentConfig& c) {
     e << YAML::BeginMap;
     for (const auto& [name, h] : hs) {
       e << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "tool" << YAML::Value
-        << h.tool << YAML::Key << "timeout" << YAML::Value << FormatDuration(h.timeout)
-        << YAML::Key << "security_context" << YAML::Value << h.security_context << YAML::EndMap;
+        << h.tool << YAML::Key << "timeout" << YAML::Value << FormatDuration(h.timeout) << YAML::Key
+        << "security_context" << YAML::Value << h.security_context << YAML::EndMap;
     }
     e << YAML::EndMap;
   };

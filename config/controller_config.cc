@@ -34,6 +34,9 @@ const std::vector<std::string> kScalarPaths = {
     "tokens.issuer",
     "compute.listen",
     "compute.dispatch_timeout",
+    "compute.keepalive_interval",
+    "compute.keepalive_timeout",
+    "compute.member_wait",
     "log.level",
     "log.format",
 };
@@ -111,11 +114,19 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.String(tokens, "issuer", "tokens.issuer", c.tokens.issuer);
   }
   YAML::Node compute = root["compute"];
-  if (r.Map(compute, "compute", {"listen", "dispatch_timeout"})) {
+  if (r.Map(compute, "compute",
+            {"listen", "dispatch_timeout", "keepalive_interval", "keepalive_timeout",
+             "member_wait"})) {
     r.String(compute, "listen", "compute.listen", c.compute.listen);
     host_port(compute, "listen", "compute.listen", c.compute.listen, true);
     r.Duration(compute, "dispatch_timeout", "compute.dispatch_timeout", c.compute.dispatch_timeout,
                1ms, 1h);
+    r.Duration(compute, "keepalive_interval", "compute.keepalive_interval",
+               c.compute.keepalive_interval, 10ms, 1h);
+    r.Duration(compute, "keepalive_timeout", "compute.keepalive_timeout",
+               c.compute.keepalive_timeout, 10ms, 1h);
+    r.Duration(compute, "member_wait", "compute.member_wait", c.compute.member_wait,
+               std::chrono::milliseconds(0), 1h);
   }
   YAML::Node limits = root["limits"];
   if (r.Map(limits, "limits",
@@ -227,7 +238,11 @@ std::string DumpRedacted(const ControllerConfig& c) {
     << YAML::Value << c.tokens.issuer << YAML::EndMap;
   e << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "listen"
     << YAML::Value << c.compute.listen << YAML::Key << "dispatch_timeout" << YAML::Value
-    << FormatDuration(c.compute.dispatch_timeout) << YAML::EndMap;
+    << FormatDuration(c.compute.dispatch_timeout) << YAML::Key << "keepalive_interval"
+    << YAML::Value << FormatDuration(c.compute.keepalive_interval) << YAML::Key
+    << "keepalive_timeout" << YAML::Value << FormatDuration(c.compute.keepalive_timeout)
+    << YAML::Key << "member_wait" << YAML::Value << FormatDuration(c.compute.member_wait)
+    << YAML::EndMap;
   const auto& l = c.limits;
   e << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
   for (const auto& [key, value] : std::initializer_list<std::pair<const char*, int64_t>>{

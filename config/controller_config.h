@@ -67,9 +67,17 @@ struct ControllerConfig {
   struct Http {
     std::string listen;
   } http;
+  // The compute-member service (CloudEventsService.startStreaming) on the gRPC port.
   struct Compute {
     std::string listen;
     std::chrono::milliseconds dispatch_timeout{30'000};
+    // A server keep-alive to every member this often; a member silent this long is ended
+    // with DEADLINE_EXCEEDED.
+    std::chrono::milliseconds keepalive_interval{10'000};
+    std::chrono::milliseconds keepalive_timeout{30'000};
+    // How long a dispatch waits for a member with a matching tag to join before it fails
+    // with NO_COMPUTE_MEMBER_FOR_TAG (0 = fail at once).
+    std::chrono::milliseconds member_wait{0};
   } compute;
   ControllerLimits limits;
   LogConfig log;

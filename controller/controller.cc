@@ -157,6 +157,14 @@ Status Controller::Start() {
       NodeMonitorSettings{.stale_threshold =
                               std::chrono::seconds(config_.cluster.stale_threshold_secs)});
 
+  compute_tokens_ = std::make_unique<ComputeTokens>(*token_key_, clock_, config_.tokens.issuer);
+  compute_hub_ = std::make_unique<ComputeHub>(
+      clock_, compute_random_,
+      ComputeSettings{.keepalive_interval = config_.compute.keepalive_interval,
+                      .keepalive_timeout = config_.compute.keepalive_timeout,
+                      .dispatch_timeout = config_.compute.dispatch_timeout,
+                      .member_wait = config_.compute.member_wait});
+
   if (auto st = StartGrpc(); !st) return st;
 
   tokens_ = std::make_unique<JoinTokenIssuer>(
@@ -169,11 +177,15 @@ Status Controller::Start() {
       std::make_unique<AdminServiceImpl>(info_, *store_, *tokens_, *dispatcher_, clock_);
   // The admin API carries a whole InvokeTool's args in, and a whole result out.
   const size_t admin_max = static_cast<size_t>(config_.grpc.max_message_bytes) + (1u << 20);
-  if (auto st = admin_server_.Start(config_.admin.socket, {admin_service_.get()}, admin_max); !st) {
+  compute_admin_ = std::make_unique<ComputeAdminImpl>(*compute_tokens_, *compute_hub_);
+  if (auto st = admin_server_.Start(config_.admin.socket,
+                                    {admin_service_.get(), compute_admin_.get()}, admin_max);
+      !st) {
     Stop();
     return st;
   }
   monitor_->Start();
+  compute_hub_->Start();
   log->info("CA {} ; join tokens point agents at {}", info_.ca_pin, info_.advertise);
   return OkStatus();
 }
@@ -214,6 +226,9 @@ Status Controller::StartGrpc() {
   builder.experimental().SetInterceptorCreators(std::move(creators));
   builder.RegisterService(bootstrap_.get());
   builder.RegisterService(node_cluster_.get());
+  compute_service_ = std::make_unique<ComputeServiceImpl>(
+      ComputeStreamDeps{*compute_tokens_, *compute_hub_, refusals_.get()});
+  builder.RegisterService(compute_service_.get());
   grpc_server_ = builder.BuildAndStart();
   if (!grpc_server_ || grpc_port_ == 0) {
     grpc_server_.reset();
@@ -230,6 +245,12 @@ Status Controller::StartGrpc() {
 
 void Controller::Stop() {
   if (monitor_) monitor_->Stop();
+  if (compute_hub_) {
+    // Before the admin socket: a dispatch in flight is answered before its server goes.
+    compute_hub_->Stop();
+    compute_hub_->CloseAll(
+        grpc::Status(grpc::StatusCode::UNAVAILABLE, "the controller is stopping"));
+  }
   admin_server_.Stop();
   if (dispatcher_) {
     dispatcher_->CloseAll(

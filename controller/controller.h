@@ -18,6 +18,10 @@
 #include "controller/admin_service.h"
 #include "controller/bootstrap_service.h"
 #include "controller/call_limits.h"
+#include "controller/compute_admin.h"
+#include "controller/compute_hub.h"
+#include "controller/compute_service.h"
+#include "controller/compute_tokens.h"
 #include "controller/dispatcher.h"
 #include "controller/edge_attestation.h"
 #include "controller/join_token_issuer.h"
@@ -43,6 +47,8 @@ class Controller {
   Store& store() { return *store_; }
   Dispatcher& dispatcher() { return *dispatcher_; }
   NodeMonitor& monitor() { return *monitor_; }
+  ComputeHub& compute_hub() { return *compute_hub_; }
+  ComputeTokens& compute_tokens() { return *compute_tokens_; }
   const std::string& ca_pem() const { return ca_->cert_pem(); }
 
  private:
@@ -59,6 +65,12 @@ class Controller {
   std::unique_ptr<EdgeAttestation> attestation_;
   std::unique_ptr<Dispatcher> dispatcher_;
   std::unique_ptr<NodeMonitor> monitor_;
+  // The compute-member service (CloudEventsService.startStreaming) and its admin API.
+  DefaultRandom compute_random_;
+  std::unique_ptr<ComputeTokens> compute_tokens_;
+  std::unique_ptr<ComputeHub> compute_hub_;
+  std::unique_ptr<ComputeServiceImpl> compute_service_;
+  std::unique_ptr<ComputeAdminImpl> compute_admin_;
   std::unique_ptr<BootstrapServiceImpl> bootstrap_;
   std::unique_ptr<NodeClusterServiceImpl> node_cluster_;
   std::unique_ptr<RefusalLog> refusals_;  // refused streams and over-limit calls

@@ -29,6 +29,7 @@
 #include "config/controller_config.h"
 #include "config/duration.h"
 #include "controller/admin_server.h"
+#include "controller/compute_cli.h"
 #include "controller/controller.h"
 
 #ifndef EDGE_VERSION
@@ -848,6 +849,7 @@ int main(int argc, char** argv) {
   revoke->add_option("--node", revoke_node, "node id")->required();
   // Command groups in files of their own (common/cli.h CommandRunner).
   std::vector<edge::cli::CommandRunner> groups;
+  groups.push_back(edge::controller::AddComputeCommands(app, opts));
 
   if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (*version) {
