@@ -4,6 +4,7 @@
 
 #include "agent/identity/encoding.h"
 #include "common/grpc_status.h"
+#include "common/grpc_write_queue.h"
 #include "common/json_parse.h"
 #include "common/log.h"
 #include "config/agent_config.h"
@@ -95,62 +96,24 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
     Enqueue(std::move(e));
   }
 
-  void Enqueue(pb::InvokeEvent e) {
-    {
-      std::lock_guard lock(mu_);
-      if (finishing_) return;
-      if (writing_) {
-        queue_.push_back(std::move(e));
-        return;
-      }
-      writing_ = true;
-      current_ = std::move(e);
-    }
-    StartWrite(&current_);
-  }
+  void Enqueue(pb::InvokeEvent e) { Apply(writes_.Push(std::move(e))); }
 
   // Ends the call with `st` once everything queued is written.
   void FinishAfterDrain(const grpc::Status& st) {
-    {
-      std::lock_guard lock(mu_);
-      if (finishing_) return;
-      finishing_ = true;
-      if (writing_) {
-        final_status_ = st;
-        return;
-      }
-    }
-    Finish(st);
+    Apply(writes_.FinishAfter(st, WriteQueue<pb::InvokeEvent>::Then::kWriteQueued));
   }
 
   void OnWriteDone(bool ok) override {
-    std::optional<grpc::Status> finish;
-    bool next = false;
-    {
-      std::lock_guard lock(mu_);
-      if (!ok) {
-        // The operator went away; the command runs on.
-        queue_.clear();
-        writing_ = false;
-        if (!finishing_ || final_status_) {
-          finishing_ = true;
-          final_status_.reset();
-          finish = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
-        }
-      } else if (!queue_.empty()) {
-        current_ = std::move(queue_.front());
-        queue_.pop_front();
-        next = true;
-      } else {
-        writing_ = false;
-        if (final_status_) {
-          finish = std::move(final_status_);
-          final_status_.reset();
-        }
-      }
+    auto step = writes_.WriteDone(ok);
+    if (!ok && !step.finish) {
+      // The operator went away; the command runs on.
+      step.finish =
+          writes_
+              .FinishAfter(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"),
+                           WriteQueue<pb::InvokeEvent>::Then::kDropQueued)
+              .finish;
     }
-    if (next) StartWrite(&current_);
-    if (finish) Finish(*finish);
+    Apply(std::move(step));
   }
 
   void OnCancel() override {
@@ -172,11 +135,13 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   std::shared_ptr<InvokeReactor> self_;
   std::mutex mu_;
   std::string command_id_;
-  std::deque<pb::InvokeEvent> queue_;
-  pb::InvokeEvent current_;
-  bool writing_ = false;
-  bool finishing_ = false;
-  std::optional<grpc::Status> final_status_;
+  // Accepted, chunks, result: one write in flight; the call ends once all is written.
+  WriteQueue<pb::InvokeEvent> writes_;
+
+  void Apply(WriteQueue<pb::InvokeEvent>::Step step) {
+    if (step.write != nullptr) StartWrite(step.write);
+    if (step.finish) Finish(*step.finish);
+  }
 };
 
 }  // namespace

@@ -166,10 +166,7 @@ grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
 }
 
 void EdgeStream::OnReadDone(bool ok) {
-  {
-    std::lock_guard lock(mu_);
-    if (finished_ || finish_after_write_) return;
-  }
+  if (!writes_.accepting()) return;  // finishing
   if (!ok) {
     Close(grpc::Status::OK);  // the node closed its side (or the call broke)
     return;
@@ -185,55 +182,24 @@ void EdgeStream::OnReadDone(bool ok) {
 }
 
 bool EdgeStream::Send(const pb::EdgeCommand& command) {
-  {
-    std::lock_guard lock(mu_);
-    if (finished_ || finish_after_write_) return false;
-    if (writing_) {
-      queue_.push_back(command);
-      return true;
-    }
-    writing_ = true;
-    writing_msg_ = command;
-  }
-  StartWrite(&writing_msg_);
-  return true;
+  auto step = writes_.Push(command);
+  const bool queued = step.dropped.empty();
+  Apply(std::move(step));
+  return queued;
 }
 
 void EdgeStream::OnWriteDone(bool ok) {
-  std::optional<grpc::Status> finish;
-  bool next = false;
-  {
-    std::lock_guard lock(mu_);
-    if (!ok) queue_.clear();  // the call is broken; the read side ends it
-    if (finish_after_write_) {
-      finish = std::move(finish_after_write_);
-      finish_after_write_.reset();
-      finished_ = true;
-      writing_ = false;
-    } else if (!queue_.empty() && !finished_) {
-      writing_msg_ = std::move(queue_.front());
-      queue_.pop_front();
-      next = true;
-    } else {
-      writing_ = false;
-    }
-  }
-  if (finish) Finish(*finish);
-  if (next) StartWrite(&writing_msg_);
+  // Not ok: the call is broken; what is queued is dropped and the read side ends it.
+  Apply(writes_.WriteDone(ok));
 }
 
 void EdgeStream::Close(const grpc::Status& status) {
-  {
-    std::lock_guard lock(mu_);
-    if (finished_ || finish_after_write_) return;
-    queue_.clear();
-    if (writing_) {
-      finish_after_write_ = status;  // OnWriteDone finishes
-      return;
-    }
-    finished_ = true;
-  }
-  Finish(status);
+  Apply(writes_.FinishAfter(status, WriteQueue<pb::EdgeCommand>::Then::kDropQueued));
+}
+
+void EdgeStream::Apply(WriteQueue<pb::EdgeCommand>::Step step) {
+  if (step.write != nullptr) StartWrite(step.write);
+  if (step.finish) Finish(*step.finish);
 }
 
 void EdgeStream::OnDone() {

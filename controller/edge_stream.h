@@ -11,13 +11,13 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "common/clock.h"
+#include "common/grpc_write_queue.h"
 #include "controller/dispatcher.h"
 #include "controller/node_tokens.h"
 #include "controller/refusal_log.h"
@@ -66,12 +66,11 @@ class EdgeStream final : public grpc::ServerBidiReactor<aegis::cluster::v1::Edge
   bool attached_ = false;
   aegis::cluster::v1::EdgeEvent in_;
 
-  std::mutex mu_;
-  std::deque<aegis::cluster::v1::EdgeCommand> queue_;
-  aegis::cluster::v1::EdgeCommand writing_msg_;
-  bool writing_ = false;
-  bool finished_ = false;  // Finish called (or about to be)
-  std::optional<grpc::Status> finish_after_write_;
+  // Starts the write and finishes the call as `step` says.
+  void Apply(WriteQueue<aegis::cluster::v1::EdgeCommand>::Step step);
+
+  // Commands to the node, one write in flight; Close finishes after the write in flight.
+  WriteQueue<aegis::cluster::v1::EdgeCommand> writes_;
 };
 
 }  // namespace edge::controller

@@ -12,13 +12,15 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
+#include "common/grpc_write_queue.h"
 #include "node_cluster.grpc.pb.h"
 
 namespace edge::agentedge {
@@ -62,18 +64,24 @@ class EdgeStream final : public grpc::ClientBidiReactor<aegis::cluster::v1::Edge
     aegis::cluster::v1::EdgeEvent event;
     WriteCallback done;
   };
-  explicit EdgeStream(Callbacks callbacks) : callbacks_(std::move(callbacks)) {}
-  // Starts the next write (or WritesDone) when none is in flight. Callbacks of events that
-  // could not be sealed are moved to `failed`. Returns true when the hold may be released.
-  bool PumpLocked(std::vector<WriteCallback>& failed);
+  using Queue = WriteQueue<Pending>;
+  // Write callbacks to run once the lock is let go, with their ok.
+  using Calls = std::vector<std::pair<WriteCallback, bool>>;
+  explicit EdgeStream(Callbacks callbacks);
+  // Seals an event as its turn to be written comes (the queue's Prepare); false drops it.
+  bool Seal(Pending& pending);
+  // mu_ held: does what `step` says (start a write; collect the callbacks of the written
+  // message, with `ok`, and of the dropped ones), sends WritesDone once finishing and idle.
+  // Returns true when the hold may be released (read side over, no write in flight).
+  bool ApplyLocked(Queue::Step step, bool ok, Calls& calls);
+  // Outside the lock: releases the hold and runs the callbacks.
+  void Complete(bool release, Calls& calls);
 
   Callbacks callbacks_;
   grpc::ClientContext context_;
   aegis::cluster::v1::EdgeCommand in_;
-  mutable std::mutex mu_;
-  std::deque<Pending> queue_;  // front = the write in flight when writing_
-  aegis::cluster::v1::EdgeEvent out_;
-  bool writing_ = false;
+  mutable std::mutex mu_;  // guards the flags below; every writes_ call is made under it
+  Queue writes_;
   bool finishing_ = false;
   bool writes_done_sent_ = false;
   bool read_closed_ = false;

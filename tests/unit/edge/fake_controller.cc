@@ -1,11 +1,10 @@
 #include "tests/unit/edge/fake_controller.h"
 
-#include <deque>
-
 #include "agent/identity/envelope_codec.h"
 #include "agent/identity/node_key.h"
 #include "agent/identity/pkcs12.h"
 #include "agent/identity/rotation_proof.h"
+#include "common/grpc_write_queue.h"
 #include "common/random.h"
 
 namespace edge::agentedge::testing {
@@ -35,25 +34,9 @@ class FakeController::Stream final
     }
     StartRead(&in_);
   }
-  void Send(const pb::EdgeCommand& c) {
-    std::lock_guard lock(mu_);
-    if (finished_) return;
-    queue_.push_back(c);
-    if (!writing_) {
-      writing_ = true;
-      out_ = queue_.front();
-      StartWrite(&out_);
-    }
-  }
+  void Send(const pb::EdgeCommand& c) { Apply(writes_.Push(c)); }
   void End(grpc::Status st) {
-    std::lock_guard lock(mu_);
-    if (finished_) return;
-    if (writing_) {
-      pending_finish_ = st;
-      return;
-    }
-    finished_ = true;
-    Finish(st);
+    Apply(writes_.FinishAfter(std::move(st), WriteQueue<pb::EdgeCommand>::Then::kWriteQueued));
   }
   void OnReadDone(bool ok) override {
     if (!ok) {
@@ -64,19 +47,10 @@ class FakeController::Stream final
     owner_->OnEvent(index_, in_);
     StartRead(&in_);
   }
-  void OnWriteDone(bool ok) override {
-    std::lock_guard lock(mu_);
-    writing_ = false;
-    if (!queue_.empty()) queue_.pop_front();
-    if (!ok) queue_.clear();
-    if (!queue_.empty() && !finished_) {
-      writing_ = true;
-      out_ = queue_.front();
-      StartWrite(&out_);
-    } else if (pending_finish_ && !finished_) {
-      finished_ = true;
-      Finish(*pending_finish_);
-    }
+  void OnWriteDone(bool ok) override { Apply(writes_.WriteDone(ok)); }
+  void Apply(WriteQueue<pb::EdgeCommand>::Step step) {
+    if (step.write != nullptr) StartWrite(step.write);
+    if (step.finish) Finish(*step.finish);
   }
   void OnDone() override {
     owner_->OnStreamDone(index_, this);
@@ -88,12 +62,7 @@ class FakeController::Stream final
   grpc::CallbackServerContext* ctx_;
   int index_;
   pb::EdgeEvent in_;
-  std::mutex mu_;
-  std::deque<pb::EdgeCommand> queue_;
-  pb::EdgeCommand out_;
-  bool writing_ = false;
-  bool finished_ = false;
-  std::optional<grpc::Status> pending_finish_;
+  WriteQueue<pb::EdgeCommand> writes_;
 };
 
 FakeController::FakeController(Clock& clock, Options options)
