@@ -152,11 +152,15 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& host, uint16_
   try {
     impl->ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
     const auto& t = *options.tls;
-    if (!t.ca_file.empty()) {
-      impl->ctx->load_verify_file(t.ca_file);
-      impl->ctx->set_verify_mode(ssl::verify_peer);
-    } else {
+    if (t.insecure_skip_verify) {
       impl->ctx->set_verify_mode(ssl::verify_none);
+    } else {
+      if (t.ca_file.empty()) {
+        impl->ctx->set_default_verify_paths();
+      } else {
+        impl->ctx->load_verify_file(t.ca_file);
+      }
+      impl->ctx->set_verify_mode(ssl::verify_peer);
     }
     if (!t.cert_file.empty()) impl->ctx->use_certificate_chain_file(t.cert_file);
     if (!t.key_file.empty()) impl->ctx->use_private_key_file(t.key_file, ssl::context::pem);

@@ -19,7 +19,8 @@
 namespace edge::http {
 
 struct ClientTls {
-  std::string ca_file;  // verifies the server ("" = no verification: tests only)
+  std::string ca_file;                // verifies the server ("" = the system's trust store)
+  bool insecure_skip_verify = false;  // tests only: the server is not verified at all
   std::string cert_file;
   std::string key_file;
   std::string server_name;  // SNI + host name check ("" = not checked)

@@ -302,6 +302,46 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(n, 2);
 }
 
+TEST_F(HttpServerTest, ThousandConcurrentKeepAliveConnections) {
+  std::atomic<int> calls{0};
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    ++calls;
+    ex->Respond({.body = "ok", .content_type = "text/plain"});
+  };
+  Start();
+  constexpr int kConnections = 1000;
+  net::io_context io;
+  std::vector<std::unique_ptr<tcp::socket>> socks;
+  for (int i = 0; i < kConnections; ++i) {
+    auto s = std::make_unique<tcp::socket>(io);
+    s->connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()));
+    timeval tv{20, 0};
+    ::setsockopt(s->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    socks.push_back(std::move(s));
+  }
+  ASSERT_TRUE(WaitUntil([&] { return server_->connections() == kConnections; }, 30s))
+      << server_->connections();
+  const std::string req = "GET /k HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int round = 0; round < 2; ++round) {
+    // Every connection has a request in flight at once, then every answer is read.
+    for (auto& s : socks)
+      net::write(*s, net::buffer(req));
+    for (auto& s : socks) {
+      std::string got;
+      char buf[512];
+      boost::system::error_code ec;
+      while (!got.ends_with("\r\n\r\nok")) {
+        size_t n = s->read_some(net::buffer(buf), ec);
+        ASSERT_FALSE(ec) << ec.message();
+        got.append(buf, n);
+      }
+      EXPECT_TRUE(got.starts_with("HTTP/1.1 200 "));
+    }
+  }
+  EXPECT_EQ(calls, 2 * kConnections);
+  EXPECT_EQ(server_->connections(), static_cast<size_t>(kConnections));  // all kept alive
+}
+
 TEST_F(HttpServerTest, ListenOnABusyPortFails) {
   handler_.fn = [](std::shared_ptr<Exchange> ex) { ex->Respond({}); };
   Start();

@@ -1,0 +1,128 @@
+// edge_http over TLS and mutual TLS, with certificates made by the openssl command line in a
+// temp dir: TLS works and the client verifies the server; with a client CA the server
+// requires a client certificate and refuses one from another CA.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <cstdlib>
+#include <thread>
+
+#include "http/client.h"
+#include "http/server.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait_until.h"
+
+namespace edge::http {
+namespace {
+
+using edge::testing::WaitUntil;
+using namespace std::chrono_literals;
+
+class Echo : public Handler {
+ public:
+  void Handle(std::shared_ptr<Exchange> ex) override {
+    ex->Respond({.body = "tls:" + ex->request().body, .content_type = "text/plain"});
+  }
+};
+
+// A CA and a certificate it signs for `name` (server: SAN 127.0.0.1 / localhost).
+void MakeCa(const std::string& dir, const std::string& ca) {
+  const std::string cmd = "cd '" + dir +
+                          "' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+                          "-nodes -keyout " +
+                          ca + ".key -out " + ca + ".pem -days 2 -subj /CN=" + ca +
+                          " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+void MakeCert(const std::string& dir, const std::string& ca, const std::string& name) {
+  const std::string cmd =
+      "cd '" + dir + "' && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes " +
+      "-keyout " + name + ".key -out " + name + ".csr -subj /CN=" + name +
+      " >/dev/null 2>&1 && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > " + name +
+      ".ext && openssl x509 -req -in " + name + ".csr -CA " + ca + ".pem -CAkey " + ca +
+      ".key -CAcreateserial -out " + name + ".pem -days 2 -extfile " + name +
+      ".ext >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+class HttpTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MakeCa(dir_.path(), "ca");
+    MakeCa(dir_.path(), "otherca");
+    MakeCert(dir_.path(), "ca", "server");
+    MakeCert(dir_.path(), "ca", "client");
+    MakeCert(dir_.path(), "otherca", "stranger");
+  }
+  void Start(bool mutual) {
+    ServerOptions o;
+    o.tls = TlsFiles{dir_ / "server.pem", dir_ / "server.key", mutual ? dir_ / "ca.pem" : ""};
+    server_ = std::make_unique<Server>(io_, o, handler_);
+    auto st = server_->Listen("127.0.0.1:0");
+    ASSERT_TRUE(st) << st.error().message;
+    work_.emplace(io_.get_executor());
+    for (int i = 0; i < 2; ++i)
+      threads_.emplace_back([this] { io_.run(); });
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    work_.reset();
+    WaitUntil([&] { return !server_ || server_->connections() == 0; }, 5s);
+    io_.stop();
+    for (auto& t : threads_)
+      t.join();
+  }
+  Result<Response> Call(ClientTls tls) {
+    auto c = Client::Connect("127.0.0.1", server_->port(), {.timeout = 10s, .tls = tls});
+    if (!c) return std::unexpected(c.error());
+    return (*c)->Send({.method = "POST", .target = "/", .body = "hi"});
+  }
+
+  edge::testing::TempDir dir_{"http-tls"};
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  Echo handler_;
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(HttpTlsTest, TlsAndTheClientVerifiesTheServer) {
+  Start(false);
+  auto r = Call({.ca_file = dir_ / "ca.pem", .server_name = "localhost"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->body, "tls:hi");
+  // A client trusting another CA refuses the server.
+  EXPECT_FALSE(Call({.ca_file = dir_ / "otherca.pem", .server_name = "localhost"}));
+  // Plain HTTP to a TLS port gets no answer.
+  auto plain = Client::Connect("127.0.0.1", server_->port(), {.timeout = 5s});
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE((*plain)->Send({.method = "GET", .target = "/"}));
+}
+
+TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheClientCa) {
+  Start(true);
+  auto ok = Call({.ca_file = dir_ / "ca.pem",
+                  .cert_file = dir_ / "client.pem",
+                  .key_file = dir_ / "client.key",
+                  .server_name = "localhost"});
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->body, "tls:hi");
+  EXPECT_FALSE(Call({.ca_file = dir_ / "ca.pem", .server_name = "localhost"}));
+  EXPECT_FALSE(Call({.ca_file = dir_ / "ca.pem",
+                     .cert_file = dir_ / "stranger.pem",
+                     .key_file = dir_ / "stranger.key",
+                     .server_name = "localhost"}));
+}
+
+TEST_F(HttpTlsTest, UnreadableCertificateIsAnError) {
+  ServerOptions o;
+  o.tls = TlsFiles{dir_ / "missing.pem", dir_ / "missing.key", ""};
+  Server s(io_, o, handler_);
+  auto st = s.Listen("127.0.0.1:0");
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(st.error().message.find("missing.pem"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace edge::http
