@@ -14,8 +14,10 @@
 #include "agent/daemon/edge_service.h"
 #include "agent/daemon/executor_host.h"
 #include "agent/daemon/status_file.h"
+#include "agent/daemon/worker_rpc_service.h"
 #include "agent/edge/key_rotation.h"
 #include "agent/identity/keystore_files.h"
+#include "agent/worker_rpc/token_commands.h"
 #include "common/cli.h"
 #include "common/clock.h"
 #include "common/random.h"
@@ -84,7 +86,8 @@ int Enroll(const edge::cli::GlobalOptions& opts, const std::string& token,
                     &stopped);
 }
 
-int Run(const edge::cli::GlobalOptions& opts) {
+// `listen`: the worker RPC address from `--listen` (else worker.listen_addr; none = no door).
+int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
   edge::BlockTerminationSignals();
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
@@ -131,6 +134,12 @@ int Run(const edge::cli::GlobalOptions& opts) {
   }
   if (cfg->compute.enabled) {
     daemon.services().Add(std::make_unique<edge::daemon::ComputeService>(*cfg, executor, clock));
+  }
+  // The worker RPC door needs no enrollment: it runs with or without the controller link.
+  const std::string listen_addr = listen.empty() ? cfg->worker.listen_addr : listen;
+  if (!listen_addr.empty()) {
+    daemon.services().Add(
+        std::make_unique<edge::daemon::WorkerRpcService>(*cfg, listen_addr, executor, clock));
   }
   return daemon.Run();
 }
@@ -216,9 +225,13 @@ int main(int argc, char** argv) {
       "through one local executor",
       "edge-agent"};
   app.set_version_flag("-V,--version", EDGE_VERSION);
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   edge::cli::GlobalOptions opts;
   edge::cli::AddGlobalOptions(app, opts, "/etc/edge-agent/agent.yaml");
+  std::string listen;
+  app.add_option("--listen", listen,
+                 "serve worker RPC (POST /rpc, GET /health) on host:port; without a command "
+                 "this runs the daemon (`run` plus this address; overrides worker.listen_addr)");
 
   auto* run = app.add_subcommand("run", "run the daemon");
   std::string status_format;
@@ -248,6 +261,7 @@ int main(int argc, char** argv) {
   auto* version = app.add_subcommand("version", "print the version");
   // Command groups in files of their own (common/cli.h CommandRunner).
   std::vector<edge::cli::CommandRunner> groups;
+  groups.push_back(edge::workerrpc::AddTokenCommands(app, opts));
 
   if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
   if (*version) {
@@ -255,7 +269,17 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (!*run && !*enroll && !*rotate && !edge::cli::InitLogging(opts, "warn")) return kExitUsage;
-  if (*run) return Run(opts);
+  if (!listen.empty() && !edge::config::IsHostPort(listen, true)) {
+    std::fprintf(stderr, "error: --listen %s: must be host:port (e.g. 127.0.0.1:7430)\n",
+                 listen.c_str());
+    return kExitUsage;
+  }
+  if (*run) return Run(opts, listen);
+  if (app.get_subcommands().empty()) {
+    if (!listen.empty()) return Run(opts, listen);
+    std::fprintf(stderr, "error: a command is required\nRun 'edge-agent --help' for usage.\n");
+    return kExitUsage;
+  }
   if (*status) return StatusCmd(opts, status_format);
   if (*check) return ConfigCheck(opts, production);
   if (*enroll) return Enroll(opts, enroll_token, enroll_node);

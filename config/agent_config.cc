@@ -37,6 +37,7 @@ const std::vector<std::string> kScalarPaths = {
     "worker.worker_id",
     "worker.heartbeat_interval",
     "worker.control_plane_url",
+    "worker.max_body_bytes",
     "worker.rpc_tls.enabled",
     "worker.rpc_tls.server_cert_file",
     "worker.rpc_tls.server_key_file",
@@ -219,7 +220,7 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   YAML::Node worker = root["worker"];
   if (r.Map(worker, "worker",
             {"listen_addr", "worker_id", "heartbeat_interval", "control_plane_url", "rpc_tls",
-             "auth"})) {
+             "auth", "max_body_bytes"})) {
     auto& w = c.worker;
     r.String(worker, "listen_addr", "worker.listen_addr", w.listen_addr);
     CheckHostPort(r, worker, "listen_addr", "worker.listen_addr", w.listen_addr, true);
@@ -231,6 +232,8 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.Duration(worker, "heartbeat_interval", "worker.heartbeat_interval", w.heartbeat_interval, 1s,
                1h);
     r.String(worker, "control_plane_url", "worker.control_plane_url", w.control_plane_url);
+    r.Size(worker, "max_body_bytes", "worker.max_body_bytes", w.max_body_bytes, 1ull << 10,
+           4ull << 30);
     if (!w.control_plane_url.empty() && w.control_plane_url.rfind("http://", 0) != 0 &&
         w.control_plane_url.rfind("https://", 0) != 0) {
       r.Issue(worker["control_plane_url"], "worker.control_plane_url", w.control_plane_url,
@@ -555,18 +558,19 @@ std::string DumpRedacted(const AgentConfig& c) {
     << YAML::Value << w.listen_addr << YAML::Key << "worker_id" << YAML::Value << w.worker_id
     << YAML::Key << "heartbeat_interval" << YAML::Value << FormatDuration(w.heartbeat_interval)
     << YAML::Key << "control_plane_url" << YAML::Value << w.control_plane_url << YAML::Key
-    << "rpc_tls" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
-    << w.rpc_tls.enabled << YAML::Key << "server_cert_file" << YAML::Value
-    << w.rpc_tls.server_cert_file << YAML::Key << "server_key_file" << YAML::Value
-    << w.rpc_tls.server_key_file << YAML::Key << "client_ca_file" << YAML::Value
-    << w.rpc_tls.client_ca_file << YAML::EndMap << YAML::Key << "auth" << YAML::Value
-    << YAML::BeginMap << YAML::Key << "worker_token" << YAML::Value << secret(w.auth.worker_token)
-    << YAML::Key << "worker_token_file" << YAML::Value << w.auth.worker_token_file << YAML::Key
-    << "worker_tokens" << YAML::Value << tokens << YAML::Key << "worker_signing_key" << YAML::Value
-    << secret(w.auth.worker_signing_key) << YAML::Key << "worker_signing_key_file" << YAML::Value
-    << w.auth.worker_signing_key_file << YAML::Key << "worker_signing_keys" << YAML::Value
-    << YAML::Flow << keys << YAML::Key << "worker_revoked_token_ids" << YAML::Value << YAML::Flow
-    << w.auth.worker_revoked_token_ids << YAML::EndMap << YAML::EndMap;
+    << "max_body_bytes" << YAML::Value << w.max_body_bytes << YAML::Key << "rpc_tls" << YAML::Value
+    << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << w.rpc_tls.enabled << YAML::Key
+    << "server_cert_file" << YAML::Value << w.rpc_tls.server_cert_file << YAML::Key
+    << "server_key_file" << YAML::Value << w.rpc_tls.server_key_file << YAML::Key
+    << "client_ca_file" << YAML::Value << w.rpc_tls.client_ca_file << YAML::EndMap << YAML::Key
+    << "auth" << YAML::Value << YAML::BeginMap << YAML::Key << "worker_token" << YAML::Value
+    << secret(w.auth.worker_token) << YAML::Key << "worker_token_file" << YAML::Value
+    << w.auth.worker_token_file << YAML::Key << "worker_tokens" << YAML::Value << tokens
+    << YAML::Key << "worker_signing_key" << YAML::Value << secret(w.auth.worker_signing_key)
+    << YAML::Key << "worker_signing_key_file" << YAML::Value << w.auth.worker_signing_key_file
+    << YAML::Key << "worker_signing_keys" << YAML::Value << YAML::Flow << keys << YAML::Key
+    << "worker_revoked_token_ids" << YAML::Value << YAML::Flow << w.auth.worker_revoked_token_ids
+    << YAML::EndMap << YAML::EndMap;
   const auto& s = c.sandbox;
   e << YAML::Key << "sandbox" << YAML::Value << YAML::BeginMap << YAML::Key << "root" << YAML::Value
     << s.root << YAML::Key << "provider" << YAML::Value << s.provider << YAML::Key

@@ -84,6 +84,8 @@ struct WorkerConfig {
   std::string worker_id;  // default: node_id
   milliseconds heartbeat_interval{30'000};
   std::string control_plane_url;
+  // The largest /rpc request body; a larger one is answered 413 before it is read.
+  uint64_t max_body_bytes = 64ull << 20;
   WorkerTls rpc_tls;
   WorkerAuth auth;
 };

@@ -1,5 +1,7 @@
 #include "config/production_check.h"
 
+#include <set>
+
 namespace edge::config {
 
 std::vector<ProductionFinding> ProductionFindings(const AgentConfig& c) {
@@ -15,6 +17,49 @@ std::vector<ProductionFinding> ProductionFindings(const AgentConfig& c) {
                    "none configured: the user token inside each command is checked for shape "
                    "only, so anyone who can reach the controller's command path is believed; "
                    "configure the controller's public key (its data_dir/ca/token.pub.pem)"});
+  }
+  // Worker RPC credentials (wire.md §4.1; the worker contract's production lint).
+  const auto& a = c.worker.auth;
+  if (!a.worker_token.empty() && a.worker_token_file.empty()) {
+    out.push_back({"worker.auth.worker_token",
+                   "an inline secret in the config file: use worker.auth.worker_token_file "
+                   "(a secret-mounted file, re-read when it changes)"});
+  }
+  if (!a.worker_signing_key.empty() && a.worker_signing_key_file.empty()) {
+    out.push_back({"worker.auth.worker_signing_key",
+                   "an inline secret in the config file: use "
+                   "worker.auth.worker_signing_key_file (re-read when it changes)"});
+  }
+  if (!a.worker_tokens.empty()) {
+    out.push_back({"worker.auth.worker_tokens",
+                   "long-lived per-worker tokens inline in the config file: prefer signed, "
+                   "short-lived tokens (worker.auth.worker_signing_key_file)"});
+  }
+  const bool signing = !a.worker_signing_key.empty() || !a.worker_signing_keys.empty();
+  if (!a.worker_token.empty() && signing) {
+    out.push_back({"worker.auth.worker_token",
+                   "a shared worker token is configured beside signed worker tokens: anyone "
+                   "holding it passes as any worker without a per-worker token; remove it once "
+                   "every caller uses signed tokens"});
+  }
+  std::set<std::string> seen;
+  for (const auto& k : a.worker_signing_keys) {
+    if (!a.worker_signing_key.empty() && k == a.worker_signing_key) {
+      out.push_back({"worker.auth.worker_signing_keys",
+                     "repeats the active signing key (worker.auth.worker_signing_key): list only "
+                     "previous keys, during a rotation window"});
+    } else if (!seen.insert(k).second) {
+      out.push_back({"worker.auth.worker_signing_keys", "lists the same rotation key twice"});
+    }
+  }
+  const auto& w = c.worker;
+  if (!w.listen_addr.empty() && !w.rpc_tls.enabled &&
+      !(w.listen_addr.starts_with("127.") || w.listen_addr.starts_with("localhost:") ||
+        w.listen_addr.starts_with("[::1]:"))) {
+    out.push_back({"worker.rpc_tls",
+                   "worker RPC listens on " + w.listen_addr +
+                       " without TLS: tokens and commands cross the network in clear; enable "
+                       "worker.rpc_tls with a client_ca_file (mTLS)"});
   }
   return out;
 }

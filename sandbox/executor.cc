@@ -622,7 +622,7 @@ Result<SandboxInfo> Executor::Spawn(const SpawnRequest& request, const Lease* le
     return MakeError(ErrorCode::kInvalidArgument,
                      "sandbox_id '_default': reserved for the default workspace");
   }
-  if (draining()) {
+  if (spawns_draining()) {
     return MakeError(ErrorCode::kDraining,
                      "the agent is draining: sandbox '" + request.id + "' was not spawned");
   }
@@ -758,6 +758,16 @@ void Executor::Drain() {
 bool Executor::draining() const {
   std::lock_guard lock(mu_);
   return draining_;
+}
+
+void Executor::DrainSpawns() {
+  std::lock_guard lock(mu_);
+  spawns_draining_ = true;
+}
+
+bool Executor::spawns_draining() const {
+  std::lock_guard lock(mu_);
+  return draining_ || spawns_draining_;
 }
 
 bool Executor::shutting_down() const {

@@ -131,6 +131,8 @@ class Executor final : public ExecutorApi {
   // drain state is the only one: doors ask draining().
   void Drain() override;
   bool draining() const override;
+  void DrainSpawns() override;
+  bool spawns_draining() const override;
   bool shutting_down() const;
   // Drain, let running work finish for `grace`, then cancel what is left (SIGTERM, SIGKILL
   // after kill_grace); `done` is called once nothing runs any more.
@@ -219,6 +221,7 @@ class Executor final : public ExecutorApi {
   std::map<std::string, int> per_context_;
   std::map<std::string, size_t> per_door_;
   bool draining_ = false;
+  bool spawns_draining_ = false;
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // timers check it before running

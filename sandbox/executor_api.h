@@ -54,6 +54,10 @@ class ExecutorApi {
   // The executor's drain state is the only one: new work is refused with DRAINING.
   virtual void Drain() = 0;
   virtual bool draining() const = 0;
+  // A worker's drain (worker.shutdown): new spawns are refused with DRAINING, while commands,
+  // files and the existing sandboxes keep working. Drain() implies it.
+  virtual void DrainSpawns() = 0;
+  virtual bool spawns_draining() const = 0;
   // Drain, wait up to `grace`, cancel what is left; `done` once nothing runs.
   virtual void Shutdown(std::chrono::milliseconds grace, std::function<void()> done) = 0;
 

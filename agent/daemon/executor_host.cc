@@ -120,6 +120,11 @@ sandbox::Executor* ExecutorHost::executor() const {
   return executor_.get();
 }
 
+boost::asio::io_context* ExecutorHost::io_context() const {
+  std::lock_guard lock(mu_);
+  return executor_ ? io_.get() : nullptr;
+}
+
 Status ExecutorHost::ApplyConfig(const config::AgentConfig& config) {
   std::lock_guard lock(mu_);
   if (!executor_) return MakeError(ErrorCode::kFailedPrecondition, "the executor is not running");

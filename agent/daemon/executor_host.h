@@ -45,6 +45,8 @@ class ExecutorHost final : public Service {
 
   // The executor while the service runs; nullptr before Start and after Stop.
   sandbox::Executor* executor() const;
+  // The io_context its pool runs (for the doors' servers); nullptr before Start and after Stop.
+  boost::asio::io_context* io_context() const;
   // Applies a pushed config's tools and security contexts (the edge door's PushConfig).
   Status ApplyConfig(const config::AgentConfig& config);
   // Tick() calls made so far (for tests).

@@ -68,6 +68,16 @@ bool FakeExecutor::draining() const {
   return draining_;
 }
 
+void FakeExecutor::DrainSpawns() {
+  std::lock_guard lock(mu_);
+  spawns_draining_ = true;
+}
+
+bool FakeExecutor::spawns_draining() const {
+  std::lock_guard lock(mu_);
+  return draining_ || spawns_draining_;
+}
+
 void FakeExecutor::Shutdown(std::chrono::milliseconds /*grace*/, std::function<void()> done) {
   std::vector<Call> left;
   {
@@ -109,7 +119,9 @@ Result<sandbox::SandboxInfo> FakeExecutor::Spawn(const sandbox::SpawnRequest& re
                                                  const sandbox::Lease* lease) {
   std::lock_guard lock(mu_);
   if (lease != nullptr) leases_.push_back(*lease);
-  if (draining_) return MakeError(ErrorCode::kDraining, "the agent is draining");
+  if (draining_ || spawns_draining_) {
+    return MakeError(ErrorCode::kDraining, "the agent is draining");
+  }
   sandbox::SandboxInfo info;
   info.id = request.id;
   info.provider = request.provider.empty() ? "process" : request.provider;

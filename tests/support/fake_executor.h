@@ -42,6 +42,8 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   bool Cancel(const std::string& command_id, const std::string& reason) override;
   void Drain() override;
   bool draining() const override;
+  void DrainSpawns() override;
+  bool spawns_draining() const override;
   void Shutdown(std::chrono::milliseconds grace, std::function<void()> done) override;
   std::vector<std::string> Tools() const override;
   size_t running(const std::string& door) const override;
@@ -93,6 +95,7 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   std::optional<Error> refuse_next_;
   std::vector<std::pair<std::string, std::string>> cancels_;
   bool draining_ = false;
+  bool spawns_draining_ = false;
   size_t reconfigures_ = 0;
   std::map<std::string, sandbox::SandboxInfo> sandboxes_;
   std::vector<sandbox::Lease> leases_;

@@ -1,0 +1,545 @@
+#include "agent/worker_rpc/worker_rpc_handler.h"
+
+#include <boost/asio/post.hpp>
+
+#include "agent/identity/worker_token.h"
+#include "common/log.h"
+#include "sandbox/tool_registry.h"
+
+namespace edge::workerrpc {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxRequestIdBytes = 128;
+constexpr int64_t kMaxLogLines = 10'000;
+
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::shared_ptr<spdlog::logger> Log() {
+  return log::Get("worker_rpc");
+}
+
+// A request id fit to echo: printable ASCII without spaces, at most 128 bytes.
+bool UsableRequestId(std::string_view id) {
+  if (id.empty() || id.size() > kMaxRequestIdBytes) return false;
+  for (unsigned char c : id) {
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
+std::unexpected<Error> Bad(std::string message) {
+  return MakeError(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+Result<std::string> Str(const json& p, const char* key, bool required) {
+  auto it = p.find(key);
+  if (it == p.end() || it->is_null()) {
+    if (required) return Bad(std::string("params.") + key + " is required");
+    return std::string();
+  }
+  if (!it->is_string()) {
+    return Bad(std::string("params.") + key + " must be a string, got " + it->type_name());
+  }
+  if (required && it->get_ref<const std::string&>().empty()) {
+    return Bad(std::string("params.") + key + " must not be empty");
+  }
+  return it->get<std::string>();
+}
+
+// Copies the keys of `params` named in `keys` (present and not null) into an args object,
+// renaming where the executor's name differs (wire → tool).
+json Pick(const json& params, std::initializer_list<std::pair<const char*, const char*>> keys) {
+  json out = json::object();
+  for (const auto& [wire, tool] : keys) {
+    auto it = params.find(wire);
+    if (it != params.end() && !it->is_null()) out[tool] = *it;
+  }
+  return out;
+}
+
+json SandboxJson(const sandbox::SandboxInfo& s, const std::string& worker_id) {
+  json meta = json::object();
+  for (const auto& [k, v] : s.metadata)
+    meta[k] = v;
+  return {{"sandbox_id", s.id},
+          {"runtime_id", s.runtime_id},
+          {"state", sandbox::SandboxStateName(s.state)},
+          {"provider", s.provider},
+          {"worker_id", worker_id},
+          {"metadata", std::move(meta)}};
+}
+
+}  // namespace
+
+struct WorkerRpcHandler::Call {
+  std::shared_ptr<http::Exchange> exchange;
+  http::Headers headers;  // added to every answer (X-Request-ID)
+  RpcRequest request;
+  std::string request_id;
+  std::string worker_id;
+
+  void Send(unsigned status, const json& body) const {
+    Log()->info("rpc {} id={} request_id={} -> {}", log::Escape(request.method, 64),
+                log::Escape(request.id, 64), request_id.empty() ? "-" : request_id, status);
+    exchange->Respond({.status = status, .headers = headers, .body = Dump(body)});
+  }
+  void Ok(json result) const {
+    Send(200, ResultEnvelope(request.id, worker_id, std::move(result)));
+  }
+  void Fail(const Error& e) const {
+    Send(HttpStatus(e.code), ErrorEnvelope(request.id, worker_id, e));
+  }
+};
+
+WorkerRpcHandler::WorkerRpcHandler(sandbox::ExecutorApi& executor, const WorkerAuthenticator& auth,
+                                   WorkerRpcOptions options)
+    : executor_(executor), auth_(auth), options_(std::move(options)) {}
+
+WorkerRpcHandler::~WorkerRpcHandler() {
+  CancelAll("the worker RPC door is stopping");
+  pool_.join();
+}
+
+void WorkerRpcHandler::CancelAll(const std::string& reason) {
+  std::map<uint64_t, sandbox::CancelSource> all;
+  {
+    std::lock_guard lock(mu_);
+    all = running_;
+  }
+  for (auto& [id, source] : all)
+    source.Cancel(reason);
+}
+
+void WorkerRpcHandler::Handle(std::shared_ptr<http::Exchange> exchange) {
+  const auto& req = exchange->request();
+  http::Headers headers;
+  if (auto rid = req.Header("X-Request-ID"); rid && UsableRequestId(*rid)) {
+    headers.emplace_back("X-Request-ID", std::string(*rid));
+  }
+  auto plain = [&](unsigned status, std::string_view code, std::string message,
+                   http::Headers extra = {}) {
+    http::Headers h = headers;
+    h.insert(h.end(), extra.begin(), extra.end());
+    exchange->Respond({.status = status,
+                       .headers = std::move(h),
+                       .body = Dump({{"code", code}, {"message", std::move(message)}})});
+  };
+  const std::string_view path = req.Path();
+  if (path == "/health") {
+    if (req.method != "GET") {
+      return plain(405, "METHOD_NOT_ALLOWED", "use GET for /health", {{"Allow", "GET"}});
+    }
+    exchange->Respond({.status = 200,
+                       .headers = headers,
+                       .body = Dump({{"status", executor_.spawns_draining() ? "draining" : "ok"},
+                                     {"worker_id", options_.worker_id}})});
+    return;
+  }
+  if (path != "/rpc") return plain(404, "NOT_FOUND", "no such path (use POST /rpc)");
+  if (req.method != "POST") {
+    return plain(405, "METHOD_NOT_ALLOWED", "use POST for /rpc", {{"Allow", "POST"}});
+  }
+  auto ok = auth_.Authenticate(req, identity::kWorkerRpcAudience);
+  if (!ok) {
+    Log()->warn("rpc refused from {} request_id={}: {}", req.remote,
+                headers.empty() ? "-" : headers[0].second, ok.error().message);
+    return plain(ok.error().status, ok.error().status == 401 ? "UNAUTHORIZED" : "FORBIDDEN",
+                 ok.error().message);
+  }
+  HandleRpc(exchange, std::move(headers));
+}
+
+void WorkerRpcHandler::HandleRpc(const std::shared_ptr<http::Exchange>& exchange,
+                                 http::Headers headers) {
+  auto call = std::make_shared<Call>();
+  call->exchange = exchange;
+  call->headers = std::move(headers);
+  if (!call->headers.empty()) call->request_id = call->headers[0].second;
+  call->worker_id = options_.worker_id;
+  auto parsed = ParseRpcRequest(exchange->request().body);
+  if (!parsed) {
+    Log()->info("rpc bad request request_id={}: {}",
+                call->request_id.empty() ? "-" : call->request_id, parsed.error().message);
+    http::Response r{.status = 400,
+                     .headers = call->headers,
+                     .body = Dump({{"code", "BAD_REQUEST"}, {"message", parsed.error().message}})};
+    exchange->Respond(std::move(r));
+    return;
+  }
+  call->request = std::move(*parsed);
+  if (!call->request.worker_id.empty() && call->request.worker_id != options_.worker_id) {
+    return call->Send(
+        403, ErrorEnvelope(call->request.id, options_.worker_id,
+                           {ErrorCode::kPermissionDenied,
+                            "request worker_id \"" + log::Escape(call->request.worker_id, 64) +
+                                "\" is not this worker (\"" + options_.worker_id + "\")"}));
+  }
+  Dispatch(call);
+}
+
+void WorkerRpcHandler::RunSync(const std::shared_ptr<Call>& call,
+                               std::function<Result<json>()> work) {
+  ++in_flight_;
+  boost::asio::post(pool_, [this, call, work = std::move(work)] {
+    Result<json> r = [&]() -> Result<json> {
+      try {
+        return work();
+      } catch (const std::exception& e) {
+        return MakeError(ErrorCode::kInternal, std::string("internal error: ") + e.what());
+      }
+    }();
+    if (r) {
+      call->Ok(std::move(*r));
+    } else {
+      call->Fail(r.error());
+    }
+    --in_flight_;
+  });
+}
+
+void WorkerRpcHandler::RunTool(const std::shared_ptr<Call>& call, const std::string& tool,
+                               json args, std::function<json(json payload)> shape) {
+  auto sandbox_id = Str(call->request.params, "sandbox_id", true);
+  if (!sandbox_id) return call->Fail(sandbox_id.error());
+  sandbox::InvokeRequest req;
+  req.tool = tool;
+  req.args = std::move(args);
+  req.sandbox_id = *sandbox_id;
+  req.lease = call->request.lease;
+  req.max_result_bytes = options_.max_result_bytes;
+  sandbox::CancelSource source;
+  uint64_t key;
+  {
+    std::lock_guard lock(mu_);
+    key = next_++;
+    running_.emplace(key, source);
+  }
+  ++in_flight_;
+  executor_.Invoke(
+      std::move(req), source.token(), nullptr,
+      [this, call, key, shape = std::move(shape), sid = *sandbox_id](sandbox::InvokeResult r) {
+        {
+          std::lock_guard lock(mu_);
+          running_.erase(key);
+        }
+        if (r.outcome == sandbox::Outcome::kOk) {
+          json out = shape(std::move(r.payload));
+          out["sandbox_id"] = sid;
+          call->Ok(std::move(out));
+        } else {
+          call->Fail(r.error);
+        }
+        --in_flight_;
+      });
+}
+
+void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, bool ndjson) {
+  const json& p = call->request.params;
+  auto sandbox_id = Str(p, "sandbox_id", true);
+  if (!sandbox_id) return call->Fail(sandbox_id.error());
+  sandbox::InvokeRequest req;
+  req.tool = "exec";
+  req.args = Pick(p, {{"command", "command"},
+                      {"args", "args"},
+                      {"mode", "mode"},
+                      {"workdir", "cwd"},
+                      {"env", "env"},
+                      {"stdin", "stdin"},
+                      {"timeout", "timeout"}});
+  req.sandbox_id = *sandbox_id;
+  req.lease = call->request.lease;
+  req.collect_output = !stream;
+  sandbox::CancelSource source;
+  uint64_t key;
+  {
+    std::lock_guard lock(mu_);
+    key = next_++;
+    running_.emplace(key, source);
+  }
+  ++in_flight_;
+  // A client that goes away cancels its command (its process group is killed).
+  call->exchange->OnClientGone([source]() mutable { source.Cancel("the client disconnected"); });
+
+  struct StreamState {
+    std::mutex mu;
+    json chunks = json::array();  // buffered exec_stream
+    bool begun = false;           // NDJSON: the 200 and its headers went out
+  };
+  auto state = std::make_shared<StreamState>();
+  const std::string sid = *sandbox_id;
+  auto line = [call](json body) { return Dump(body) + "\n"; };
+
+  sandbox::ChunkSink sink;
+  if (stream) {
+    sink = [call, state, ndjson, line](sandbox::OutputChunk chunk, std::function<void()> ack) {
+      json c = json::object();
+      c["stream"] = sandbox::OutputStreamName(chunk.stream);
+      sandbox::PutBytes(c, "data", chunk.data);
+      if (!ndjson) {
+        {
+          std::lock_guard lock(state->mu);
+          state->chunks.push_back(std::move(c));
+        }
+        ack();
+        return;
+      }
+      {
+        std::lock_guard lock(state->mu);
+        if (!state->begun) {
+          state->begun = true;
+          http::Headers h = call->headers;
+          h.emplace_back("X-Worker-Stream", "ndjson");
+          call->exchange->BeginStream(200, std::move(h), "application/x-ndjson");
+        }
+      }
+      call->exchange->WriteChunk(
+          line(ResultEnvelope(call->request.id, call->worker_id, std::move(c))),
+          [ack = std::move(ack)](bool) { ack(); });
+    };
+  }
+
+  executor_.Invoke(
+      std::move(req), source.token(), std::move(sink),
+      [this, call, key, state, stream, ndjson, sid, line](sandbox::InvokeResult r) {
+        {
+          std::lock_guard lock(mu_);
+          running_.erase(key);
+        }
+        const bool ok = r.outcome == sandbox::Outcome::kOk;
+        bool begun;
+        {
+          std::lock_guard lock(state->mu);
+          begun = state->begun;
+        }
+        if (ndjson && (begun || ok)) {
+          if (!begun) {
+            http::Headers h = call->headers;
+            h.emplace_back("X-Worker-Stream", "ndjson");
+            call->exchange->BeginStream(200, std::move(h), "application/x-ndjson");
+          }
+          // The last line: the exit code, or the error that ended the command.
+          json last = ok ? ResultEnvelope(call->request.id, call->worker_id,
+                                          {{"exit_code", r.exit_code}, {"done", true}})
+                         : ErrorEnvelope(call->request.id, call->worker_id, r.error);
+          Log()->info("rpc {} id={} request_id={} -> stream {}", call->request.method,
+                      log::Escape(call->request.id, 64),
+                      call->request_id.empty() ? "-" : call->request_id,
+                      sandbox::OutcomeName(r.outcome));
+          call->exchange->WriteChunk(line(std::move(last)), nullptr);
+          call->exchange->EndStream();
+        } else if (!ok) {
+          call->Fail(r.error);
+        } else if (stream) {
+          json chunks;
+          {
+            std::lock_guard lock(state->mu);
+            chunks = std::move(state->chunks);
+          }
+          call->Ok(
+              {{"sandbox_id", sid}, {"exit_code", r.exit_code}, {"chunks", std::move(chunks)}});
+        } else {
+          json out = {{"sandbox_id", sid}, {"exit_code", r.exit_code}};
+          for (const char* k : {"stdout", "stderr", "stdout_base64", "stderr_base64",
+                                "output_truncated", "signal"}) {
+            if (auto it = r.payload.find(k); it != r.payload.end()) out[k] = *it;
+          }
+          out["stdout"] = out.value("stdout", "");
+          out["stderr"] = out.value("stderr", "");
+          call->Ok(std::move(out));
+        }
+        --in_flight_;
+      });
+}
+
+void WorkerRpcHandler::Dispatch(const std::shared_ptr<Call>& call) {
+  const std::string& m = call->request.method;
+  const json& p = call->request.params;
+  const std::string& me = options_.worker_id;
+  auto identity = [](json payload) { return payload; };
+
+  if (m == "worker.spawn") {
+    return RunSync(call, [this, call]() -> Result<json> {
+      const json& p = call->request.params;
+      sandbox::SpawnRequest s;
+      auto id = Str(p, "sandbox_id", true);
+      if (!id) return std::unexpected(id.error());
+      s.id = *id;
+      auto provider = Str(p, "provider", false);
+      if (!provider) return std::unexpected(provider.error());
+      s.provider = *provider;
+      auto owner = Str(p, "owner_id", false);
+      if (!owner) return std::unexpected(owner.error());
+      s.owner = *owner;
+      for (const char* k : {"image"}) {
+        if (auto v = Str(p, k, false); !v) return std::unexpected(v.error());
+      }
+      for (const char* k : {"memory_mb", "vcpus"}) {
+        auto it = p.find(k);
+        if (it != p.end() && !it->is_null() && !it->is_number_integer()) {
+          return Bad(std::string("params.") + k + " must be an integer, got " + it->type_name());
+        }
+      }
+      if (auto it = p.find("ttl"); it != p.end() && !it->is_null()) {
+        auto ttl = sandbox::ParseDurationArg(*it, "params.ttl");
+        if (!ttl) return std::unexpected(ttl.error());
+        s.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+      }
+      if (auto it = p.find("metadata"); it != p.end() && !it->is_null()) {
+        if (!it->is_object()) {
+          return Bad(std::string("params.metadata must be an object of strings, got ") +
+                     it->type_name());
+        }
+        for (const auto& [k, v] : it->items()) {
+          if (!v.is_string()) return Bad("params.metadata." + k + " must be a string");
+          s.metadata[k] = v.get<std::string>();
+        }
+      }
+      const sandbox::Lease* lease = call->request.lease ? &*call->request.lease : nullptr;
+      auto info = executor_.Spawn(s, lease);
+      if (!info) return std::unexpected(info.error());
+      return SandboxJson(*info, options_.worker_id);
+    });
+  }
+  if (m == "worker.destroy") {
+    return RunSync(call, [this, call]() -> Result<json> {
+      auto id = Str(call->request.params, "sandbox_id", true);
+      if (!id) return std::unexpected(id.error());
+      const sandbox::Lease* lease = call->request.lease ? &*call->request.lease : nullptr;
+      auto info = executor_.Destroy(*id, lease);
+      if (!info) return std::unexpected(info.error());
+      return SandboxJson(*info, options_.worker_id);
+    });
+  }
+  if (m == "worker.status") {
+    return RunSync(call, [this, call]() -> Result<json> {
+      auto id = Str(call->request.params, "sandbox_id", true);
+      if (!id) return std::unexpected(id.error());
+      auto info = executor_.Status(*id);
+      if (!info) return std::unexpected(info.error());
+      json out = SandboxJson(*info, options_.worker_id);
+      out["error"] = "";
+      return out;
+    });
+  }
+  if (m == "worker.logs") {
+    return RunSync(call, [this, call]() -> Result<json> {
+      const json& p = call->request.params;
+      auto id = Str(p, "sandbox_id", true);
+      if (!id) return std::unexpected(id.error());
+      int64_t n = 100;
+      if (auto it = p.find("lines"); it != p.end() && !it->is_null()) {
+        if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
+            it->get<int64_t>() > kMaxLogLines) {
+          return Bad("params.lines must be an integer between 0 and " +
+                     std::to_string(kMaxLogLines));
+        }
+        n = it->get<int64_t>();
+        if (n == 0) n = 100;
+      }
+      auto lines = executor_.Logs(*id, static_cast<size_t>(n));
+      if (!lines) return std::unexpected(lines.error());
+      json arr = json::array();
+      for (const auto& l : *lines) {
+        json holder = json::object();
+        sandbox::PutBytes(holder, "l", l);
+        arr.push_back(holder["l"]);
+      }
+      return json{{"sandbox_id", *id}, {"lines", std::move(arr)}};
+    });
+  }
+  if (m == "worker.renew_lease") {
+    return RunSync(call, [this, call]() -> Result<json> {
+      const json& p = call->request.params;
+      auto rid = Str(p, "resource_id", false);
+      if (!rid) return std::unexpected(rid.error());
+      std::string ttl;
+      if (auto it = p.find("ttl"); it != p.end() && !it->is_null()) {
+        if (!it->is_string() && !it->is_number()) {
+          return Bad(std::string("params.ttl must be a duration such as \"5m\", got ") +
+                     it->type_name());
+        }
+        ttl = it->is_string() ? it->get<std::string>() : it->dump() + "s";
+      }
+      if (!call->request.lease) {
+        return MakeError(ErrorCode::kLeaseRejected, "worker.renew_lease requires a lease");
+      }
+      sandbox::Lease presented = *call->request.lease;
+      if (!rid->empty() && *rid != presented.resource_id) {
+        return MakeError(ErrorCode::kLeaseRejected, "lease.resource_id \"" + presented.resource_id +
+                                                        "\" does not match params.resource_id \"" +
+                                                        *rid + "\"");
+      }
+      // The executor checks the presented lease (holder, expiry, generation, a current
+      // lease to renew) before the control plane is asked.
+      if (auto st = executor_.RenewLease(presented); !st) return std::unexpected(st.error());
+      if (!options_.renew_upstream) {
+        return MakeError(ErrorCode::kFailedPrecondition,
+                         "the lease is valid but cannot be renewed: worker.control_plane_url is "
+                         "not configured");
+      }
+      auto renewed = options_.renew_upstream(presented, ttl);
+      if (!renewed) {
+        return MakeError(ErrorCode::kFailedPrecondition,
+                         "the control plane did not renew the lease: " + renewed.error().message);
+      }
+      auto recorded = executor_.RenewLease(*renewed);
+      if (!recorded) return std::unexpected(recorded.error());
+      return json{{"lease", LeaseToJson(*recorded)}};
+    });
+  }
+  if (m == "worker.shutdown") {
+    executor_.DrainSpawns();
+    Log()->warn("worker.shutdown: draining (new spawns are refused, sandboxes keep working)");
+    return call->Ok({{"worker_id", me}, {"status", "draining"}});
+  }
+  if (m == "worker.heartbeat") {
+    return call->Fail({ErrorCode::kInvalidArgument,
+                       "worker.heartbeat is sent by a worker to the control plane; this worker "
+                       "does not serve it"});
+  }
+  if (m == "worker.exec") return RunExec(call, false, false);
+  if (m == "worker.exec_stream") {
+    auto mode = call->exchange->request().Header("X-Worker-Stream");
+    bool ndjson = mode && (*mode == "ndjson" || *mode == "NDJSON");
+    return RunExec(call, true, ndjson);
+  }
+  if (m == "worker.file_write") {
+    return RunTool(
+        call, "file.write", Pick(p, {{"path", "path"}, {"content", "content"}, {"mode", "mode"}}),
+        [](json payload) {
+          return json{{"path", payload.value("path", "")}, {"size", payload.value("size", 0)}};
+        });
+  }
+  if (m == "worker.file_read") {
+    return RunTool(call, "file.read",
+                   Pick(p, {{"path", "path"}, {"offset", "offset"}, {"length", "length"}}),
+                   identity);
+  }
+  if (m == "worker.file_list") {
+    return RunTool(call, "file.list", Pick(p, {{"path", "path"}}), identity);
+  }
+  if (m == "worker.file_delete") {
+    return RunTool(call, "file.delete", Pick(p, {{"path", "path"}, {"recursive", "recursive"}}),
+                   identity);
+  }
+  if (m == "worker.file_move") {
+    return RunTool(call, "file.move", Pick(p, {{"old_path", "old_path"}, {"new_path", "new_path"}}),
+                   identity);
+  }
+  if (m == "worker.file_chmod") {
+    return RunTool(call, "file.chmod", Pick(p, {{"path", "path"}, {"mode", "mode"}}), identity);
+  }
+  if (m == "worker.file_stat") {
+    return RunTool(call, "file.stat", Pick(p, {{"path", "path"}}), identity);
+  }
+  if (m == "worker.file_glob") {
+    return RunTool(call, "file.glob", Pick(p, {{"pattern", "pattern"}}), identity);
+  }
+  call->Fail({ErrorCode::kInvalidArgument, "unknown worker method: " + log::Escape(m, 64)});
+}
+
+}  // namespace edge::workerrpc

@@ -1,0 +1,79 @@
+// WorkerRpcHandler: the worker RPC door (wire.md §4) — `GET /health` and `POST /rpc` — as an
+// http::Handler over sandbox::ExecutorApi. It authenticates (WorkerAuthenticator), parses
+// the envelope, maps each method to executor calls and maps the answers back; every rule
+// (leases, paths, caps, deadlines, drain) is the executor's. Commands and file methods go
+// through ExecutorApi::Invoke (their `done` answers the exchange); the synchronous sandbox
+// calls run on the door's own small pool, never on the HTTP threads. The door keeps only
+// cancel handles: a client that goes away from an exec cancels its command, and CancelAll
+// (the service's Stop) cancels what is left.
+//
+// Methods: worker.spawn, destroy, status, exec, exec_stream (buffered, or NDJSON with
+// `X-Worker-Stream: ndjson`), file_write, file_read, file_list, file_delete, file_move,
+// file_chmod, file_stat, file_glob, logs, renew_lease, shutdown; worker.heartbeat is
+// answered 400 (it is sent to the control plane, not served).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json.hpp>
+
+#include "agent/worker_rpc/rpc_envelope.h"
+#include "agent/worker_rpc/worker_auth.h"
+#include "common/clock.h"
+#include "http/message.h"
+#include "sandbox/cancel.h"
+#include "sandbox/executor_api.h"
+
+namespace edge::workerrpc {
+
+struct WorkerRpcOptions {
+  std::string worker_id;
+  // The largest file_read answer (its base64 content) the door sends; 0 = no limit.
+  uint64_t max_result_bytes = 64ull << 20;
+  // How worker.renew_lease asks the control plane for the renewed lease; unset = the
+  // control plane is not configured and renew_lease fails with 409 after checking the lease.
+  // Returns the renewed lease, or an error (its message is passed on).
+  std::function<Result<sandbox::Lease>(const sandbox::Lease& presented, std::string_view ttl)>
+      renew_upstream;
+};
+
+class WorkerRpcHandler final : public http::Handler {
+ public:
+  WorkerRpcHandler(sandbox::ExecutorApi& executor, const WorkerAuthenticator& auth,
+                   WorkerRpcOptions options);
+  ~WorkerRpcHandler() override;
+
+  void Handle(std::shared_ptr<http::Exchange> exchange) override;
+
+  // Cancels every command this door started (reason is logged and put in their results).
+  void CancelAll(const std::string& reason);
+  // Commands and synchronous calls started and not yet answered.
+  size_t in_flight() const { return in_flight_.load(); }
+
+ private:
+  struct Call;
+  void HandleRpc(const std::shared_ptr<http::Exchange>& exchange, http::Headers headers);
+  void Dispatch(const std::shared_ptr<Call>& call);
+  void RunSync(const std::shared_ptr<Call>& call, std::function<Result<nlohmann::json>()> work);
+  void RunTool(const std::shared_ptr<Call>& call, const std::string& tool, nlohmann::json args,
+               std::function<nlohmann::json(nlohmann::json payload)> shape);
+  void RunExec(const std::shared_ptr<Call>& call, bool stream, bool ndjson);
+
+  sandbox::ExecutorApi& executor_;
+  const WorkerAuthenticator& auth_;
+  WorkerRpcOptions options_;
+  boost::asio::thread_pool pool_{2};
+  std::atomic<size_t> in_flight_{0};
+  mutable std::mutex mu_;
+  uint64_t next_ = 1;
+  std::map<uint64_t, sandbox::CancelSource> running_;
+};
+
+}  // namespace edge::workerrpc

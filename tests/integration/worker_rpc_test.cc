@@ -1,0 +1,559 @@
+// Worker RPC through the real `edge-agent --listen 127.0.0.1:0` (wire.md §4): every method,
+// every auth failure (signed tokens made here with `openssl dgst -sha256 -hmac`, never by the
+// code under test), lease failures, path escapes through the file methods, bad input, NDJSON
+// framing line by line, a client that vanishes mid-stream, and drain. No controller: the
+// worker door runs without enrollment.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <regex>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "http/client.h"
+#include "tests/integration/harness.h"
+
+namespace edge::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr const char* kWorker = "worker-a";
+constexpr const char* kPerWorker = "per-worker-token-aaaaaaaa";
+constexpr const char* kShared = "shared-token-bbbbbbbbbbbb";
+constexpr const char* kKey = "signing-key-cccccccccccccccc";
+constexpr const char* kOldKey = "old-signing-key-dddddddddddd";
+
+std::string B64Url(std::string_view in) {
+  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += {a[v >> 18], a[(v >> 12) & 63]};
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63]};
+  }
+  return out;
+}
+
+// A signed worker token made with the openssl command line (the reference HMAC).
+std::string OpensslToken(const json& claims, const std::string& key) {
+  const std::string input = "stacyvm-worker-v1." + B64Url(claims.dump());
+  auto r =
+      RunCommand({"/usr/bin/openssl", "dgst", "-sha256", "-hmac", key, "-binary"}, {}, 30s, input);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.size(), 32u);
+  return input + "." + B64Url(r.out);
+}
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json Claims(std::string worker = kWorker, std::string aud = "worker:rpc") {
+  return {{"worker_id", worker},
+          {"jti", "jti-" + std::to_string(Now())},
+          {"aud", aud},
+          {"iat", Now()},
+          {"exp", Now() + 300}};
+}
+
+class WorkerRpcTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteText(dir_ / "signing.key", std::string(kKey) + "\n");
+    WriteText(dir_ / "agent.yaml",
+              "node_id: " + std::string(kWorker) + "\n" + "data_dir: " + dir_.path() + "/data\n" +
+                  "edge: {enabled: false}\n"
+                  "sandbox: {kill_grace: 1s}\n"
+                  "worker:\n"
+                  "  auth:\n"
+                  "    worker_token: " +
+                  kShared + "\n" + "    worker_tokens: {worker-a: " + kPerWorker + "}\n" +
+                  "    worker_signing_key_file: " + dir_.path() + "/signing.key\n" +
+                  "    worker_signing_keys: [" + kOldKey + "]\n" +
+                  "    worker_revoked_token_ids: [revoked-jti]\n");
+    agent_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{AgentBin(), "--listen", "127.0.0.1:0", "--config",
+                                 dir_ / "agent.yaml", "--log-level", "debug"},
+        dir_.path());
+    std::regex re("worker RPC listening on \\S+ \\(port (\\d+)");
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          std::smatch m;
+          std::string err = agent_->Stderr();
+          if (!std::regex_search(err, m, re)) return false;
+          port_ = static_cast<uint16_t>(std::stoi(m[1]));
+          return true;
+        },
+        60s))
+        << agent_->Stderr();
+  }
+  void TearDown() override {
+    if (agent_ && agent_->Running()) {
+      agent_->Signal(SIGTERM);
+      auto rc = agent_->Wait(30s);
+      EXPECT_TRUE(rc.has_value());
+    }
+    if (HasFailure() && agent_) std::cerr << "agent stderr:\n" << agent_->Stderr() << "\n";
+  }
+
+  std::unique_ptr<http::Client> Connect() {
+    auto c = http::Client::Connect("127.0.0.1", port_, {.timeout = 60s});
+    EXPECT_TRUE(c) << (c ? "" : c.error().message);
+    return c ? std::move(*c) : nullptr;
+  }
+  http::Headers Auth(std::string token = kPerWorker, std::string id = kWorker) {
+    return {{"X-Worker-ID", id}, {"X-Worker-Token", token}, {"Content-Type", "application/json"}};
+  }
+  http::Response Post(const std::string& body, http::Headers headers = {}) {
+    if (headers.empty()) headers = Auth();
+    auto c = Connect();
+    auto r = c->Send({.method = "POST", .target = "/rpc", .headers = headers, .body = body});
+    EXPECT_TRUE(r) << (r ? "" : r.error().message);
+    return r ? *r : http::Response{.status = 0};
+  }
+  // Calls `method` and returns (status, body as JSON).
+  std::pair<unsigned, json> Call(const std::string& method, json params,
+                                 std::optional<json> lease = std::nullopt) {
+    json env = {{"id", "it-1"}, {"method", method}, {"worker_id", kWorker}, {"params", params}};
+    if (lease) env["lease"] = *lease;
+    auto r = Post(env.dump());
+    return {r.status, json::parse(r.body, nullptr, false)};
+  }
+  json Lease(std::string resource, int64_t gen, std::string holder = kWorker,
+             std::string expires = "2099-01-01T00:00:00Z") {
+    return {{"resource_id", resource},
+            {"holder_id", holder},
+            {"generation", gen},
+            {"expires_at", expires}};
+  }
+  void Spawn(const std::string& id, int64_t gen = 1) {
+    auto [st, b] = Call("worker.spawn", {{"sandbox_id", id}}, Lease(id, gen));
+    ASSERT_EQ(st, 200u) << b.dump();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ChildProcess> agent_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(WorkerRpcTest, HealthAndEveryMethod) {
+  auto c = Connect();
+  auto h = c->Send({.method = "GET", .target = "/health"});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(json::parse(h->body), json({{"status", "ok"}, {"worker_id", kWorker}}));
+
+  auto [st, spawn] =
+      Call("worker.spawn", {{"sandbox_id", "sb-1"}, {"owner_id", "o1"}, {"metadata", {{"k", "v"}}}},
+           Lease("sb-1", 1));
+  ASSERT_EQ(st, 200u) << spawn.dump();
+  EXPECT_EQ(spawn["id"], "it-1");
+  EXPECT_EQ(spawn["worker_id"], kWorker);
+  EXPECT_FALSE(spawn.contains("error"));
+  EXPECT_EQ(spawn["result"]["sandbox_id"], "sb-1");
+  EXPECT_EQ(spawn["result"]["state"], "running");
+  EXPECT_EQ(spawn["result"]["metadata"]["k"], "v");
+  EXPECT_FALSE(spawn["result"]["runtime_id"].get<std::string>().empty());
+
+  auto [s2, status] = Call("worker.status", {{"sandbox_id", "sb-1"}});
+  EXPECT_EQ(s2, 200u);
+  EXPECT_EQ(status["result"]["state"], "running");
+
+  auto [s3, w] = Call(
+      "worker.file_write",
+      {{"sandbox_id", "sb-1"}, {"path", "dir/a.txt"}, {"content", "aGVsbG8="}, {"mode", "0640"}});
+  ASSERT_EQ(s3, 200u) << w.dump();
+  auto [s4, rd] = Call("worker.file_read", {{"sandbox_id", "sb-1"}, {"path", "dir/a.txt"}});
+  ASSERT_EQ(s4, 200u) << rd.dump();
+  EXPECT_EQ(rd["result"]["content"], "aGVsbG8=");
+  EXPECT_EQ(rd["result"]["sandbox_id"], "sb-1");
+  auto [s5, st5] = Call("worker.file_stat", {{"sandbox_id", "sb-1"}, {"path", "dir/a.txt"}});
+  ASSERT_EQ(s5, 200u) << st5.dump();
+  EXPECT_EQ(st5["result"]["file"]["size"], 5);
+  EXPECT_EQ(st5["result"]["file"]["mode"], "0640");
+  EXPECT_EQ(st5["result"]["file"]["is_dir"], false);
+  auto [s6, ch] =
+      Call("worker.file_chmod", {{"sandbox_id", "sb-1"}, {"path", "dir/a.txt"}, {"mode", "0600"}});
+  EXPECT_EQ(s6, 200u) << ch.dump();
+  auto [s7, mv] =
+      Call("worker.file_move",
+           {{"sandbox_id", "sb-1"}, {"old_path", "dir/a.txt"}, {"new_path", "dir/b.txt"}});
+  EXPECT_EQ(s7, 200u) << mv.dump();
+  auto [s8, ls] = Call("worker.file_list", {{"sandbox_id", "sb-1"}, {"path", "dir"}});
+  ASSERT_EQ(s8, 200u) << ls.dump();
+  ASSERT_EQ(ls["result"]["files"].size(), 1u);
+  EXPECT_EQ(ls["result"]["files"][0]["mode"], "0600");
+  auto [s9, gl] = Call("worker.file_glob", {{"sandbox_id", "sb-1"}, {"pattern", "dir/*.txt"}});
+  ASSERT_EQ(s9, 200u) << gl.dump();
+  EXPECT_EQ(gl["result"]["matches"], json({"dir/b.txt"}));
+
+  auto [s10, ex] = Call("worker.exec", {{"sandbox_id", "sb-1"},
+                                        {"command", "cat dir/b.txt; echo; echo oops >&2; exit 3"}});
+  ASSERT_EQ(s10, 200u) << ex.dump();
+  EXPECT_EQ(ex["result"]["exit_code"], 3);
+  EXPECT_EQ(ex["result"]["stdout"], "hello\n");
+  EXPECT_EQ(ex["result"]["stderr"], "oops\n");
+  auto [s11, argv] = Call("worker.exec", {{"sandbox_id", "sb-1"},
+                                          {"command", "printf"},
+                                          {"args", {"%s|", "a b", "it's"}},
+                                          {"mode", "argv"}});
+  EXPECT_EQ(argv["result"]["stdout"], "a b|it's|");
+  auto [s11b, shell] =
+      Call("worker.exec",
+           {{"sandbox_id", "sb-1"}, {"command", "printf '%s|'"}, {"args", {"a b", "it's"}}});
+  EXPECT_EQ(shell["result"]["stdout"], "a b|it's|");
+
+  auto [s12, buf] =
+      Call("worker.exec_stream", {{"sandbox_id", "sb-1"}, {"command", "echo one; echo two >&2"}});
+  ASSERT_EQ(s12, 200u) << buf.dump();
+  std::string out, err;
+  for (const auto& chunk : buf["result"]["chunks"]) {
+    (chunk["stream"] == "stdout" ? out : err) += chunk["data"].get<std::string>();
+  }
+  EXPECT_EQ(out, "one\n");
+  EXPECT_EQ(err, "two\n");
+
+  auto [s13, logs] = Call("worker.logs", {{"sandbox_id", "sb-1"}, {"lines", 50}});
+  ASSERT_EQ(s13, 200u) << logs.dump();
+  EXPECT_TRUE(logs["result"]["lines"].is_array());
+
+  auto [s14, del] =
+      Call("worker.file_delete", {{"sandbox_id", "sb-1"}, {"path", "dir"}, {"recursive", true}});
+  EXPECT_EQ(s14, 200u) << del.dump();
+  auto [s15, gone] = Call("worker.file_stat", {{"sandbox_id", "sb-1"}, {"path", "dir"}});
+  EXPECT_EQ(s15, 404u) << gone.dump();
+
+  // No control plane is configured: the lease is checked, then renewal fails with 409.
+  auto [s16, rn] =
+      Call("worker.renew_lease", {{"resource_id", "sb-1"}, {"ttl", "5m"}}, Lease("sb-1", 1));
+  EXPECT_EQ(s16, 409u) << rn.dump();
+  auto [s17, hb] = Call("worker.heartbeat", json::object());
+  EXPECT_EQ(s17, 400u);
+
+  auto [s18, d] = Call("worker.destroy", {{"sandbox_id", "sb-1"}}, Lease("sb-1", 2));
+  ASSERT_EQ(s18, 200u) << d.dump();
+  EXPECT_EQ(d["result"]["state"], "destroyed");
+  auto [s19, st19] = Call("worker.exec", {{"sandbox_id", "sb-nope"}, {"command", "true"}});
+  EXPECT_EQ(s19, 404u) << st19.dump();
+}
+
+TEST_F(WorkerRpcTest, EveryAuthFailureIs401AndNeverEchoesTheToken) {
+  const std::string body = R"({"id":"a","method":"worker.heartbeat"})";
+  auto expect = [&](http::Headers h, const std::string& fragment, const std::string& token = "") {
+    auto r = Post(body, h);
+    EXPECT_EQ(r.status, 401u) << fragment << ": " << r.body;
+    auto j = json::parse(r.body, nullptr, false);
+    EXPECT_EQ(j["code"], "UNAUTHORIZED");
+    EXPECT_NE(r.body.find(fragment), std::string::npos) << r.body;
+    if (!token.empty()) {
+      EXPECT_EQ(r.body.find(token), std::string::npos) << r.body;
+    }
+  };
+  // Accepted (400 = worker.heartbeat is not served, after auth passed).
+  EXPECT_EQ(Post(body).status, 400u);
+  std::string good = OpensslToken(Claims(), kKey);
+  EXPECT_EQ(Post(body, Auth(good)).status, 400u);
+  EXPECT_EQ(Post(body, {{"X-Worker-ID", kWorker}, {"Authorization", "Bearer " + good}}).status,
+            400u);
+  EXPECT_EQ(Post(body, Auth(OpensslToken(Claims(), kOldKey))).status, 400u);  // rotation key
+
+  expect({{"X-Worker-Token", kPerWorker}}, "missing X-Worker-ID");
+  expect({{"X-Worker-ID", kWorker}}, "missing worker token");
+  expect(Auth("wrong-token-zzzzzz"), "does not match", "wrong-token-zzzzzz");
+  expect(Auth(kShared), "shared token is refused", kShared);
+  expect(Auth(kPerWorker, "worker-b"), "is not this worker");
+  auto c = Claims();
+  c["exp"] = Now() - 5;
+  c["iat"] = Now() - 100;
+  auto t = OpensslToken(c, kKey);
+  expect(Auth(t), "expired", t);
+  c = Claims();
+  c["nbf"] = Now() + 120;
+  expect(Auth(OpensslToken(c, kKey)), "not valid before");
+  c = Claims();
+  c["iat"] = Now() + 120;
+  c["exp"] = Now() + 400;
+  expect(Auth(OpensslToken(c, kKey)), "issued in the future");
+  c = Claims();
+  c["exp"] = Now() + 16 * 60;
+  expect(Auth(OpensslToken(c, kKey)), "lifetime");
+  expect(Auth(OpensslToken(Claims(kWorker, "worker:control-plane"), kKey)), "audience");
+  c = Claims();
+  c["jti"] = "revoked-jti";
+  expect(Auth(OpensslToken(c, kKey)), "revoked");
+  expect(Auth(OpensslToken(Claims("worker-b"), kKey)), "not this worker");
+  expect(Auth(OpensslToken(Claims(), "some-other-key-eeeeeeee")), "signature");
+  std::string tampered = good;
+  tampered[tampered.size() - 3] = tampered[tampered.size() - 3] == 'A' ? 'B' : 'A';
+  expect(Auth(tampered), "signature", tampered);
+  // The envelope names another worker: 403.
+  auto r = Post(R"({"id":"a","method":"worker.status","worker_id":"worker-b"})");
+  EXPECT_EQ(r.status, 403u) << r.body;
+}
+
+TEST_F(WorkerRpcTest, SigningKeyFileIsReadAgainWhenItChanges) {
+  EXPECT_EQ(Post(R"({"method":"worker.heartbeat"})", Auth(OpensslToken(Claims(), kKey))).status,
+            400u);
+  WriteText(dir_ / "signing.key.new", "a-brand-new-key-ffffffffffff\n");
+  ASSERT_EQ(::rename((dir_ / "signing.key.new").c_str(), (dir_ / "signing.key").c_str()), 0);
+  EXPECT_EQ(Post(R"({"method":"worker.heartbeat"})",
+                 Auth(OpensslToken(Claims(), "a-brand-new-key-ffffffffffff")))
+                .status,
+            400u);
+  EXPECT_EQ(Post(R"({"method":"worker.heartbeat"})", Auth(OpensslToken(Claims(), kKey))).status,
+            401u);
+}
+
+TEST_F(WorkerRpcTest, LeaseFailuresAre403NamingTheRule) {
+  Spawn("sb-l", 5);
+  auto expect = [&](const std::string& method, json lease, const std::string& fragment) {
+    auto [st, b] = Call(method, {{"sandbox_id", "sb-l"}}, lease);
+    EXPECT_EQ(st, 403u) << method << " " << b.dump();
+    EXPECT_EQ(b["code"], "LEASE_REJECTED") << b.dump();
+    EXPECT_NE(b["error"].get<std::string>().find(fragment), std::string::npos) << b.dump();
+  };
+  expect("worker.destroy", Lease("sb-l", 6, "worker-other"), "holder");
+  expect("worker.destroy", Lease("sb-l", 6, kWorker, "2020-01-01T00:00:00Z"), "expire");
+  expect("worker.destroy", Lease("sb-l", 4), "generation");
+  expect("worker.destroy", Lease("sb-other", 6), "resource");
+  auto [st, b] = Call("worker.destroy", {{"sandbox_id", "sb-l"}});
+  EXPECT_EQ(st, 403u) << b.dump();
+  auto [sp, spb] = Call("worker.spawn", {{"sandbox_id", "sb-m"}}, Lease("sb-m", 1, "worker-x"));
+  EXPECT_EQ(sp, 403u) << spb.dump();
+  // A mutating file call that carries a stale lease is refused too.
+  auto [fw, fwb] = Call("worker.file_write",
+                        {{"sandbox_id", "sb-l"}, {"path", "x"}, {"content", ""}}, Lease("sb-l", 1));
+  EXPECT_EQ(fw, 403u) << fwb.dump();
+  // The right lease still works.
+  auto [ok, okb] = Call("worker.destroy", {{"sandbox_id", "sb-l"}}, Lease("sb-l", 5));
+  EXPECT_EQ(ok, 200u) << okb.dump();
+}
+
+TEST_F(WorkerRpcTest, PathEscapesThroughEveryFileMethodAreRefused) {
+  Spawn("sb-p");
+  WriteText(dir_ / "outside.txt", "secret");
+  auto [st, b] = Call("worker.exec", {{"sandbox_id", "sb-p"},
+                                      {"command", "ln -s " + dir_.path() + " out && ln -s " +
+                                                      dir_.path() + "/outside.txt f"}});
+  ASSERT_EQ(st, 200u) << b.dump();
+  auto refused = [&](const std::string& method, json params) {
+    params["sandbox_id"] = "sb-p";
+    auto [s, r] = Call(method, params);
+    EXPECT_TRUE(s == 403u || s == 400u)
+        << method << " " << params.dump() << " -> " << s << " " << r.dump();
+    return r;
+  };
+  for (const std::string& bad :
+       std::vector<std::string>{"../x", "a/../../x", "out/outside.txt",
+                                "../../../../../../../.." + dir_.path() + "/outside.txt"}) {
+    refused("worker.file_read", {{"path", bad}});
+    refused("worker.file_write", {{"path", bad}, {"content", "eA=="}});
+    refused("worker.file_list", {{"path", bad}});
+    refused("worker.file_stat", {{"path", bad}});
+    refused("worker.file_delete", {{"path", bad}});
+    refused("worker.file_chmod", {{"path", bad}, {"mode", "0777"}});
+    refused("worker.file_move", {{"old_path", bad}, {"new_path", "y"}});
+    refused("worker.file_move", {{"old_path", "f"}, {"new_path", bad}});
+  }
+  // An absolute path is taken relative to the root: the host's file is not what is read.
+  auto [as, ar] =
+      Call("worker.file_read", {{"sandbox_id", "sb-p"}, {"path", dir_.path() + "/outside.txt"}});
+  EXPECT_EQ(as, 404u) << ar.dump();
+  // A symlink inside the root that points outside is not followed.
+  ::chmod((dir_ / "outside.txt").c_str(), 0600);
+  refused("worker.file_read", {{"path", "f"}});
+  refused("worker.file_chmod", {{"path", "f"}, {"mode", "0777"}});
+  refused("worker.file_list", {{"path", "out"}});
+  // A write replaces the link itself (atomic rename inside the root), never its target.
+  auto [ws, wr] =
+      Call("worker.file_write", {{"sandbox_id", "sb-p"}, {"path", "f"}, {"content", "eA=="}});
+  EXPECT_TRUE(ws == 200u || ws == 403u) << wr.dump();
+  struct stat st_out {};
+  ASSERT_EQ(::stat((dir_ / "outside.txt").c_str(), &st_out), 0);
+  EXPECT_EQ(st_out.st_mode & 07777, 0600u);
+  // A glob never matches outside the root.
+  auto [gs, g] = Call("worker.file_glob", {{"sandbox_id", "sb-p"}, {"pattern", "../*"}});
+  if (gs == 200u) {
+    EXPECT_TRUE(g["result"]["matches"].empty()) << g.dump();
+  } else {
+    EXPECT_TRUE(gs == 400u || gs == 403u) << g.dump();
+  }
+  auto [s, r] = Call("worker.file_read", {{"sandbox_id", "sb-p"}, {"path", "../../x"}});
+  EXPECT_EQ(r["code"], "PATH_OUTSIDE_ROOT") << r.dump();
+  // Nothing outside was read, written or changed.
+  EXPECT_EQ(ReadText(dir_ / "outside.txt"), "secret");
+}
+
+TEST_F(WorkerRpcTest, BadInput) {
+  auto r = Post("{not json");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(json::parse(r.body)["code"], "BAD_REQUEST");
+  r = Post(R"({"method":7})");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_NE(r.body.find("method must be a string"), std::string::npos);
+  r = Post(R"({"id":"u","method":"worker.fly"})");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(json::parse(r.body)["error"], "unknown worker method: worker.fly");
+  Spawn("sb-x");
+  auto [st, b] = Call("worker.exec", {{"sandbox_id", "sb-x"}, {"command", 5}});
+  EXPECT_EQ(st, 400u) << b.dump();
+  auto c = Connect();
+  auto g = c->Send({.method = "GET", .target = "/rpc", .headers = Auth()});
+  EXPECT_EQ(g->status, 405u);
+  g = c->Send({.method = "GET", .target = "/elsewhere"});
+  EXPECT_EQ(g->status, 404u);
+
+  // A 65 MiB body is refused from its Content-Length, before it is read.
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ip::tcp::socket s(io);
+  s.connect({net::ip::make_address("127.0.0.1"), port_});
+  std::string head = "POST /rpc HTTP/1.1\r\nHost: x\r\nX-Worker-ID: worker-a\r\nX-Worker-Token: " +
+                     std::string(kPerWorker) +
+                     "\r\nContent-Length: " + std::to_string(65ull << 20) + "\r\n\r\n";
+  net::write(s, net::buffer(head + std::string(1 << 20, 'x')));
+  std::string answer;
+  char buf[4096];
+  boost::system::error_code ec;
+  while (answer.find("\r\n\r\n") == std::string::npos) {
+    size_t n = s.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    answer.append(buf, n);
+  }
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << answer.substr(0, 100);
+}
+
+TEST_F(WorkerRpcTest, NdjsonStreamLineByLineAndTimeout) {
+  Spawn("sb-s");
+  auto h = Auth();
+  h.emplace_back("X-Worker-Stream", "ndjson");
+  h.emplace_back("X-Request-ID", "trace-9");
+  auto c = Connect();
+  std::string all;
+  auto r = c->SendStreaming(
+      {.method = "POST",
+       .target = "/rpc",
+       .headers = h,
+       .body =
+           json({{"id", "st-1"},
+                 {"method", "worker.exec_stream"},
+                 {"params",
+                  {{"sandbox_id", "sb-s"},
+                   {"command", "for i in 1 2 3; do echo line$i; sleep 0.05; done; echo e >&2"}}}})
+               .dump()},
+      [&](std::string_view d) {
+        all += d;
+        return true;
+      });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_EQ(r->content_type, "application/x-ndjson");
+  EXPECT_EQ(http::FindHeader(r->headers, "X-Worker-Stream").value_or(""), "ndjson");
+  EXPECT_EQ(http::FindHeader(r->headers, "X-Request-ID").value_or(""), "trace-9");
+  ASSERT_TRUE(all.ends_with("\n"));
+  std::istringstream lines(all);
+  std::string line, out, err;
+  std::vector<json> docs;
+  while (std::getline(lines, line)) {
+    auto j = json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << "not one JSON document per line: " << line;
+    EXPECT_EQ(j["id"], "st-1");
+    EXPECT_EQ(j["worker_id"], kWorker);
+    docs.push_back(j);
+  }
+  ASSERT_GE(docs.size(), 3u);
+  for (size_t i = 0; i + 1 < docs.size(); ++i) {
+    const auto& res = docs[i]["result"];
+    (res["stream"] == "stdout" ? out : err) += res["data"].get<std::string>();
+  }
+  EXPECT_EQ(out, "line1\nline2\nline3\n");
+  EXPECT_EQ(err, "e\n");
+  EXPECT_EQ(docs.back()["result"], json({{"exit_code", 0}, {"done", true}}));
+
+  // A timeout after some output: the last line is the error.
+  all.clear();
+  r = c->SendStreaming(
+      {.method = "POST",
+       .target = "/rpc",
+       .headers = h,
+       .body =
+           json(
+               {{"id", "st-2"},
+                {"method", "worker.exec_stream"},
+                {"params",
+                 {{"sandbox_id", "sb-s"}, {"command", "echo start; sleep 30"}, {"timeout", "1s"}}}})
+               .dump()},
+      [&](std::string_view d) {
+        all += d;
+        return true;
+      });
+  ASSERT_TRUE(r);
+  auto last = all.substr(all.rfind('\n', all.size() - 2) + 1);
+  auto lj = json::parse(last);
+  EXPECT_EQ(lj["code"], "TIMED_OUT") << all;
+  EXPECT_TRUE(lj.contains("error"));
+  // Non-streaming exec past its timeout: 504.
+  auto [st, b] =
+      Call("worker.exec", {{"sandbox_id", "sb-s"}, {"command", "sleep 30"}, {"timeout", "500ms"}});
+  EXPECT_EQ(st, 504u) << b.dump();
+}
+
+TEST_F(WorkerRpcTest, ClientVanishingMidStreamKillsTheCommand) {
+  Spawn("sb-v");
+  auto h = Auth();
+  h.emplace_back("X-Worker-Stream", "ndjson");
+  auto c = Connect();
+  std::string first;
+  auto r = c->SendStreaming(
+      {.method = "POST",
+       .target = "/rpc",
+       .headers = h,
+       .body = json({{"id", "v-1"},
+                     {"method", "worker.exec_stream"},
+                     {"params", {{"sandbox_id", "sb-v"}, {"command", "echo $$; exec sleep 120"}}}})
+                   .dump()},
+      [&](std::string_view d) {
+        first += d;
+        return first.find('\n') == std::string::npos;  // hang up after the first line
+      });
+  ASSERT_TRUE(r);
+  auto j = json::parse(first.substr(0, first.find('\n')));
+  const pid_t pid = std::stoi(j["result"]["data"].get<std::string>());
+  ASSERT_GT(pid, 1);
+  // The process is gone (killed, and reaped by the agent) within the kill grace.
+  EXPECT_TRUE(WaitUntil([&] { return ::kill(pid, 0) != 0 && errno == ESRCH; }, 20s))
+      << "pid " << pid << " still exists";
+}
+
+TEST_F(WorkerRpcTest, ShutdownDrains) {
+  Spawn("sb-d");
+  auto [st, b] = Call("worker.shutdown", json::object());
+  ASSERT_EQ(st, 200u);
+  EXPECT_EQ(b["result"]["status"], "draining");
+  auto c = Connect();
+  auto h = c->Send({.method = "GET", .target = "/health"});
+  EXPECT_EQ(json::parse(h->body)["status"], "draining");
+  auto [sp, spb] = Call("worker.spawn", {{"sandbox_id", "sb-e"}}, Lease("sb-e", 1));
+  EXPECT_EQ(sp, 503u) << spb.dump();
+  // Existing sandboxes keep working.
+  auto [s2, b2] = Call("worker.status", {{"sandbox_id", "sb-d"}});
+  EXPECT_EQ(s2, 200u) << b2.dump();
+}
+
+}  // namespace
+}  // namespace edge::testing
