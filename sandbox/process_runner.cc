@@ -644,6 +644,184 @@ bool ProcessRunner::Impl::Forget(pid_t pid) {
   return true;
 }
 
+namespace {
+
+// What a validated spec starts: the resolved program, its environment and its user.
+struct LaunchPlan {
+  std::string exe;
+  std::vector<std::string> env;  // "NAME=value"
+  std::optional<RunAs> run_as;
+};
+
+// Checks the spec and resolves program, environment (explicit map over allow-listed
+// variables, PATH defaulted) and user; errors name the field.
+Result<LaunchPlan> PlanLaunch(const ProcessSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "argv: must not be empty");
+  }
+  for (const auto& a : spec.argv) {
+    if (HasNul(a)) return MakeError(ErrorCode::kInvalidArgument, "argv: contains a NUL byte");
+  }
+  if (spec.cwd.empty() || spec.cwd[0] != '/') {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "cwd '" + spec.cwd + "': must be an absolute path");
+  }
+  struct stat st {};
+  if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return MakeError(ErrorCode::kNotFound, "cwd '" + spec.cwd + "': not an existing directory");
+  }
+  if (spec.max_processes < 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "max_processes " + std::to_string(spec.max_processes) + ": must be >= 0");
+  }
+  std::map<std::string, std::string> env;
+  for (const auto& name : spec.env_allow) {
+    if (const char* v = ::getenv(name.c_str())) env[name] = v;
+  }
+  for (const auto& [k, v] : spec.env) {
+    if (k.empty() || k.find('=') != std::string::npos || HasNul(k) || HasNul(v)) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "env name '" + k + "': must be non-empty without '=' or NUL");
+    }
+    env[k] = v;
+  }
+  if (!env.contains("PATH")) env["PATH"] = ProcessSpec::kDefaultPath;
+  LaunchPlan plan;
+  auto exe = ResolveExecutable(spec.argv[0], env["PATH"]);
+  if (!exe) return std::unexpected(exe.error());
+  plan.exe = std::move(*exe);
+  auto run_as = ResolveRunAs(spec.run_as);
+  if (!run_as) return std::unexpected(run_as.error());
+  plan.run_as = std::move(*run_as);
+  for (const auto& [k, v] : env)
+    plan.env.push_back(k + "=" + v);
+  return plan;
+}
+
+// The child's descriptors, all close-on-exec in the parent (the child dup2s what it needs):
+// stdout, stderr, stdin (a pipe when there is stdin data, else /dev/null) and the status pipe
+// through which the child reports a failure before execve. Closes what it still holds.
+struct ChildPipes {
+  int out[2] = {-1, -1};
+  int err[2] = {-1, -1};
+  int in[2] = {-1, -1};
+  int status[2] = {-1, -1};
+
+  ChildPipes() = default;
+  ChildPipes(const ChildPipes&) = delete;
+  ChildPipes& operator=(const ChildPipes&) = delete;
+  ~ChildPipes() {
+    for (int* p : {out, err, in, status}) {
+      Close(p[0]);
+      Close(p[1]);
+    }
+  }
+  static void Close(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  Status Open(bool with_stdin) {
+    if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 ||
+        ::pipe2(status, O_CLOEXEC) != 0) {
+      return MakeError(ErrorCode::kInternal, "pipe2: " + Errno(errno));
+    }
+    if (with_stdin) {
+      if (::pipe2(in, O_CLOEXEC) != 0)
+        return MakeError(ErrorCode::kInternal, "pipe2: " + Errno(errno));
+    } else {
+      in[0] = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (in[0] < 0) return MakeError(ErrorCode::kInternal, "open /dev/null: " + Errno(errno));
+    }
+    return OkStatus();
+  }
+  // The parent's side after fork: the child's ends closed.
+  void CloseChildEnds() {
+    Close(status[1]);
+    Close(out[1]);
+    Close(err[1]);
+    Close(in[0]);
+  }
+};
+
+// Everything the child needs, prepared before fork (the child may only make
+// async-signal-safe calls until execve).
+struct ChildSetup {
+  const char* exe = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  const char* cwd = nullptr;
+  pid_t parent = 0;
+  int cgroup_fd = -1;
+  const RunAs* user = nullptr;
+  bool set_nproc = false;
+  rlim_t nproc = 0;
+  const ChildPipes* pipes = nullptr;
+};
+
+// The stages the child reports through the status pipe (StageName says them).
+[[noreturn]] void ExecChild(const ChildSetup& c) {
+  int status_fd = c.pipes->status[1];
+  auto die = [&status_fd](int stage) {
+    int report[2] = {stage, errno};
+    ssize_t w = ::write(status_fd, report, sizeof(report));
+    (void)w;
+    ::_exit(127);
+  };
+  if (::setsid() < 0) die(1);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(2);
+  if (::getppid() != c.parent) ::_exit(127);  // the agent is already gone
+  if (c.cgroup_fd >= 0) {
+    char num[24];
+    size_t n = FormatDecimal(::getpid(), num);
+    if (::write(c.cgroup_fd, num, n) != static_cast<ssize_t>(n)) die(3);
+  }
+  if (::chdir(c.cwd) != 0) die(4);
+  if (c.set_nproc) {
+    struct rlimit rl {
+      c.nproc, c.nproc
+    };
+    if (::setrlimit(RLIMIT_NPROC, &rl) != 0) die(5);
+  }
+  if (c.user != nullptr) {
+    if (::setgroups(c.user->groups.size(), c.user->groups.data()) != 0) die(6);
+    if (::setgid(c.user->gid) != 0) die(7);
+    if (::setuid(c.user->uid) != 0) die(8);
+  }
+  if (::dup2(c.pipes->in[0], 0) < 0 || ::dup2(c.pipes->out[1], 1) < 0 ||
+      ::dup2(c.pipes->err[1], 2) < 0) {
+    die(9);
+  }
+  if (status_fd != 3) {
+    if (::dup3(status_fd, 3, O_CLOEXEC) < 0) die(9);
+    status_fd = 3;
+  }
+  ::syscall(SYS_close_range, 4u, ~0u, 0u);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig)
+    ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(c.exe, c.argv, c.envp);
+  die(10);
+  ::_exit(127);  // not reached: die exits
+}
+
+// The error for a child that reported `report` = {stage, errno} before execve.
+Error ChildStartError(const int report[2], const std::string& program,
+                      const std::string& cgroup_dir) {
+  ErrorCode code = ErrorCode::kInternal;
+  if (report[0] == 10 && (report[1] == ENOENT)) code = ErrorCode::kNotFound;
+  if (report[1] == EACCES || report[1] == EPERM) code = ErrorCode::kPermissionDenied;
+  if (report[1] == EAGAIN) code = ErrorCode::kResourceExhausted;
+  std::string stage = StageName(report[0]);
+  if (report[0] == 3) stage += " of " + cgroup_dir;
+  return Error{code, "starting '" + program + "': " + stage + " failed: " + Errno(report[1])};
+}
+
+}  // namespace
+
 void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink,
                                 DoneCallback done) {
   auto fail = [&](Error e) { done(std::unexpected(std::move(e))); };
@@ -653,83 +831,18 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
       return fail(Error{ErrorCode::kDraining, "process runner is shutting down"});
     }
   }
-  if (spec.argv.empty() || spec.argv[0].empty()) {
-    return fail(Error{ErrorCode::kInvalidArgument, "argv: must not be empty"});
-  }
-  for (const auto& a : spec.argv) {
-    if (HasNul(a)) return fail(Error{ErrorCode::kInvalidArgument, "argv: contains a NUL byte"});
-  }
-  if (spec.cwd.empty() || spec.cwd[0] != '/') {
-    return fail(
-        Error{ErrorCode::kInvalidArgument, "cwd '" + spec.cwd + "': must be an absolute path"});
-  }
-  struct stat st {};
-  if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return fail(Error{ErrorCode::kNotFound, "cwd '" + spec.cwd + "': not an existing directory"});
-  }
-  if (spec.max_processes < 0) {
-    return fail(Error{ErrorCode::kInvalidArgument,
-                      "max_processes " + std::to_string(spec.max_processes) + ": must be >= 0"});
-  }
-  // The environment: explicit map over allow-listed variables, PATH defaulted.
-  std::map<std::string, std::string> env;
-  for (const auto& name : spec.env_allow) {
-    if (const char* v = ::getenv(name.c_str())) env[name] = v;
-  }
-  for (const auto& [k, v] : spec.env) {
-    if (k.empty() || k.find('=') != std::string::npos || HasNul(k) || HasNul(v)) {
-      return fail(Error{ErrorCode::kInvalidArgument,
-                        "env name '" + k + "': must be non-empty without '=' or NUL"});
-    }
-    env[k] = v;
-  }
-  if (!env.contains("PATH")) env["PATH"] = ProcessSpec::kDefaultPath;
-  auto exe = ResolveExecutable(spec.argv[0], env["PATH"]);
-  if (!exe) return fail(exe.error());
-  auto run_as = ResolveRunAs(spec.run_as);
-  if (!run_as) return fail(run_as.error());
-
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env)
-    env_strings.push_back(k + "=" + v);
+  auto plan = PlanLaunch(spec);
+  if (!plan) return fail(plan.error());
   std::vector<char*> envp, argv;
-  for (auto& s : env_strings)
+  for (auto& s : plan->env)
     envp.push_back(s.data());
   envp.push_back(nullptr);
   for (auto& s : spec.argv)
     argv.push_back(s.data());
   argv.push_back(nullptr);
 
-  // Descriptors: all close-on-exec in the parent; the child dup2s what it needs.
-  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1}, st_pipe[2] = {-1, -1};
-  auto close_all = [&] {
-    for (int* p : {out_pipe, err_pipe, in_pipe, st_pipe}) {
-      for (int i = 0; i < 2; ++i) {
-        if (p[i] >= 0) ::close(p[i]);
-        p[i] = -1;
-      }
-    }
-  };
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(st_pipe, O_CLOEXEC) != 0) {
-    int e = errno;
-    close_all();
-    return fail(Error{ErrorCode::kInternal, "pipe2: " + Errno(e)});
-  }
-  if (spec.stdin_data) {
-    if (::pipe2(in_pipe, O_CLOEXEC) != 0) {
-      int e = errno;
-      close_all();
-      return fail(Error{ErrorCode::kInternal, "pipe2: " + Errno(e)});
-    }
-  } else {
-    in_pipe[0] = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (in_pipe[0] < 0) {
-      int e = errno;
-      close_all();
-      return fail(Error{ErrorCode::kInternal, "open /dev/null: " + Errno(e)});
-    }
-  }
+  ChildPipes pipes;
+  if (auto st = pipes.Open(spec.stdin_data.has_value()); !st) return fail(st.error());
 
   std::string cgroup_dir;
   int cgroup_fd = -1;
@@ -740,7 +853,6 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
       cgroup_fd = made->second;
     } else if (spec.max_processes > 0 && cg.pids) {
       // The limit cannot be applied: the command does not start without it.
-      close_all();
       return fail(made.error());
     } else {
       log::Get("sandbox")->warn("'{}' runs without its own cgroup: {}", spec.argv[0],
@@ -748,100 +860,42 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
     }
   }
 
-  const RunAs* user = run_as->has_value() ? &**run_as : nullptr;
-  bool set_nproc = spec.max_processes > 0 && user != nullptr && user->uid != 0;
-  const char* exe_path = exe->c_str();
-  const char* cwd = spec.cwd.c_str();
-  pid_t parent = ::getpid();
-  rlim_t nproc = static_cast<rlim_t>(spec.max_processes);
+  ChildSetup setup;
+  setup.exe = plan->exe.c_str();
+  setup.argv = argv.data();
+  setup.envp = envp.data();
+  setup.cwd = spec.cwd.c_str();
+  setup.parent = ::getpid();
+  setup.cgroup_fd = cgroup_fd;
+  setup.user = plan->run_as.has_value() ? &*plan->run_as : nullptr;
+  setup.set_nproc = spec.max_processes > 0 && setup.user != nullptr && setup.user->uid != 0;
+  setup.nproc = static_cast<rlim_t>(spec.max_processes);
+  setup.pipes = &pipes;
 
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
-    close_all();
     if (cgroup_fd >= 0) ::close(cgroup_fd);
     if (!cgroup_dir.empty()) ::rmdir(cgroup_dir.c_str());
     return fail(Error{ErrorCode::kResourceExhausted, "fork: " + Errno(e)});
   }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only until execve.
-    int status_fd = st_pipe[1];
-    auto die = [status_fd](int stage) {
-      int report[2] = {stage, errno};
-      ssize_t w = ::write(status_fd, report, sizeof(report));
-      (void)w;
-      ::_exit(127);
-    };
-    if (::setsid() < 0) die(1);
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) die(2);
-    if (::getppid() != parent) ::_exit(127);  // the agent is already gone
-    if (cgroup_fd >= 0) {
-      char num[24];
-      size_t n = FormatDecimal(::getpid(), num);
-      if (::write(cgroup_fd, num, n) != static_cast<ssize_t>(n)) die(3);
-    }
-    if (::chdir(cwd) != 0) die(4);
-    if (set_nproc) {
-      struct rlimit rl {
-        nproc, nproc
-      };
-      if (::setrlimit(RLIMIT_NPROC, &rl) != 0) die(5);
-    }
-    if (user != nullptr) {
-      if (::setgroups(user->groups.size(), user->groups.data()) != 0) die(6);
-      if (::setgid(user->gid) != 0) die(7);
-      if (::setuid(user->uid) != 0) die(8);
-    }
-    if (::dup2(in_pipe[0], 0) < 0 || ::dup2(out_pipe[1], 1) < 0 || ::dup2(err_pipe[1], 2) < 0) {
-      die(9);
-    }
-    if (status_fd != 3) {
-      if (::dup3(status_fd, 3, O_CLOEXEC) < 0) die(9);
-      status_fd = 3;
-    }
-    ::syscall(SYS_close_range, 4u, ~0u, 0u);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig)
-      ::sigaction(sig, &dfl, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execve(exe_path, argv.data(), envp.data());
-    die(10);
-  }
+  if (pid == 0) ExecChild(setup);
 
-  // Parent.
-  ::close(st_pipe[1]);
-  st_pipe[1] = -1;
-  ::close(out_pipe[1]);
-  out_pipe[1] = -1;
-  ::close(err_pipe[1]);
-  err_pipe[1] = -1;
-  ::close(in_pipe[0]);
-  in_pipe[0] = -1;
+  // Parent: a report on the status pipe means the child failed before execve.
+  pipes.CloseChildEnds();
   if (cgroup_fd >= 0) ::close(cgroup_fd);
   int report[2] = {0, 0};
   ssize_t got;
   do {
-    got = ::read(st_pipe[0], report, sizeof(report));
+    got = ::read(pipes.status[0], report, sizeof(report));
   } while (got < 0 && errno == EINTR);
   if (got > 0) {
     int status = 0;
     ::waitpid(pid, &status, 0);
-    close_all();
     if (!cgroup_dir.empty()) ::rmdir(cgroup_dir.c_str());
-    ErrorCode code = ErrorCode::kInternal;
-    if (report[0] == 10 && (report[1] == ENOENT)) code = ErrorCode::kNotFound;
-    if (report[1] == EACCES || report[1] == EPERM) code = ErrorCode::kPermissionDenied;
-    if (report[1] == EAGAIN) code = ErrorCode::kResourceExhausted;
-    std::string stage = StageName(report[0]);
-    if (report[0] == 3) stage += " of " + cgroup_dir;
-    return fail(
-        Error{code, "starting '" + spec.argv[0] + "': " + stage + " failed: " + Errno(report[1])});
+    return fail(ChildStartError(report, spec.argv[0], cgroup_dir));
   }
-  ::close(st_pipe[0]);
-  st_pipe[0] = -1;
+  ChildPipes::Close(pipes.status[0]);
 
   auto child = std::make_shared<Child>(shared_from_this(), io);
   child->pid = pid;
@@ -852,15 +906,14 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
     int e = errno;
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
-    close_all();
     if (!cgroup_dir.empty()) KillAndRemoveCgroup(cgroup_dir);
     return fail(Error{ErrorCode::kInternal, "pidfd_open: " + Errno(e)});
   }
   child->pidfd.assign(pfd);
-  child->out[0].assign(std::exchange(out_pipe[0], -1));
-  child->out[1].assign(std::exchange(err_pipe[0], -1));
-  if (in_pipe[1] >= 0) {
-    child->in.assign(std::exchange(in_pipe[1], -1));
+  child->out[0].assign(std::exchange(pipes.out[0], -1));
+  child->out[1].assign(std::exchange(pipes.err[0], -1));
+  if (pipes.in[1] >= 0) {
+    child->in.assign(std::exchange(pipes.in[1], -1));
     child->stdin_data = std::move(*spec.stdin_data);
   }
   child->cgroup_dir = std::move(cgroup_dir);
