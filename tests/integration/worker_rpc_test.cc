@@ -10,12 +10,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <mutex>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "http/client.h"
+#include "http/server.h"
 #include "tests/integration/harness.h"
 
 namespace edge::testing {
@@ -74,7 +77,9 @@ json Claims(std::string worker = kWorker, std::string aud = "worker:rpc") {
 
 class WorkerRpcTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartAgent(""); }
+  // Starts the agent with `extra` lines added to its worker section.
+  void StartAgent(const std::string& extra) {
     WriteText(dir_ / "signing.key", std::string(kKey) + "\n");
     WriteText(dir_ / "agent.yaml",
               "node_id: " + std::string(kWorker) + "\n" + "data_dir: " + dir_.path() + "/data\n" +
@@ -86,7 +91,7 @@ class WorkerRpcTest : public ::testing::Test {
                   kShared + "\n" + "    worker_tokens: {worker-a: " + kPerWorker + "}\n" +
                   "    worker_signing_key_file: " + dir_.path() + "/signing.key\n" +
                   "    worker_signing_keys: [" + kOldKey + "]\n" +
-                  "    worker_revoked_token_ids: [revoked-jti]\n");
+                  "    worker_revoked_token_ids: [revoked-jti]\n" + extra);
     agent_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{AgentBin(), "--listen", "127.0.0.1:0", "--config",
                                  dir_ / "agent.yaml", "--log-level", "debug"},
@@ -113,7 +118,7 @@ class WorkerRpcTest : public ::testing::Test {
   }
 
   std::unique_ptr<http::Client> Connect() {
-    auto c = http::Client::Connect("127.0.0.1", port_, {.timeout = 60s});
+    auto c = http::Client::Connect("127.0.0.1", port_, {.timeout = 60s, .tls = client_tls_});
     EXPECT_TRUE(c) << (c ? "" : c.error().message);
     return c ? std::move(*c) : nullptr;
   }
@@ -150,6 +155,7 @@ class WorkerRpcTest : public ::testing::Test {
   TempDir dir_;
   std::unique_ptr<ChildProcess> agent_;
   uint16_t port_ = 0;
+  std::optional<http::ClientTls> client_tls_;
 };
 
 TEST_F(WorkerRpcTest, HealthAndEveryMethod) {
@@ -553,6 +559,208 @@ TEST_F(WorkerRpcTest, ShutdownDrains) {
   // Existing sandboxes keep working.
   auto [s2, b2] = Call("worker.status", {{"sandbox_id", "sb-d"}});
   EXPECT_EQ(s2, 200u) << b2.dump();
+}
+
+// A control plane on loopback (in this process): records heartbeats, renews leases.
+class FakeControlPlane : public http::Handler {
+ public:
+  FakeControlPlane() : server_(io_, {}, *this) {
+    EXPECT_TRUE(server_.Listen("127.0.0.1:0"));
+    work_.emplace(io_.get_executor());
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~FakeControlPlane() override {
+    server_.Stop();
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  void Handle(std::shared_ptr<http::Exchange> ex) override {
+    const auto& r = ex->request();
+    std::lock_guard lock(mu_);
+    requests_.push_back(r);
+    auto body = json::parse(r.body, nullptr, false);
+    if (r.target.ends_with("/renew")) {
+      json lease = body["lease"];
+      lease["generation"] = lease["generation"].get<int64_t>() + 1;
+      ex->Respond({.body = json({{"lease", lease}}).dump()});
+      return;
+    }
+    ex->Respond({.body = "{}"});
+  }
+  uint16_t port() const { return server_.port(); }
+  std::vector<http::Request> requests() const {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  http::Server server_;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::vector<http::Request> requests_;
+};
+
+class WorkerRpcControlPlaneTest : public WorkerRpcTest {
+ protected:
+  void SetUp() override {
+    StartAgent("  control_plane_url: http://127.0.0.1:" + std::to_string(cp_.port()) +
+               "\n  heartbeat_interval: 1s\n");
+  }
+  FakeControlPlane cp_;
+};
+
+TEST_F(WorkerRpcControlPlaneTest, HeartbeatsAndLeaseRenewalThroughTheControlPlane) {
+  // Heartbeats carry the static per-worker token (configured, so nothing is minted).
+  ASSERT_TRUE(WaitUntil([&] { return cp_.requests().size() >= 2; }, 20s));
+  auto hb = cp_.requests()[0];
+  EXPECT_EQ(hb.method, "POST");
+  EXPECT_EQ(hb.target, "/api/v1/worker/worker-a/heartbeat");
+  EXPECT_EQ(http::FindHeader(hb.headers, "X-Worker-ID").value_or(""), kWorker);
+  EXPECT_EQ(http::FindHeader(hb.headers, "X-Worker-Token").value_or(""), kPerWorker);
+  auto body = json::parse(hb.body);
+  EXPECT_EQ(body["status"], "online");
+  EXPECT_EQ(body["capacity"]["rpc_url"], "http://127.0.0.1:" + std::to_string(port_));
+  EXPECT_TRUE(body["capabilities"].is_array());
+  EXPECT_EQ(body["providers"], json({"local"}));
+
+  Spawn("sb-r", 3);
+  auto [st, r] =
+      Call("worker.renew_lease", {{"resource_id", "sb-r"}, {"ttl", "5m"}}, Lease("sb-r", 3));
+  ASSERT_EQ(st, 200u) << r.dump();
+  EXPECT_EQ(r["result"]["lease"]["generation"], 4);
+  EXPECT_EQ(r["result"]["lease"]["holder_id"], kWorker);
+  bool renewed = false;
+  for (const auto& req : cp_.requests()) {
+    if (req.target == "/api/v1/worker/worker-a/leases/sb-r/renew") {
+      renewed = true;
+      auto b = json::parse(req.body);
+      EXPECT_EQ(b["ttl"], "5m");
+      EXPECT_EQ(b["lease"]["generation"], 3);
+    }
+  }
+  EXPECT_TRUE(renewed);
+  // The renewed generation is now the highest: the old one is stale.
+  auto [d, db] = Call("worker.destroy", {{"sandbox_id", "sb-r"}}, Lease("sb-r", 3));
+  EXPECT_EQ(d, 403u) << db.dump();
+
+  // After worker.shutdown the heartbeats say draining.
+  Call("worker.shutdown", json::object());
+  const size_t before = cp_.requests().size();
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto all = cp_.requests();
+        for (size_t i = before; i < all.size(); ++i) {
+          if (all[i].target.ends_with("/heartbeat") &&
+              json::parse(all[i].body)["status"] == "draining") {
+            return true;
+          }
+        }
+        return false;
+      },
+      20s));
+}
+
+class WorkerRpcTlsTest : public WorkerRpcTest {
+ protected:
+  void SetUp() override {
+    const std::string d = dir_.path();
+    auto sh = [&](const std::string& cmd) {
+      auto r = RunCommand({"/bin/sh", "-c", "cd '" + d + "' && " + cmd + " >/dev/null 2>&1"});
+      ASSERT_EQ(r.exit_code, 0) << cmd << r.err;
+    };
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    for (std::string ca : {"ca", "other"}) {
+      sh("/usr/bin/openssl req -x509 " + ec + " -keyout " + ca + ".key -out " + ca +
+         ".pem -days 2 -subj /CN=" + ca);
+    }
+    for (auto [name, ca] : std::vector<std::pair<std::string, std::string>>{
+             {"server", "ca"}, {"client", "ca"}, {"stranger", "other"}}) {
+      sh("/usr/bin/openssl req " + ec + " -keyout " + name + ".key -out " + name +
+         ".csr -subj /CN=" + name + " && printf 'subjectAltName=IP:127.0.0.1\\n' > " + name +
+         ".ext && /usr/bin/openssl x509 -req -in " + name + ".csr -CA " + ca + ".pem -CAkey " + ca +
+         ".key -CAcreateserial -out " + name + ".pem -days 2 -extfile " + name + ".ext");
+    }
+    client_tls_ = http::ClientTls{
+        .ca_file = d + "/ca.pem", .cert_file = d + "/client.pem", .key_file = d + "/client.key"};
+    StartAgent("  rpc_tls:\n    enabled: true\n    server_cert_file: " + d +
+               "/server.pem\n    server_key_file: " + d + "/server.key\n    client_ca_file: " + d +
+               "/ca.pem\n");
+  }
+};
+
+TEST_F(WorkerRpcTlsTest, MutualTlsRequiredAndRefused) {
+  auto [st, b] = Call("worker.status", {{"sandbox_id", "none"}});
+  EXPECT_EQ(st, 404u) << b.dump();  // through mTLS, authenticated, answered
+  auto send = [&](http::ClientTls tls) -> bool {
+    auto c = http::Client::Connect("127.0.0.1", port_, {.timeout = 10s, .tls = tls});
+    if (!c) return false;
+    auto r = (*c)->Send({.method = "GET", .target = "/health"});
+    return r.has_value() && r->status == 200u;
+  };
+  const std::string d = dir_.path();
+  EXPECT_TRUE(send(*client_tls_));
+  EXPECT_FALSE(send({.ca_file = d + "/ca.pem"}));  // no client certificate
+  EXPECT_FALSE(send({.ca_file = d + "/ca.pem",
+                     .cert_file = d + "/stranger.pem",
+                     .key_file = d + "/stranger.key"}));
+  // Plain HTTP gets nothing.
+  auto plain = http::Client::Connect("127.0.0.1", port_, {.timeout = 10s});
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE((*plain)->Send({.method = "GET", .target = "/health"}));
+}
+
+TEST(WorkerRpcCli, TokenCommandsAndListenUsage) {
+  TempDir dir;
+  WriteText(dir / "key", "cli-signing-key-gggggggggggg\n");
+  auto issue = RunCommand({AgentBin(), "token", "issue", "worker-q", "--ttl", "5m", "--audience",
+                           "worker:rpc", "--signing-key-file", dir / "key", "--format", "json"});
+  ASSERT_EQ(issue.exit_code, 0) << issue.err;
+  auto j = json::parse(issue.out);
+  const std::string token = j["token"];
+  EXPECT_EQ(j["worker_id"], "worker-q");
+  EXPECT_EQ(j["aud"], "worker:rpc");
+  EXPECT_EQ(j["exp"].get<int64_t>() - j["iat"].get<int64_t>(), 300);
+  EXPECT_FALSE(j["jti"].get<std::string>().empty());
+  // The issued token verifies with the openssl HMAC of its signing input.
+  const std::string input = token.substr(0, token.rfind('.'));
+  auto mac = RunCommand(
+      {"/usr/bin/openssl", "dgst", "-sha256", "-hmac", "cli-signing-key-gggggggggggg", "-binary"},
+      {}, 30s, input);
+  EXPECT_EQ(token.substr(token.rfind('.') + 1), B64Url(mac.out));
+
+  auto inspect = RunCommand({AgentBin(), "token", "inspect", token});
+  EXPECT_EQ(inspect.exit_code, 0);
+  EXPECT_NE(inspect.out.find("UNVERIFIED"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find(j["jti"].get<std::string>()), std::string::npos);
+
+  auto ok = RunCommand({AgentBin(), "token", "verify", token, "--worker-id", "worker-q",
+                        "--audience", "worker:rpc", "--signing-key-file", dir / "key"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("valid"), std::string::npos);
+  auto other = RunCommand({AgentBin(), "token", "verify", token, "--worker-id", "worker-z",
+                           "--signing-key-file", dir / "key"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("not this worker"), std::string::npos) << other.err;
+  auto aud = RunCommand({AgentBin(), "token", "verify", token, "--worker-id", "worker-q",
+                         "--audience", "worker:control-plane", "--signing-key-file", dir / "key"});
+  EXPECT_EQ(aud.exit_code, 1);
+  EXPECT_NE(aud.err.find("audience"), std::string::npos) << aud.err;
+  auto too_long = RunCommand({AgentBin(), "token", "issue", "worker-q", "--ttl", "16m",
+                              "--signing-key-file", dir / "key"});
+  EXPECT_EQ(too_long.exit_code, 2);
+  auto plan = RunCommand({AgentBin(), "token", "rotation-plan", "--ttl", "5m"});
+  EXPECT_EQ(plan.exit_code, 0);
+  EXPECT_NE(plan.out.find("worker_signing_keys"), std::string::npos);
+  EXPECT_EQ(plan.out.find("cli-signing-key"), std::string::npos);
+
+  auto bad_listen = RunCommand({AgentBin(), "--listen", "nonsense"});
+  EXPECT_EQ(bad_listen.exit_code, 2);
+  EXPECT_NE(bad_listen.err.find("--listen"), std::string::npos);
+  auto nothing = RunCommand({AgentBin()});
+  EXPECT_EQ(nothing.exit_code, 2);
 }
 
 }  // namespace
