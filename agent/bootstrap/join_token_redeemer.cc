@@ -47,7 +47,9 @@ Error Explain(const grpc::Status& st, const std::string& address) {
 
 }  // namespace
 
-Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
+// Checks the request and reads the token's claims (unverified: there is no key to verify
+// them yet): where the controller is and which CA to expect.
+Result<EnrollResult> JoinTokenRedeemer::Target(const EnrollRequest& req) const {
   auto log = log::Get("enroll");
   if (req.join_token.empty()) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -87,7 +89,11 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
         "cannot be checked at first contact");
   }
 
-  // Everything that can fail locally fails now, before the single-use token is spent.
+  return result;
+}
+
+// Everything that can fail locally fails now, before the single-use token is spent.
+Status JoinTokenRedeemer::CheckLocal(const EnrollRequest& req) const {
   if (identity::KeystoreFiles::Exists(req.data_dir)) {
     return MakeError(ErrorCode::kAlreadyExists,
                      "already enrolled: " + identity::KeystoreFiles::CertsDir(req.data_dir) +
@@ -102,6 +108,13 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
     }
   }
 
+  return OkStatus();
+}
+
+// ExchangeJoinToken, retrying transient failures with backoff (interruptible waits).
+Result<JoinTokenRedeemer::ExchangeResponse> JoinTokenRedeemer::Exchange(
+    const EnrollRequest& req, const EnrollResult& target) {
+  auto log = log::Get("enroll");
   pb::ExchangeJoinTokenRequest rpc_req;
   rpc_req.set_join_token(req.join_token);
   rpc_req.set_node_id(req.node_id);
@@ -110,16 +123,16 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
   for (int attempt = 1;; ++attempt) {
     auto pin_failure = std::make_shared<identity::PinFailure>();
     auto channel =
-        identity::ChannelFactory::Bootstrap(result.controller_address, result.ca_pin, pin_failure);
+        identity::ChannelFactory::Bootstrap(target.controller_address, target.ca_pin, pin_failure);
     auto stub = pb::BootstrapService::NewStub(channel);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + rpc_timeout_);
     auto st = stub->ExchangeJoinToken(&ctx, rpc_req, &resp);
-    if (st.ok()) break;
+    if (st.ok()) return resp;
     if (auto why = pin_failure->Get(); !why.empty()) {
       return MakeError(ErrorCode::kUnauthenticated, why);
     }
-    Error e = Explain(st, result.controller_address);
+    Error e = Explain(st, target.controller_address);
     const bool transient = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
                            st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
     if (!transient) return std::unexpected(e);
@@ -138,9 +151,16 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
                            "); nothing was stored");
     }
   }
+}
+
+// The response must be what was asked for before anything is written: the returned CA
+// matches the pin, the keystore opens, its certificate is the node's and issued by that CA.
+// Returns the returned CA's pin.
+Result<std::string> JoinTokenRedeemer::CheckResponse(const EnrollRequest& req,
+                                                     const EnrollResult& target,
+                                                     const pb::ExchangeJoinTokenResponse& resp) {
   log::RegisterSecret(resp.pkcs12_password());
 
-  // The response must be what we asked for before anything is written.
   const std::string ca_pem = resp.ca_certificate_pem();
   auto returned_pin = identity::CaPinOfPem(ca_pem);
   if (!returned_pin) {
@@ -148,10 +168,10 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
         ErrorCode::kInternal,
         "the controller returned an unreadable CA certificate: " + returned_pin.error().message);
   }
-  if (!result.ca_pin.empty() && !ConstantTimeEquals(*returned_pin, result.ca_pin)) {
+  if (!target.ca_pin.empty() && !ConstantTimeEquals(*returned_pin, target.ca_pin)) {
     return MakeError(ErrorCode::kUnauthenticated,
                      "the CA the controller returned (" + *returned_pin +
-                         ") does not match the pin in the join token (" + result.ca_pin + ")");
+                         ") does not match the pin in the join token (" + target.ca_pin + ")");
   }
   auto contents = identity::ParsePkcs12(resp.pkcs12(), resp.pkcs12_password());
   if (!contents) {
@@ -173,9 +193,22 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
                                                  "\"");
     }
   }
+  return *returned_pin;
+}
+
+Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
+  auto log = log::Get("enroll");
+  auto target = Target(req);
+  if (!target) return target;
+  if (auto st = CheckLocal(req); !st) return std::unexpected(st.error());
+  auto resp = Exchange(req, *target);
+  if (!resp) return std::unexpected(resp.error());
+  auto returned_pin = CheckResponse(req, *target, *resp);
+  if (!returned_pin) return std::unexpected(returned_pin.error());
+  EnrollResult result = std::move(*target);
   result.ca_pin = *returned_pin;
-  if (auto st = identity::KeystoreFiles::Write(req.data_dir, resp.pkcs12(), resp.pkcs12_password(),
-                                               ca_pem);
+  if (auto st = identity::KeystoreFiles::Write(req.data_dir, resp->pkcs12(),
+                                               resp->pkcs12_password(), resp->ca_certificate_pem());
       !st) {
     return MakeError(st.error().code,
                      "the token was redeemed but the keystore could not be stored (" +

@@ -15,6 +15,10 @@
 #include "common/error.h"
 #include "common/stop.h"
 
+namespace me::prexorjustin::prexorcloud::protocol {
+class ExchangeJoinTokenResponse;
+}
+
 namespace edge::bootstrap {
 
 struct EnrollRequest {
@@ -62,6 +66,15 @@ class JoinTokenRedeemer {
   Result<EnrollResult> Enroll(const EnrollRequest& request);
 
  private:
+  using ExchangeResponse = me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse;
+  // The phases of Enroll, in order: what to contact, what must hold locally before the token
+  // is spent, the exchange with its retries, and the checks of the answer.
+  Result<EnrollResult> Target(const EnrollRequest& req) const;
+  Status CheckLocal(const EnrollRequest& req) const;
+  Result<ExchangeResponse> Exchange(const EnrollRequest& req, const EnrollResult& target);
+  static Result<std::string> CheckResponse(const EnrollRequest& req, const EnrollResult& target,
+                                           const ExchangeResponse& resp);
+
   Backoff& backoff_;
   std::function<bool(std::chrono::milliseconds)> sleep_;  // false: stopped
   std::function<std::string()> stop_reason_;
