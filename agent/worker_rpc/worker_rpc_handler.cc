@@ -13,6 +13,8 @@ using nlohmann::json;
 
 constexpr size_t kMaxRequestIdBytes = 128;
 constexpr int64_t kMaxLogLines = 10'000;
+// NDJSON bytes that may wait for the socket before the process's output is no longer read.
+constexpr size_t kStreamWindowBytes = 1 << 20;
 
 std::string Dump(const json& j) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -268,6 +270,7 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
     std::mutex mu;
     json chunks = json::array();  // buffered exec_stream
     bool begun = false;           // NDJSON: the 200 and its headers went out
+    size_t unwritten = 0;         // NDJSON bytes handed to the connection, not yet written
   };
   auto state = std::make_shared<StreamState>();
   const std::string sid = *sandbox_id;
@@ -296,9 +299,25 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
           call->exchange->BeginStream(200, std::move(h), "application/x-ndjson");
         }
       }
-      call->exchange->WriteChunk(
-          line(ResultEnvelope(call->request.id, call->worker_id, std::move(c))),
-          [ack = std::move(ack)](bool) { ack(); });
+      // Back-pressure with a small window: the next chunk is read from the process at once
+      // while less than kStreamWindowBytes wait for the socket, else when this one is written.
+      std::string text = line(ResultEnvelope(call->request.id, call->worker_id, std::move(c)));
+      const size_t n = text.size();
+      bool ack_now;
+      {
+        std::lock_guard lock(state->mu);
+        state->unwritten += n;
+        ack_now = state->unwritten <= kStreamWindowBytes;
+      }
+      auto later = ack_now ? std::function<void()>() : std::move(ack);
+      call->exchange->WriteChunk(std::move(text), [state, n, later = std::move(later)](bool) {
+        {
+          std::lock_guard lock(state->mu);
+          state->unwritten -= n;
+        }
+        if (later) later();
+      });
+      if (ack_now) ack();
     };
   }
 

@@ -1,0 +1,224 @@
+// worker_rpc_bench: what the worker RPC door costs over doing the same thing by hand, measured
+// in one run on this machine (issue 10's benchmarks). Prints figures; asserts nothing.
+// In-process: the real Executor, the WorkerRpcHandler and an http::Server on loopback, driven
+// by the blocking http::Client over one keep-alive connection.
+//
+//   1. `/bin/true` round trip: raw fork + execv + waitpid (baseline) versus worker.exec over
+//      POST /rpc (argv mode). Median and p95.
+//   2. exec_stream of SIZE bytes of text (`yes … | head -c SIZE`) as NDJSON over /rpc (the
+//      client reads and discards) versus a raw pipe read of the same command. MiB/s.
+//   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size.
+//
+// Usage: worker_rpc_bench [--runs N] [--mib M]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/worker_rpc/worker_auth.h"
+#include "agent/worker_rpc/worker_rpc_handler.h"
+#include "common/clock.h"
+#include "http/client.h"
+#include "http/server.h"
+#include "sandbox/executor.h"
+#include "sandbox/tool_registry.h"
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Micros(SteadyClock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+double Seconds(SteadyClock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+struct Stats {
+  double median, p95;
+};
+Stats Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 95 / 100)]};
+}
+
+double ForkExecTrue() {
+  const auto t0 = SteadyClock::now();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    ::execv("/bin/true", argv);
+    ::_exit(127);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  return Micros(SteadyClock::now() - t0);
+}
+
+// Text output (what commands usually print; NUL bytes would cost 6 bytes each as JSON).
+std::string TextCommand(size_t mib) {
+  return "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c " + std::to_string(mib << 20);
+}
+
+double RawPipeMiBs(size_t mib) {
+  const std::string cmd = TextCommand(mib);
+  const auto t0 = SteadyClock::now();
+  FILE* f = ::popen(cmd.c_str(), "r");
+  std::vector<char> buf(64 << 10);
+  size_t total = 0;
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), f))
+    total += n;
+  ::pclose(f);
+  return (total / double(1 << 20)) / Seconds(SteadyClock::now() - t0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 200;
+  size_t mib = 256;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--mib") == 0) mib = std::strtoull(argv[i + 1], nullptr, 10);
+  }
+  if (runs < 1 || mib < 1) {
+    std::fprintf(stderr, "usage: worker_rpc_bench [--runs N>0] [--mib M>0]\n");
+    return 2;
+  }
+  char tmpl[] = "/tmp/edge-wbench-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread t1([&] { io.run(); }), t2([&] { io.run(); });
+  edge::SystemClock clock;
+  edge::sandbox::ExecutorOptions opts;
+  opts.data_dir = dir;
+  opts.own_id = "bench";
+  opts.pids_cgroup_root = "";
+  opts.max_output_bytes = (mib + 1) << 20;
+  auto ex = edge::sandbox::Executor::Open(io, clock, opts);
+  if (!ex) {
+    std::fprintf(stderr, "executor: %s\n", ex.error().ToString().c_str());
+    return 1;
+  }
+  edge::config::WorkerAuth auth;
+  auth.worker_token = "bench-token-0123456789";
+  edge::workerrpc::WorkerAuthenticator authn("bench", auth, clock);
+  edge::workerrpc::WorkerRpcHandler handler(**ex, authn,
+                                            {.worker_id = "bench", .max_result_bytes = 0});
+  edge::http::ServerOptions so;
+  so.max_body_bytes = (mib * 2 + 16) << 20;
+  edge::http::Server server(io, so, handler);
+  if (!server.Listen("127.0.0.1:0")) return 1;
+  auto client =
+      edge::http::Client::Connect("127.0.0.1", server.port(), {.timeout = std::chrono::minutes(5)});
+  if (!client) return 1;
+  const edge::http::Headers hdr = {{"X-Worker-ID", "bench"},
+                                   {"X-Worker-Token", "bench-token-0123456789"}};
+  edge::sandbox::Lease lease{"sb", "bench", 1, clock.Now() + std::chrono::hours(1)};
+  auto rpc = [&](const std::string& method, json params, bool with_lease = false,
+                 edge::http::Headers extra = {}) {
+    json env = {{"id", "b"}, {"method", method}, {"params", std::move(params)}};
+    if (with_lease) {
+      env["lease"] = {{"resource_id", "sb"},
+                      {"holder_id", "bench"},
+                      {"generation", 1},
+                      {"expires_at", "2199-01-01T00:00:00Z"}};
+    }
+    auto h = hdr;
+    h.insert(h.end(), extra.begin(), extra.end());
+    return (*client)->Send({.method = "POST", .target = "/rpc", .headers = h, .body = env.dump()});
+  };
+  auto spawned = rpc("worker.spawn", {{"sandbox_id", "sb"}}, true);
+  if (!spawned || spawned->status != 200) {
+    std::fprintf(stderr, "spawn failed\n");
+    return 1;
+  }
+
+  // 1. round trip
+  std::vector<double> raw, door;
+  for (int i = 0; i < runs; ++i)
+    raw.push_back(ForkExecTrue());
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = SteadyClock::now();
+    auto r = rpc("worker.exec", {{"sandbox_id", "sb"}, {"command", "/bin/true"}, {"mode", "argv"}});
+    if (!r || r->status != 200) {
+      std::fprintf(stderr, "exec failed\n");
+      return 1;
+    }
+    door.push_back(Micros(SteadyClock::now() - t0));
+  }
+  auto a = Summarize(raw), b = Summarize(door);
+  std::printf(
+      "exec /bin/true x%d: fork/exec median %.0f us p95 %.0f us | worker.exec over /rpc "
+      "median %.0f us p95 %.0f us (%.1fx)\n",
+      runs, a.median, a.p95, b.median, b.p95, b.median / a.median);
+
+  // 2. NDJSON stream
+  const double pipe = RawPipeMiBs(mib);
+  size_t got = 0;
+  const auto t0 = SteadyClock::now();
+  json env = {
+      {"id", "s"},
+      {"method", "worker.exec_stream"},
+      {"params", {{"sandbox_id", "sb"}, {"command", TextCommand(mib)}, {"timeout", "10m"}}}};
+  auto h = hdr;
+  h.emplace_back("X-Worker-Stream", "ndjson");
+  auto sr = (*client)->SendStreaming(
+      {.method = "POST", .target = "/rpc", .headers = h, .body = env.dump()},
+      [&](std::string_view d) {
+        got += d.size();
+        return true;
+      });
+  const double secs = Seconds(SteadyClock::now() - t0);
+  std::printf(
+      "exec_stream %zu MiB as NDJSON: %.0f MiB/s of output (%.0f MiB of NDJSON read) | "
+      "raw pipe %.0f MiB/s%s\n",
+      mib, mib / secs, got / double(1 << 20), pipe, sr ? "" : " (stream failed)");
+
+  // 3. file_write + file_read
+  const std::string src = dir + "/src.bin", dst = dir + "/dst.bin";
+  {
+    std::ofstream f(src, std::ios::binary);
+    std::string block(1 << 20, 'x');
+    for (size_t i = 0; i < mib; ++i)
+      f.write(block.data(), static_cast<std::streamsize>(block.size()));
+  }
+  auto c0 = SteadyClock::now();
+  if (std::system(("cp " + src + " " + dst).c_str()) != 0) std::fprintf(stderr, "cp failed\n");
+  const double cp = Seconds(SteadyClock::now() - c0);
+  std::string content(mib << 20, 'x');
+  auto w0 = SteadyClock::now();
+  auto wr = rpc("worker.file_write", {{"sandbox_id", "sb"},
+                                      {"path", "big.bin"},
+                                      {"content", edge::sandbox::Base64Encode(content)}});
+  const double wsecs = Seconds(SteadyClock::now() - w0);
+  auto r0 = SteadyClock::now();
+  auto rd = rpc("worker.file_read", {{"sandbox_id", "sb"}, {"path", "big.bin"}});
+  const double rsecs = Seconds(SteadyClock::now() - r0);
+  std::printf("file %zu MiB: file_write %.2f s (%s), file_read %.2f s (%s) | cp %.2f s\n", mib,
+              wsecs, wr && wr->status == 200 ? "ok" : "failed", rsecs,
+              rd && rd->status == 200 ? "ok" : "failed", cp);
+
+  client->reset();
+  server.Stop();
+  work.reset();
+  io.stop();
+  t1.join();
+  t2.join();
+  std::filesystem::remove_all(dir);
+  return 0;
+}
