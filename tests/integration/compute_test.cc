@@ -89,15 +89,18 @@ class ComputeTest : public ::testing::Test {
   }
 
   // Writes the member's config and starts `edge-agent run` (not enrolled: no edge stream).
-  void StartAgent(const std::string& extra = "", int max_calls = 4) {
+  // `tls`: the compute.tls map (default: TLS trusting the controller's CA); `preamble`: more
+  // top-level keys.
+  void StartAgent(const std::string& extra = "", int max_calls = 4, std::string tls = "",
+                  const std::string& preamble = "") {
+    if (tls.empty()) tls = "{ mode: tls, ca_file: " + ctl_->data_dir() + "/ca/ca.crt }";
     WriteText(dir_ / "compute.token", Token() + "\n");
     WriteText(dir_ / "agent.yaml",
               "node_id: member-01\ndata_dir: " + (dir_ / "agent") +
                   "\nedge:\n  enabled: false\nsandbox:\n  kill_grace: 500ms\nlog:\n  level: "
                   "debug\n" +
-                  kTools + "compute:\n  enabled: true\n  address: " + ctl_->advertise() +
-                  "\n  tls: { mode: tls, ca_file: " + ctl_->data_dir() +
-                  "/ca/ca.crt }\n  token_file: " + (dir_ / "compute.token") +
+                  preamble + kTools + "compute:\n  enabled: true\n  address: " + ctl_->advertise() +
+                  "\n  tls: " + tls + "\n  token_file: " + (dir_ / "compute.token") +
                   "\n  tags: [approval, fast]\n  legal_entity_id: acme\n"
                   "  max_concurrent_calls: " +
                   std::to_string(max_calls) + "\n" + kHandlers + extra);
@@ -217,6 +220,16 @@ TEST_F(ComputeTest, JoinGreetAndAProcessorThatRewritesTheEntity) {
   auto same = Dispatch({"--processor", "keep"}, json{{"k", 1}});
   ASSERT_EQ(same.exit_code, 0) << same.out << same.err;
   EXPECT_EQ(Out(same)["response"]["payload"]["data"], json({{"k", 1}}));
+}
+
+// An enrolled node joins over mTLS with its keystore (certs/ca.pem as the trust anchor).
+TEST_F(ComputeTest, AnEnrolledNodeJoinsOverMtls) {
+  auto [token_id, join_token] = ctl_->CreateToken("member-01");
+  StartAgent("", 4, "{ mode: mtls }", "controller:\n  join_token: \"" + join_token + "\"\n");
+  ASSERT_FALSE(WaitMember().empty()) << agent_->Stderr();
+  auto r = Dispatch({"--processor", "keep"}, json{{"k", 3}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Out(r)["response"]["payload"]["data"], json({{"k", 3}}));
 }
 
 TEST_F(ComputeTest, CriteriaByExitCodeAndByJson) {
