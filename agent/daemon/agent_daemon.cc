@@ -59,6 +59,12 @@ int AgentDaemon::Run() {
   }
   while (true) {
     auto sig = WaitForTerminationSignal(interval);
+    if (sig && *sig == SIGHUP) {
+      // Reload, not stop (certificates of the worker RPC server).
+      log->info("SIGHUP received: reloading");
+      services_.ReloadAll();
+      continue;
+    }
     if (sig) {
       std::string reason;
       {

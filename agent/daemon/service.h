@@ -20,6 +20,9 @@ class Service {
   virtual void Stop() = 0;
   // A few facts for the status file (no secrets), e.g. {"state": "connected"}.
   virtual std::map<std::string, std::string> Details() const { return {}; }
+  // SIGHUP: reload what can change without a restart (certificates). Errors are logged by
+  // the service; the old state stays. Default: nothing to reload.
+  virtual void Reload() {}
 };
 
 }  // namespace edge::daemon

@@ -94,6 +94,13 @@ void ServiceRegistry::StopAll() {
   }
 }
 
+void ServiceRegistry::ReloadAll() {
+  std::lock_guard lock(mu_);
+  for (auto& e : entries_) {
+    if (e.status.state == ServiceState::kRunning) e.service->Reload();
+  }
+}
+
 std::vector<ServiceStatus> ServiceRegistry::Snapshot() const {
   std::lock_guard lock(mu_);
   std::vector<ServiceStatus> out;

@@ -46,6 +46,8 @@ class ServiceRegistry {
   static constexpr std::chrono::milliseconds kMaxRetry{300000};
   // Stops running services in reverse order. Idempotent.
   void StopAll();
+  // Service::Reload of every running service (SIGHUP).
+  void ReloadAll();
   std::vector<ServiceStatus> Snapshot() const;
 
  private:

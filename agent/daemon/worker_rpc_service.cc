@@ -155,6 +155,16 @@ uint16_t WorkerRpcService::port() const {
   return server_ ? server_->port() : 0;
 }
 
+void WorkerRpcService::Reload() {
+  if (!config_.worker.rpc_tls.enabled) return;
+  if (auto st = ReloadTls(); !st) {
+    log::Get("worker_rpc")
+        ->error("TLS certificates not reloaded (the previous ones stay): {}", st.error().message);
+  } else {
+    log::Get("worker_rpc")->info("TLS certificates reloaded for new connections");
+  }
+}
+
 Status WorkerRpcService::ReloadTls() {
   std::lock_guard lock(mu_);
   if (!server_) return OkStatus();

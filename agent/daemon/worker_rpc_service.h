@@ -45,6 +45,7 @@ class WorkerRpcService final : public Service {
   uint16_t port() const;
   // Reloads the TLS certificates (SIGHUP).
   Status ReloadTls();
+  void Reload() override;
 
  private:
   config::AgentConfig config_;

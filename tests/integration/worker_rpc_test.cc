@@ -712,6 +712,37 @@ TEST_F(WorkerRpcTlsTest, MutualTlsRequiredAndRefused) {
   EXPECT_FALSE((*plain)->Send({.method = "GET", .target = "/health"}));
 }
 
+TEST_F(WorkerRpcTlsTest, SighupReloadsTheServerCertificate) {
+  const std::string d = dir_.path();
+  auto health = [&](const std::string& ca) {
+    auto c = http::Client::Connect("127.0.0.1", port_,
+                                   {.timeout = 10s,
+                                    .tls = http::ClientTls{.ca_file = d + "/" + ca,
+                                                           .cert_file = d + "/client.pem",
+                                                           .key_file = d + "/client.key"}});
+    if (!c) return false;
+    auto r = (*c)->Send({.method = "GET", .target = "/health"});
+    return r.has_value() && r->status == 200u;
+  };
+  ASSERT_TRUE(health("ca.pem"));
+  // A new server certificate, from the other CA, replaces the files.
+  auto r = RunCommand(
+      {"/bin/sh", "-c",
+       "cd '" + d +
+           "' && /usr/bin/openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+           "-keyout new.key -out new.csr -subj /CN=new >/dev/null 2>&1 && /usr/bin/openssl x509 "
+           "-req -in new.csr -CA other.pem -CAkey other.key -CAcreateserial -out new.pem -days 2 "
+           "-extfile server.ext >/dev/null 2>&1 && mv new.key server.key && mv new.pem "
+           "server.pem"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(health("ca.pem"));  // not reloaded yet
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil([&] { return health("other.pem"); }, 20s)) << agent_->Stderr();
+  EXPECT_FALSE(health("ca.pem"));
+  EXPECT_TRUE(agent_->Running());  // SIGHUP reloads, it does not stop the agent
+  EXPECT_NE(agent_->Stderr().find("TLS certificates reloaded"), std::string::npos);
+}
+
 TEST(WorkerRpcCli, TokenCommandsAndListenUsage) {
   TempDir dir;
   WriteText(dir / "key", "cli-signing-key-gggggggggggg\n");
