@@ -112,7 +112,8 @@ std::map<std::string, std::string> ExecutorHost::Details() const {
           {"draining", executor_->draining() ? "true" : "false"},
           {"tools", std::to_string(executor_->Tools().size())},
           {"isolation", executor_->isolation()},
-          {"result_store_failures", std::to_string(executor_->result_store_failures())}};
+          {"result_store_failures", std::to_string(executor_->result_store_failures())},
+          {"ticks", std::to_string(ticks_)}};
 }
 
 sandbox::Executor* ExecutorHost::executor() const {
@@ -129,11 +130,6 @@ Status ExecutorHost::ApplyConfig(const config::AgentConfig& config) {
   std::lock_guard lock(mu_);
   if (!executor_) return MakeError(ErrorCode::kFailedPrecondition, "the executor is not running");
   return ApplyToolConfig(*executor_, config);
-}
-
-uint64_t ExecutorHost::ticks() const {
-  std::lock_guard lock(mu_);
-  return ticks_;
 }
 
 }  // namespace edge::daemon

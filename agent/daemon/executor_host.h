@@ -49,8 +49,6 @@ class ExecutorHost final : public Service {
   boost::asio::io_context* io_context() const;
   // Applies a pushed config's tools and security contexts (the edge door's PushConfig).
   Status ApplyConfig(const config::AgentConfig& config);
-  // Tick() calls made so far (for tests).
-  uint64_t ticks() const;
 
  private:
   void ScheduleTick();
@@ -66,7 +64,7 @@ class ExecutorHost final : public Service {
   std::vector<std::thread> pool_;
   std::unique_ptr<boost::asio::steady_timer> tick_timer_;
   std::unique_ptr<sandbox::Executor> executor_;
-  uint64_t ticks_ = 0;
+  uint64_t ticks_ = 0;  // periodic checks run so far (status: executor.ticks)
   bool stopping_ = false;
 };
 
