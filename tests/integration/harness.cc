@@ -32,17 +32,6 @@ std::string ControllerBin() {
   return BinDir() + "/edge-controller";
 }
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/edge-it-XXXXXX";
-  char* p = ::mkdtemp(tmpl);
-  if (p == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = p;
-}
-TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
-}
-
 std::string ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -177,15 +166,6 @@ std::string ChildProcess::Stdout() const {
 }
 std::string ChildProcess::Stderr() const {
   return ReadText(err_path_);
-}
-
-bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
 }
 
 }  // namespace edge::testing

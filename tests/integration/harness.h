@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait_until.h"
+
 namespace edge::testing {
 
 // Directory of the built binaries ($EDGE_BIN_DIR, set by ctest) and of the source tree.
@@ -18,20 +21,6 @@ std::string BinDir();
 std::string SourceDir();
 std::string AgentBin();
 std::string ControllerBin();
-
-// A fresh directory under /tmp, removed (recursively) on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
 
 struct CommandResult {
   int exit_code = -1;  // -1 when killed by a signal or timed out
@@ -70,9 +59,6 @@ class ChildProcess {
   std::string out_path_;
   std::string err_path_;
 };
-
-// Polls `pred` every 50 ms until it returns true or `timeout` passes.
-bool WaitUntil(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
 std::string ReadText(const std::string& path);
 void WriteText(const std::string& path, const std::string& text);

@@ -17,6 +17,7 @@
 #include "agent/identity/pkcs12.h"
 #include "bootstrap.grpc.pb.h"
 #include "controller/peer_identity.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::bootstrap {
 namespace {
@@ -69,8 +70,6 @@ class NoSleepBackoff final : public Backoff {
 class RedeemerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/edge-redeem-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     ca_.emplace(*identity::CertificateAuthority::Create("fake CA", Now()));
     other_.emplace(*identity::CertificateAuthority::Create("other CA", Now()));
     service_ = std::make_unique<FakeBootstrap>(*ca_, *other_);
@@ -85,10 +84,7 @@ class RedeemerTest : public ::testing::Test {
     server_ = b.BuildAndStart();
     ASSERT_NE(port_, 0);
   }
-  void TearDown() override {
-    server_->Shutdown();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { server_->Shutdown(); }
   // An unsigned token carrying only what the agent reads.
   std::string Token(const std::string& pin) {
     return TokenWithClaims({{"jti", "t-1"},
@@ -107,7 +103,8 @@ class RedeemerTest : public ::testing::Test {
   }
   bool NothingWritten() const { return !std::filesystem::exists(dir_ + "/agent/certs/node.p12"); }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"redeem"};
+  std::string dir_ = tmp_.path();
   std::optional<identity::CertificateAuthority> ca_, other_;
   std::unique_ptr<FakeBootstrap> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -15,6 +15,7 @@
 
 #include "agent/edge/enrollment_files.h"
 #include "agent/identity/encoding.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::bootstrap {
 namespace {
@@ -65,13 +66,10 @@ class FixedRandom final : public Random {
 class NodeEnrollmentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/node-enrollment-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     cfg_.data_dir = dir_ + "/agent";
     cfg_.node_id = "edge-01";
     cfg_.edge.enabled = true;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   EnrollmentResult Enroll(bool from_cli, bool attest = true) {
     NodeEnrollment e(cfg_, calls_, clock_, random_, sleeper_);
@@ -85,7 +83,8 @@ class NodeEnrollmentTest : public ::testing::Test {
     return std::filesystem::exists(EnrollmentFiles::PendingTokenPath(cfg_.data_dir));
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"node-enrollment"};
+  std::string dir_ = tmp_.path();
   config::AgentConfig cfg_;
   FakeCalls calls_;
   ManualClock clock_;

@@ -1,4 +1,5 @@
 #include "common/atomic_file.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -13,19 +14,13 @@ namespace fs = std::filesystem;
 
 class AtomicFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-atomic-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override {
-    fs::permissions(dir_, fs::perms::owner_all);
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { fs::permissions(dir_, fs::perms::owner_all); }
   size_t EntryCount() const {
     return static_cast<size_t>(
         std::distance(fs::directory_iterator(dir_), fs::directory_iterator()));
   }
-  std::string dir_;
+  edge::testing::TempDir tmp_{"atomic"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(AtomicFileTest, WritesContentWithExactModeDespiteUmask) {

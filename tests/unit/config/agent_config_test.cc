@@ -1,4 +1,5 @@
 #include "config/agent_config.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -39,17 +40,13 @@ std::string OnlyError(const std::string& yaml, const EnvLookup& env = NoEnv()) {
 
 class TempFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-cfg-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
     std::string p = dir_ + "/" + name;
     std::ofstream(p) << text;
     return p;
   }
-  std::string dir_;
+  edge::testing::TempDir tmp_{"cfg"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST(AgentConfig, DefaultsFromAnEmptyFile) {

@@ -1,4 +1,5 @@
 #include "config/join_token_remover.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -55,12 +56,8 @@ TEST(JoinTokenRemover, RefusesFlowStyleControllerMap) {
 
 class JoinTokenFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-jtr-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  edge::testing::TempDir tmp_{"jtr"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(JoinTokenFileTest, RewritesAtomicallyKeepingTheMode) {

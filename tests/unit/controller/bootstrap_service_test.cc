@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "controller/join_token_issuer.h"
 #include "controller/sqlite_store.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::controller {
 namespace {
@@ -18,8 +19,6 @@ namespace pb = me::prexorjustin::prexorcloud::protocol;
 class BootstrapServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/edge-bs-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     store_ = std::move(*SqliteStore::Open(dir_ + "/c.db"));
     ca_.emplace(*identity::CertificateAuthority::Create("ca", clock_.Now()));
     key_.emplace(*identity::EcSigningKey::Generate());
@@ -28,7 +27,6 @@ class BootstrapServiceTest : public ::testing::Test {
         JoinTokenSettings{.issuer = "t", .endpoint = "127.0.0.1:1", .ca_pin = ca_->Pin()});
     service_ = std::make_unique<BootstrapServiceImpl>(*store_, *ca_, clock_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   Status Redeem(const std::string& token, const std::string& node,
                 pb::ExchangeJoinTokenResponse* resp = nullptr) {
     pb::ExchangeJoinTokenRequest req;
@@ -37,7 +35,8 @@ class BootstrapServiceTest : public ::testing::Test {
     pb::ExchangeJoinTokenResponse scratch;
     return service_->Redeem(req, resp ? resp : &scratch);
   }
-  std::string dir_;
+  edge::testing::TempDir tmp_{"bs"};
+  std::string dir_ = tmp_.path();
   ManualClock clock_;
   std::unique_ptr<SqliteStore> store_;
   std::optional<identity::CertificateAuthority> ca_;

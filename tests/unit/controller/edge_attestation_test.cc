@@ -7,6 +7,7 @@
 #include "agent/identity/encoding.h"
 #include "agent/identity/join_token_claims.h"
 #include "controller/sqlite_store.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {
@@ -138,8 +139,8 @@ TEST_F(EdgeAttestationTest, AttestIsRateLimitedPerPeerAddress) {
 // Issue 15 #10: the limit was keyed by IP alone, so one locked-out node behind a NAT blocked
 // its neighbours. Now per IP + node id, with a looser ceiling per IP; driven by a ManualClock.
 TEST(EdgeAttestationLimits, KeyedByAddressAndNodeWithAPerAddressCeiling) {
-  char tmpl[] = "/tmp/edge-attest-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  edge::testing::TempDir tmp("attest");
+  const std::string dir = tmp.path();
   {
     ManualClock clock;
     auto store = std::move(*SqliteStore::Open(dir + "/c.db"));
@@ -182,7 +183,6 @@ TEST(EdgeAttestationLimits, KeyedByAddressAndNodeWithAPerAddressCeiling) {
     EXPECT_TRUE(call("ipv4:10.0.0.1", "spray-3")) << "the window moved on";
     EXPECT_TRUE(call("ipv4:10.0.0.1", "locked-out"));
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST_F(EdgeAttestationTest, EnrollmentTokenIsRedeemedOnce) {

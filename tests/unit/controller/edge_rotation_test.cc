@@ -8,6 +8,7 @@
 #include "agent/identity/rotation_proof.h"
 #include "controller/edge_attestation.h"
 #include "controller/sqlite_store.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {
@@ -251,8 +252,8 @@ class GatedStore final : public Store {
 };
 
 TEST(EdgeAttestationRotation, ConcurrentRotationOfOneNodeIsAborted) {
-  char tmpl[] = "/tmp/edge-rot-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  edge::testing::TempDir tmp("rot");
+  const std::string dir = tmp.path();
   ManualClock clock;
   auto sqlite = SqliteStore::Open(dir + "/c.db");
   ASSERT_TRUE(sqlite);
@@ -293,7 +294,6 @@ TEST(EdgeAttestationRotation, ConcurrentRotationOfOneNodeIsAborted) {
   EXPECT_NE(second.error().message.find("already in progress"), std::string::npos);
   ASSERT_TRUE(won) << won.error().ToString();
   EXPECT_EQ((*store.GetEdgeNode("edge-01"))->public_key, a->new_public_key());
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

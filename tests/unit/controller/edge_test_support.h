@@ -32,6 +32,8 @@
 #include "controller/admin_server.h"
 #include "controller/controller.h"
 #include "node_cluster.grpc.pb.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait_until.h"
 
 namespace edge::controller::testing {
 
@@ -204,15 +206,8 @@ struct TestNode {
 
 class ControllerHarness : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-ctl-edge-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    StartController();
-  }
-  void TearDown() override {
-    controller_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void SetUp() override { StartController(); }
+  void TearDown() override { controller_.reset(); }
 
   config::ControllerConfig Config() {
     config::ControllerConfig c;
@@ -312,18 +307,14 @@ class ControllerHarness : public ::testing::Test {
   // Waits (bounded) until `pred` holds; the controller works on its own threads.
   template <typename Pred>
   bool WaitFor(Pred pred, std::chrono::milliseconds wait = 10s) {
-    const auto end = std::chrono::steady_clock::now() + wait;
-    while (std::chrono::steady_clock::now() < end) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return pred();
+    return edge::testing::WaitUntil(pred, wait);
   }
   bool WaitConnected(const std::string& id, bool connected = true) {
     return WaitFor([&] { return controller_->dispatcher().IsConnected(id) == connected; });
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"ctl-edge"};
+  std::string dir_ = tmp_.path();
   // Two hours behind the real time: certificates it issues are valid for TLS (which checks
   // the real time) however far a test advances it, up to two hours.
   ManualClock clock_{std::chrono::system_clock::now() - std::chrono::hours(2)};

@@ -8,6 +8,7 @@
 #include "controller/rate_limiter.h"
 #include "controller/refusal_log.h"
 #include "controller/sqlite_store.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {
@@ -93,8 +94,8 @@ TEST(RefusalLog, AtMostNLinesPerIntervalPerPeerThenASummary) {
 }
 
 TEST(BootstrapLimits, ExchangeJoinTokenIsRateLimitedPerPeerAddress) {
-  char tmpl[] = "/tmp/edge-bslim-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  edge::testing::TempDir tmp("bslim");
+  const std::string dir = tmp.path();
   {
     ManualClock clock;
     auto store = std::move(*SqliteStore::Open(dir + "/c.db"));
@@ -112,7 +113,6 @@ TEST(BootstrapLimits, ExchangeJoinTokenIsRateLimitedPerPeerAddress) {
     clock.Advance(6s);
     EXPECT_TRUE(service.Admit("ipv4:203.0.113.9"));
   }
-  std::filesystem::remove_all(dir);
 }
 
 // A grpc.health.v1.Health/Watch stream sent as raw bytes (an empty HealthCheckRequest).

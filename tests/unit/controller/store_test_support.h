@@ -10,17 +10,13 @@
 #include <string>
 
 #include "controller/sqlite_store.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::controller {
 
 class StoreTestBase : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-store-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/controller.db";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { path_ = dir_ + "/controller.db"; }
 
   std::unique_ptr<SqliteStore> OpenStore() {
     auto s = SqliteStore::Open(path_);
@@ -28,7 +24,8 @@ class StoreTestBase : public ::testing::Test {
     return s ? std::move(*s) : nullptr;
   }
 
-  std::string dir_, path_;
+  edge::testing::TempDir tmp_{"store"};
+  std::string dir_ = tmp_.path(), path_;
 };
 
 }  // namespace edge::controller

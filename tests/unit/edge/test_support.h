@@ -1,5 +1,5 @@
-// Helpers shared by the edge unit tests: a temp dir, a deterministic Random, waiting on a
-// condition with a deadline (never sleeping for timing), and InvokeTool builders.
+// Helpers shared by the edge unit tests: a deterministic Random and InvokeTool builders (the
+// temp dir and WaitUntil are the test-support library's).
 #pragma once
 
 #include <google/protobuf/util/json_util.h>
@@ -16,23 +16,13 @@
 
 #include "common/random.h"
 #include "node_cluster.pb.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait_until.h"
 
 namespace edge::agentedge::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/edge-edge-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-    path_ = std::filesystem::canonical(path_).string();
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
+using edge::testing::TempDir;
+using edge::testing::WaitUntil;
 
 // Uniform(bound) returns the top of the range (bound - 1) or 0, as set.
 class FixedRandom final : public Random {
@@ -48,18 +38,6 @@ class FixedRandom final : public Random {
  private:
   std::atomic<Mode> mode_;
 };
-
-// Polls `pred` until it holds or `timeout` passes (real time: it waits for threads, it does not
-// measure time).
-inline bool WaitUntil(const std::function<bool()>& pred,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
-}
 
 inline google::protobuf::Struct ToStruct(const nlohmann::json& j) {
   google::protobuf::Struct s;

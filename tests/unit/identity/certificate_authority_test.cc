@@ -9,6 +9,7 @@
 
 #include "agent/identity/encoding.h"
 #include "common/atomic_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::identity {
 namespace {
@@ -92,12 +93,8 @@ TEST(CertificateAuthority, ServerCertAlwaysCoversLocalhost) {
 
 class CaDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-ca-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  edge::testing::TempDir tmp_{"ca"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(CaDirTest, LoadOrCreateWritesOnceWithModesThenReuses) {

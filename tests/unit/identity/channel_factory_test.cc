@@ -9,6 +9,7 @@
 #include "agent/identity/keystore_files.h"
 #include "agent/identity/pkcs12.h"
 #include "bootstrap.grpc.pb.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::identity {
 namespace {
@@ -33,9 +34,6 @@ class EchoPeer final : public bp::BootstrapService::Service {
 class ChannelFactoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/edge-chan-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     ca_.emplace(*CertificateAuthority::Create("chan CA", Now()));
     other_.emplace(*CertificateAuthority::Create("other CA", Now()));
     // The node's enrolled identity, through the real keystore files.
@@ -52,7 +50,6 @@ class ChannelFactoryTest : public ::testing::Test {
   void TearDown() override {
     for (auto& s : servers_)
       s->Shutdown();
-    std::filesystem::remove_all(dir_);
   }
 
   // A server with `cert` (chain PEM) and `key`; `require_client` asks for a client certificate
@@ -87,7 +84,8 @@ class ChannelFactoryTest : public ::testing::Test {
     return st;
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"chan"};
+  std::string dir_ = tmp_.path();
   std::optional<CertificateAuthority> ca_, other_;
   TlsIdentity identity_;
   IssuedCert node_leaf_;

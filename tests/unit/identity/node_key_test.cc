@@ -9,6 +9,7 @@
 #include "agent/identity/encoding.h"
 #include "agent/identity/jwt.h"
 #include "common/atomic_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::identity {
 namespace {
@@ -107,13 +108,8 @@ TEST(NodeKey, GeneratedKeysDifferAndSignForThemselvesOnly) {
 
 class NodeKeyFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-nodekey-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  edge::testing::TempDir tmp_{"nodekey"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(NodeKeyFileTest, SavesPkcs8Pem0600AndLoadsTheSameKey) {

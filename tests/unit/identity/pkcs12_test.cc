@@ -13,6 +13,7 @@
 #include "agent/identity/channel_factory.h"
 #include "agent/identity/keystore_files.h"
 #include "common/atomic_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::identity {
 namespace {
@@ -24,8 +25,6 @@ Clock::WallTime Now() {
 class KeystoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/edge-p12-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
     ca_.emplace(*CertificateAuthority::Create("test CA", Now()));
     leaf_ = *ca_->IssueNodeCert("edge-01", Now());
     password_ = GeneratePkcs12Password();
@@ -33,8 +32,8 @@ class KeystoreTest : public ::testing::Test {
     ASSERT_TRUE(der) << der.error().ToString();
     der_ = *der;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_, password_, der_;
+  edge::testing::TempDir tmp_{"p12"};
+  std::string dir_ = tmp_.path(), password_, der_;
   std::optional<CertificateAuthority> ca_;
   IssuedCert leaf_;
 };

@@ -12,6 +12,7 @@
 #include "sandbox/process_runner.h"
 #include "sandbox/providers/bwrap_provider.h"
 #include "sandbox/providers/local_provider.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::sandbox {
 namespace {
@@ -28,14 +29,11 @@ bool BwrapWorks() {
 class ProviderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/edge-bwrap-XXXXXX";
-    base_ = fs::canonical(::mkdtemp(tmpl));
     ws_ = base_ + "/ws";
     outside_ = base_ + "/outside";
     fs::create_directories(ws_ + "/sub");
     fs::create_directories(outside_);
   }
-  void TearDown() override { fs::remove_all(base_); }
 
   struct Ran {
     ProcessResult result;
@@ -61,7 +59,8 @@ class ProviderTest : public ::testing::Test {
     return ran;
   }
 
-  std::string base_, ws_, outside_;
+  edge::testing::TempDir tmp_{"bwrap"};
+  std::string base_ = tmp_.path(), ws_, outside_;
 };
 
 TEST_F(ProviderTest, LocalDefaultsCwdToWorkspaceAndRefusesEscapes) {

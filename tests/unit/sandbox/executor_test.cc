@@ -1,4 +1,5 @@
 #include "sandbox/executor.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -21,8 +22,6 @@ using namespace std::chrono_literals;
 class ExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/edge-exec-XXXXXX";
-    dir_ = fs::canonical(::mkdtemp(tmpl));
     io_thread_ = std::thread([this] { io_.run(); });
     options_.data_dir = dir_ + "/data";
     options_.own_id = "worker-1";
@@ -44,7 +43,6 @@ class ExecutorTest : public ::testing::Test {
     work_.reset();
     io_.stop();
     io_thread_.join();
-    fs::remove_all(dir_);
   }
   void Open() {
     auto ex = Executor::Open(io_, clock_, options_);
@@ -81,7 +79,8 @@ class ExecutorTest : public ::testing::Test {
     ASSERT_GE(ex_->running(), n);
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"exec"};
+  std::string dir_ = tmp_.path();
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_{
       io_.get_executor()};

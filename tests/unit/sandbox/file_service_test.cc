@@ -1,4 +1,5 @@
 #include "sandbox/file_service.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -21,8 +22,6 @@ class FileServiceTest : public ::testing::TestWithParam<ResolveMode> {
     if (GetParam() == ResolveMode::kOpenat2 && !ScopedRoot::KernelHasOpenat2()) {
       GTEST_SKIP() << "kernel has no openat2";
     }
-    char tmpl[] = "/tmp/edge-files-XXXXXX";
-    base_ = ::mkdtemp(tmpl);
     root_ = base_ + "/root";
     outside_ = base_ + "/outside";
     fs::create_directories(root_);
@@ -30,9 +29,6 @@ class FileServiceTest : public ::testing::TestWithParam<ResolveMode> {
     std::ofstream(outside_ + "/secret") << "OUTSIDE";
     fs::create_symlink(outside_, root_ + "/out");
     files_.emplace(*ScopedRoot::Open(root_, GetParam()), 1024);
-  }
-  void TearDown() override {
-    if (!base_.empty()) fs::remove_all(base_);
   }
   static std::string Slurp(const std::string& p) {
     std::stringstream ss;
@@ -44,7 +40,8 @@ class FileServiceTest : public ::testing::TestWithParam<ResolveMode> {
     ::lstat(p.c_str(), &st);
     return st.st_mode & 07777;
   }
-  std::string base_, root_, outside_;
+  edge::testing::TempDir tmp_{"files"};
+  std::string base_ = tmp_.path(), root_, outside_;
   std::optional<FileService> files_;
 };
 

@@ -1,4 +1,5 @@
 #include "sandbox/idempotency_store.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,15 +14,10 @@ using std::chrono::seconds;
 
 class IdempotencyStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-idem-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    Reopen();
-  }
+  void SetUp() override { Reopen(); }
   void TearDown() override {
     store_.reset();
     db_.reset();
-    fs::remove_all(dir_);
   }
   void Reopen() {
     store_.reset();
@@ -39,7 +35,8 @@ class IdempotencyStoreTest : public ::testing::Test {
     return r ? *r : std::nullopt;
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"idem"};
+  std::string dir_ = tmp_.path();
   ManualClock clock_;
   IdempotencyStore::Options options_{
       .max_entries = 3, .max_age = seconds(60), .max_result_bytes = 64};

@@ -1,4 +1,5 @@
 #include "sandbox/lease_table.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,15 +18,10 @@ using std::chrono::seconds;
 
 class LeaseTableTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-lease-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    Reopen();
-  }
+  void SetUp() override { Reopen(); }
   void TearDown() override {
     table_.reset();
     db_.reset();
-    fs::remove_all(dir_);
   }
   void Reopen() {
     table_.reset();
@@ -49,7 +45,8 @@ class LeaseTableTest : public ::testing::Test {
     }
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"lease"};
+  std::string dir_ = tmp_.path();
   ManualClock clock_;
   std::unique_ptr<StateDb> db_;
   std::unique_ptr<LeaseTable> table_;

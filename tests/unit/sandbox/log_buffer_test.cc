@@ -1,4 +1,5 @@
 #include "sandbox/log_buffer.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -18,12 +19,7 @@ using Lines = std::vector<std::string>;
 
 class LogBufferTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-logbuf-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    path_ = dir_ + "/console.log";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { path_ = dir_ + "/console.log"; }
   std::unique_ptr<LogBuffer> Open(LogBuffer::Options options) {
     auto buf = LogBuffer::Open(path_, options);
     EXPECT_TRUE(buf) << buf.error().ToString();
@@ -34,7 +30,8 @@ class LogBufferTest : public ::testing::Test {
     ss << std::ifstream(path_).rdbuf();
     return ss.str();
   }
-  std::string dir_, path_;
+  edge::testing::TempDir tmp_{"logbuf"};
+  std::string dir_ = tmp_.path(), path_;
 };
 
 TEST_F(LogBufferTest, SplitsLinesAndHoldsThePartialOne) {

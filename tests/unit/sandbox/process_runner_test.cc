@@ -1,4 +1,5 @@
 #include "sandbox/process_runner.h"
+#include "tests/support/wait_until.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include <thread>
 
 #include "sandbox/shell_quote.h"
+#include "tests/support/temp_dir.h"
 
 namespace edge::sandbox {
 namespace {
@@ -86,29 +88,16 @@ std::vector<pid_t> GroupMembers(pid_t pgid) {
   return out;
 }
 
-// Polls (real child processes take real time) until `pred` holds or `limit` passes.
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds limit = 5s) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return pred();
-}
+using edge::testing::WaitUntil;
 
 class ProcessRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/edge-proc-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    dir_ = fs::canonical(dir_);
     // No cgroups for the plain tests; the cgroup tests below make their own runners.
     runner_.emplace(io_, clock_, ProcessRunner::Options{dir_ + "/state", "", ""});
   }
   void TearDown() override {
     runner_.reset();
-    fs::remove_all(dir_);
     // Every child was reaped: this process has none left.
     errno = 0;
     EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
@@ -128,7 +117,8 @@ class ProcessRunnerTest : public ::testing::Test {
     return RunToEnd(io_, *runner_, std::move(spec), std::move(cancel), std::move(on_chunk));
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"proc"};
+  std::string dir_ = tmp_.path();
   asio::io_context io_;
   SystemClock clock_;
   std::optional<ProcessRunner> runner_;
@@ -308,7 +298,7 @@ TEST_F(ProcessRunnerTest, TreeIgnoringSigtermIsKilledAfterGrace) {
   EXPECT_GE((*run.result)->wall_time, 450ms);
   EXPECT_LT((*run.result)->wall_time, 5s);
   pid_t bg = std::stoi(run.out);
-  EXPECT_TRUE(WaitFor([&] { return ProcessGone(bg); })) << "background child " << bg;
+  EXPECT_TRUE(WaitUntil([&] { return ProcessGone(bg); })) << "background child " << bg;
   EXPECT_TRUE(GroupMembers((*run.result)->pid).empty());
 }
 
@@ -317,7 +307,7 @@ TEST_F(ProcessRunnerTest, LeftoverGroupMembersAreKilledWhenLeaderExits) {
   ASSERT_TRUE(run.result->has_value());
   EXPECT_EQ((*run.result)->exit_code, 0);
   pid_t bg = std::stoi(run.out);
-  EXPECT_TRUE(WaitFor([&] { return ProcessGone(bg); }));
+  EXPECT_TRUE(WaitUntil([&] { return ProcessGone(bg); }));
 }
 
 TEST_F(ProcessRunnerTest, DeadlineVersusExitRace) {
@@ -521,7 +511,7 @@ TEST_F(ProcessRunnerTest, ForkBombIsContained) {
   ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
   EXPECT_LT((*run.result)->wall_time, 10s);
   pid_t pgid = (*run.result)->pid;
-  EXPECT_TRUE(WaitFor([&] { return GroupMembers(pgid).empty(); }))
+  EXPECT_TRUE(WaitUntil([&] { return GroupMembers(pgid).empty(); }))
       << GroupMembers(pgid).size() << " bomb processes left";
 }
 
@@ -639,19 +629,19 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
     }
   } cleanup{pgid};
   // sh and its two sleeps.
-  ASSERT_TRUE(WaitFor([&] { return GroupMembers(pgid).size() == 3; }))
+  ASSERT_TRUE(WaitUntil([&] { return GroupMembers(pgid).size() == 3; }))
       << "pgid " << pgid << " members " << GroupMembers(pgid).size();
 
   ASSERT_EQ(::kill(agent, SIGKILL), 0);
   ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
   // PDEATHSIG took the leader (sh); its sleeps survived as orphans.
-  EXPECT_TRUE(WaitFor([&] { return ProcessGone(pgid); }));
+  EXPECT_TRUE(WaitUntil([&] { return ProcessGone(pgid); }));
   EXPECT_EQ(GroupMembers(pgid).size(), 2u);
 
   auto killed = ProcessRunner::KillStaleGroups(ProcessRunner::Options{state, "", ""});
   ASSERT_TRUE(killed.has_value());
   EXPECT_EQ(*killed, 1u);
-  EXPECT_TRUE(WaitFor([&] { return GroupMembers(pgid).empty(); }));
+  EXPECT_TRUE(WaitUntil([&] { return GroupMembers(pgid).empty(); }));
   EXPECT_TRUE(fs::is_empty(state));
 }
 
@@ -856,7 +846,7 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
   char ok = 0;
   ASSERT_EQ(::read(ready[0], &ok, 1), 1);
   ::close(ready[0]);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(gate); }));
+  ASSERT_TRUE(WaitUntil([&] { return fs::exists(gate); }));
   pid_t escaped = 0;
   std::ifstream(gate) >> escaped;
   ASSERT_GT(escaped, 0);
@@ -885,13 +875,13 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
 
   ASSERT_EQ(::kill(agent, SIGKILL), 0);
   ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
-  EXPECT_TRUE(WaitFor([&] { return ProcessGone(pgid); }));  // PDEATHSIG
+  EXPECT_TRUE(WaitUntil([&] { return ProcessGone(pgid); }));  // PDEATHSIG
   EXPECT_FALSE(ProcessGone(escaped)) << "the escaped grandchild is in its own session";
 
   auto killed = ProcessRunner::KillStaleGroups(V1Options(state));
   ASSERT_TRUE(killed.has_value()) << killed.error().ToString();
   EXPECT_EQ(*killed, 1u);
-  EXPECT_TRUE(WaitFor([&] { return ProcessGone(escaped); })) << "escaped " << escaped;
+  EXPECT_TRUE(WaitUntil([&] { return ProcessGone(escaped); })) << "escaped " << escaped;
   EXPECT_FALSE(fs::exists(cgroup));
   EXPECT_TRUE(fs::is_empty(state));
 }

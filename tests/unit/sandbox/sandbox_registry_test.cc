@@ -1,4 +1,5 @@
 #include "sandbox/sandbox_registry.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,15 +17,10 @@ using std::chrono::seconds;
 
 class SandboxRegistryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-registry-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    Reopen();
-  }
+  void SetUp() override { Reopen(); }
   void TearDown() override {
     reg_.reset();
     db_.reset();
-    fs::remove_all(dir_);
   }
   void Reopen(size_t max_sandboxes = 2) {
     reg_.reset();
@@ -45,7 +41,8 @@ class SandboxRegistryTest : public ::testing::Test {
     return st.st_mode & 07777;
   }
 
-  std::string dir_;
+  edge::testing::TempDir tmp_{"registry"};
+  std::string dir_ = tmp_.path();
   ManualClock clock_;
   std::unique_ptr<StateDb> db_;
   std::unique_ptr<SandboxRegistry> reg_;

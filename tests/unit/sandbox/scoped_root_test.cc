@@ -1,4 +1,5 @@
 #include "sandbox/scoped_root.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -30,8 +31,6 @@ class ScopedRootTest : public ::testing::TestWithParam<ResolveMode> {
     if (GetParam() == ResolveMode::kOpenat2 && !ScopedRoot::KernelHasOpenat2()) {
       GTEST_SKIP() << "kernel has no openat2";
     }
-    char tmpl[] = "/tmp/edge-root-XXXXXX";
-    base_ = ::mkdtemp(tmpl);
     root_ = base_ + "/root";
     outside_ = base_ + "/outside";
     fs::create_directories(root_ + "/dir");
@@ -42,15 +41,13 @@ class ScopedRootTest : public ::testing::TestWithParam<ResolveMode> {
     ASSERT_TRUE(r) << r.error().ToString();
     sr_.emplace(std::move(*r));
   }
-  void TearDown() override {
-    if (!base_.empty()) fs::remove_all(base_);
-  }
   Result<std::string> Read(const std::string& path) {
     auto fd = sr_->OpenBeneath(path, O_RDONLY);
     if (!fd) return std::unexpected(fd.error());
     return ReadFd(fd->get());
   }
-  std::string base_, root_, outside_;
+  edge::testing::TempDir tmp_{"root"};
+  std::string base_ = tmp_.path(), root_, outside_;
   std::optional<ScopedRoot> sr_;
 };
 

@@ -1,4 +1,5 @@
 #include "sandbox/state_db.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -14,17 +15,13 @@ namespace fs = std::filesystem;
 
 class StateDbTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/edge-statedb-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   static mode_t Mode(const std::string& p) {
     struct stat st {};
     ::lstat(p.c_str(), &st);
     return st.st_mode & 07777;
   }
-  std::string dir_;
+  edge::testing::TempDir tmp_{"statedb"};
+  std::string dir_ = tmp_.path();
 };
 
 const std::vector<StateDb::Migration> kTwoSteps = {
