@@ -20,6 +20,7 @@
 #include "agent/worker_rpc/token_commands.h"
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/grpc_lifetime.h"
 #include "common/random.h"
 #include "common/signals.h"
 #include "common/stop.h"
@@ -216,6 +217,8 @@ int ConfigCheck(const edge::cli::GlobalOptions& opts, bool production) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Destroyed last: gRPC has finished shutting down before the process exits.
+  edge::GrpcShutdownAtExit grpc_shutdown_at_exit;
   // Never inherit the caller's umask (a 000 made workspaces world-writable): files the agent
   // or its tools create get no world access unless a mode says so explicitly.
   ::umask(027);

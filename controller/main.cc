@@ -22,6 +22,7 @@
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "common/clock.h"
+#include "common/grpc_lifetime.h"
 #include "common/grpc_status.h"
 #include "common/json_parse.h"
 #include "common/log.h"
@@ -742,6 +743,8 @@ int ConfigCheck(const edge::cli::GlobalOptions& opts) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Destroyed last: gRPC has finished shutting down before the process exits.
+  edge::GrpcShutdownAtExit grpc_shutdown_at_exit;
   edge::IgnoreFatalIoSignals();
   CLI::App app{"edge-controller: the bundled minimal controller for edge-agent", "edge-controller"};
   app.set_version_flag("-V,--version", EDGE_VERSION);
