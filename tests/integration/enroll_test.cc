@@ -113,7 +113,8 @@ TEST_F(EnrollTest, EnrollsStoresKeystoreRemovesTokenAndUsesMtls) {
   WriteText(cfg2, AgentConfig(dir_ / "agent2", token));
   auto again = Enroll({}, cfg2);
   EXPECT_EQ(again.exit_code, 1) << "signal " << again.signal << " timed out " << again.timed_out
-                                << "\n" << again.err;
+                                << "\n"
+                                << again.err;
   EXPECT_NE(again.err.find("already used"), std::string::npos) << again.err;
   EXPECT_FALSE(fs::exists(dir_ / "agent2/certs/node.p12"));
   EXPECT_EQ(ReadText(cfg2), AgentConfig(dir_ / "agent2", token)) << "config untouched on failure";
