@@ -21,64 +21,49 @@ std::shared_ptr<ComputeStream> ComputeStream::Start(
 }
 
 bool ComputeStream::Send(ce::CloudEvent event, WriteCallback done) {
-  std::vector<WriteCallback> failed;
+  Calls calls;
   bool release = false;
   {
     std::lock_guard lock(mu_);
     if (closed_ || read_closed_ || finishing_ || hold_released_) return false;
-    queue_.push_back(Pending{std::move(event), std::move(done)});
-    release = PumpLocked(failed);
+    release = ApplyLocked(writes_.Push(Pending{std::move(event), std::move(done)}), false, calls);
   }
-  if (release) RemoveHold();
-  for (auto& cb : failed)
-    if (cb) cb(false);
+  Complete(release, calls);
   return true;
 }
 
-bool ComputeStream::PumpLocked(std::vector<WriteCallback>& failed) {
-  while (!writing_ && !queue_.empty() && !closed_) {
-    out_ = queue_.front().event;
-    writing_ = true;
-    StartWrite(&out_);
-  }
-  if (!writing_ && queue_.empty() && finishing_ && !writes_done_sent_ && !closed_ &&
-      !read_closed_) {
+bool ComputeStream::ApplyLocked(Queue::Step step, bool ok, Calls& calls) {
+  if (step.write != nullptr) StartWrite(&step.write->event);
+  if (step.completed) calls.emplace_back(std::move(step.completed->done), ok);
+  for (auto& d : step.dropped)
+    calls.emplace_back(std::move(d.done), false);
+  if (step.idle && finishing_ && !writes_done_sent_ && !closed_ && !read_closed_) {
     writes_done_sent_ = true;
     StartWritesDone();
   }
-  if (closed_ || read_closed_) {
-    // Nothing more will be written: fail what is queued and let the call finish.
-    while (!writing_ && !queue_.empty()) {
-      failed.push_back(std::move(queue_.front().done));
-      queue_.pop_front();
-    }
-  }
-  if (read_closed_ && !writing_ && !hold_released_) {
+  if (read_closed_ && !writes_.writing() && !hold_released_) {
     hold_released_ = true;
     return true;
   }
   return false;
 }
 
+void ComputeStream::Complete(bool release, Calls& calls) {
+  if (release) RemoveHold();
+  for (auto& [cb, ok] : calls)
+    if (cb) cb(ok);
+}
+
 void ComputeStream::OnWriteDone(bool ok) {
-  WriteCallback done;
-  std::vector<WriteCallback> failed;
+  Calls calls;
   bool release = false;
   {
     std::lock_guard lock(mu_);
-    writing_ = false;
-    if (!queue_.empty()) {
-      done = std::move(queue_.front().done);
-      queue_.pop_front();
-    }
     // A failed write means the stream is broken: nothing queued behind it can be written.
     if (!ok) closed_ = true;
-    release = PumpLocked(failed);
+    release = ApplyLocked(writes_.WriteDone(ok), ok, calls);
   }
-  if (release) RemoveHold();
-  if (done) done(ok);
-  for (auto& cb : failed)
-    if (cb) cb(false);
+  Complete(release, calls);
 }
 
 void ComputeStream::OnReadDone(bool ok) {
@@ -102,45 +87,40 @@ void ComputeStream::OnReadDone(bool ok) {
     StartRead(&in_);  // completes (not ok) after a cancel, which closes the read side
     return;
   }
-  std::vector<WriteCallback> failed;
+  Calls calls;
   bool release = false;
   {
     std::lock_guard lock(mu_);
+    // What is queued is still written; the hold goes once no write is in flight.
     read_closed_ = true;
-    release = PumpLocked(failed);
+    release = ApplyLocked(writes_.Check(), false, calls);
   }
-  if (release) RemoveHold();
-  for (auto& cb : failed)
-    if (cb) cb(false);
+  Complete(release, calls);
 }
 
 void ComputeStream::OnDone(const grpc::Status& status) {
-  std::vector<WriteCallback> failed;
+  Calls calls;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
-    for (auto& p : queue_)
-      failed.push_back(std::move(p.done));
-    queue_.clear();
+    for (auto& d : writes_.Close().dropped)
+      calls.emplace_back(std::move(d.done), false);
   }
-  for (auto& cb : failed)
-    if (cb) cb(false);
+  Complete(false, calls);
   if (callbacks_.on_done) callbacks_.on_done(status);
   // Last: may destroy this object when the owner already let go of it.
   auto self = std::move(self_);
 }
 
 void ComputeStream::Finish() {
-  std::vector<WriteCallback> failed;
+  Calls calls;
   bool release = false;
   {
     std::lock_guard lock(mu_);
     finishing_ = true;
-    release = PumpLocked(failed);
+    release = ApplyLocked(writes_.Check(), false, calls);
   }
-  if (release) RemoveHold();
-  for (auto& cb : failed)
-    if (cb) cb(false);
+  Complete(release, calls);
 }
 
 void ComputeStream::Cancel() {
@@ -153,8 +133,7 @@ bool ComputeStream::closed() const {
 }
 
 size_t ComputeStream::queued() const {
-  std::lock_guard lock(mu_);
-  return queue_.size();
+  return writes_.size();
 }
 
 }  // namespace edge::compute

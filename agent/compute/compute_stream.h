@@ -12,13 +12,15 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
+#include "common/grpc_write_queue.h"
 #include "cyoda/cyoda-cloud-api.grpc.pb.h"
 
 namespace edge::compute {
@@ -60,18 +62,22 @@ class ComputeStream final : public grpc::ClientBidiReactor<io::cloudevents::v1::
     io::cloudevents::v1::CloudEvent event;
     WriteCallback done;
   };
+  using Queue = WriteQueue<Pending>;
+  // Write callbacks to run once the lock is let go, with their ok.
+  using Calls = std::vector<std::pair<WriteCallback, bool>>;
   explicit ComputeStream(Callbacks callbacks) : callbacks_(std::move(callbacks)) {}
-  // Starts the next write (or WritesDone) when none is in flight; callbacks of events that
-  // can no longer be written are moved to `failed`. Returns true when the hold may be released.
-  bool PumpLocked(std::vector<WriteCallback>& failed);
+  // mu_ held: does what `step` says (start a write; collect the callbacks of the written
+  // message, with `ok`, and of the dropped ones), sends WritesDone once finishing and idle.
+  // Returns true when the hold may be released (read side over, no write in flight).
+  bool ApplyLocked(Queue::Step step, bool ok, Calls& calls);
+  // Outside the lock: releases the hold and runs the callbacks.
+  void Complete(bool release, Calls& calls);
 
   Callbacks callbacks_;
   grpc::ClientContext context_;
   io::cloudevents::v1::CloudEvent in_;
-  mutable std::mutex mu_;
-  std::deque<Pending> queue_;  // front = the write in flight when writing_
-  io::cloudevents::v1::CloudEvent out_;
-  bool writing_ = false;
+  mutable std::mutex mu_;  // guards the flags below; every writes_ call is made under it
+  Queue writes_;           // one write in flight (common/grpc_write_queue.h)
   bool finishing_ = false;
   bool writes_done_sent_ = false;
   bool read_closed_ = false;
