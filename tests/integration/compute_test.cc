@@ -24,7 +24,7 @@ using json = nlohmann::json;
 namespace ce = io::cloudevents::v1;
 namespace cyoda = org::cyoda::cloud::api::grpc;
 
-// Exit codes of `compute dispatch` (controller/compute_cli.h).
+// Exit codes of `compute dispatch` (controller/cli/compute_commands.h).
 constexpr int kSuccessFalse = 1;
 constexpr int kNoMember = 3;
 constexpr int kDisconnected = 4;

@@ -11,7 +11,7 @@
 
 #include "common/cli.h"
 
-namespace edge::controller {
+namespace edge::controller::cli {
 
 inline constexpr int kExitDispatchNoMember = 3;
 inline constexpr int kExitDispatchDisconnected = 4;
@@ -20,4 +20,4 @@ inline constexpr int kExitDispatchUnreachable = 6;
 
 edge::cli::CommandRunner AddComputeCommands(CLI::App& app, const edge::cli::GlobalOptions& opts);
 
-}  // namespace edge::controller
+}  // namespace edge::controller::cli

@@ -1,10 +1,7 @@
-#include "controller/compute_cli.h"
-
-#include <sys/stat.h>
+#include "controller/cli/compute_commands.h"
 
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -16,10 +13,9 @@
 #include "common/json_parse.h"
 #include "compute_admin.grpc.pb.h"
 #include "config/controller_config.h"
-#include "config/duration.h"
-#include "controller/admin_server.h"
+#include "controller/cli/admin_cli.h"
 
-namespace edge::controller {
+namespace edge::controller::cli {
 namespace {
 
 namespace apb = edge::admin::v1;
@@ -44,50 +40,15 @@ struct State {
   std::string dispatch_format;
 };
 
-std::string IsoMs(int64_t ms) {
-  if (ms == 0) return "-";
-  std::time_t secs = ms / 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[64];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
-  return out;
-}
-
-std::optional<config::ControllerConfig> LoadConfig(const edge::cli::GlobalOptions& opts) {
-  return edge::cli::LoadConfigOrReport(opts, edge::config::LoadControllerConfig);
-}
-
 // A stub on the admin socket; nullptr after saying why it cannot be reached.
 std::unique_ptr<apb::ComputeAdmin::Stub> Stub(const config::ControllerConfig& cfg) {
-  struct stat st {};
-  if (::stat(cfg.admin.socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    std::fprintf(stderr,
-                 "error: controller not reachable on %s: no socket there (is it running?)\n",
-                 cfg.admin.socket.c_str());
-    return nullptr;
-  }
-  return apb::ComputeAdmin::NewStub(AdminChannel(cfg.admin.socket));
-}
-
-int Failed(const config::ControllerConfig& cfg, const grpc::Status& st, int unreachable) {
-  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    std::fprintf(stderr, "error: controller not reachable on %s: %s\n", cfg.admin.socket.c_str(),
-                 st.error_message().c_str());
-    return unreachable;
-  }
-  std::fprintf(stderr, "error: %s\n", st.error_message().c_str());
-  return st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? kExitUsage : unreachable;
+  auto channel = AdminSocketChannel(cfg);
+  return channel ? apb::ComputeAdmin::NewStub(channel) : nullptr;
 }
 
 int TokenCreate(const edge::cli::GlobalOptions& opts, const State& s) {
-  auto ttl = config::ParseDuration(s.ttl);
-  if (!ttl) {
-    std::fprintf(stderr, "error: --ttl \"%s\" must be a duration, such as 8h\n", s.ttl.c_str());
-    return kExitUsage;
-  }
+  auto ttl = ParseDurationFlag("--ttl", s.ttl, std::chrono::seconds(1), "8h");
+  if (!ttl) return kExitUsage;
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   auto stub = Stub(*cfg);
@@ -99,23 +60,21 @@ int TokenCreate(const edge::cli::GlobalOptions& opts, const State& s) {
   req.set_ttl_seconds(std::chrono::duration_cast<std::chrono::seconds>(*ttl).count());
   req.set_subject(s.subject);
   apb::CreateComputeTokenResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto st = stub->CreateComputeToken(&ctx, req, &resp);
-  if (!st.ok()) return Failed(*cfg, st, kExitFailure);
+  auto st = stub->CreateComputeToken(CallContext().get(), req, &resp);
+  if (!st.ok()) return ReportRpcFailure(*cfg, st, kExitFailure);
   if (s.token_format == "json") {
     std::cout << json{{"token", resp.token()},
                       {"jti", resp.jti()},
                       {"tenant", s.tenant},
                       {"roles", s.roles},
-                      {"expires_at", IsoMs(resp.expires_at_epoch_ms())}}
+                      {"expires_at", IsoTimeMs(resp.expires_at_epoch_ms())}}
                      .dump()
               << "\n";
   } else {
     // Only the token on stdout, so `… > token.txt` makes a compute.token_file.
     std::cout << resp.token() << "\n";
     std::fprintf(stderr, "compute token %s for tenant %s, expires %s\n", resp.jti().c_str(),
-                 s.tenant.c_str(), IsoMs(resp.expires_at_epoch_ms()).c_str());
+                 s.tenant.c_str(), IsoTimeMs(resp.expires_at_epoch_ms()).c_str());
   }
   return kExitOk;
 }
@@ -126,18 +85,16 @@ int Members(const edge::cli::GlobalOptions& opts, const State& s) {
   auto stub = Stub(*cfg);
   if (!stub) return kExitFailure;
   apb::ListComputeMembersResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto st = stub->ListComputeMembers(&ctx, {}, &resp);
-  if (!st.ok()) return Failed(*cfg, st, kExitFailure);
+  auto st = stub->ListComputeMembers(CallContext().get(), {}, &resp);
+  if (!st.ok()) return ReportRpcFailure(*cfg, st, kExitFailure);
   if (s.members_format == "json") {
     json out = json::array();
     for (const auto& m : resp.members()) {
       out.push_back({{"member_id", m.member_id()},
                      {"tenant", m.tenant_id()},
                      {"tags", std::vector<std::string>(m.tags().begin(), m.tags().end())},
-                     {"connected_since", IsoMs(m.connected_since_epoch_ms())},
-                     {"last_seen", IsoMs(m.last_seen_epoch_ms())},
+                     {"connected_since", IsoTimeMs(m.connected_since_epoch_ms())},
+                     {"last_seen", IsoTimeMs(m.last_seen_epoch_ms())},
                      {"calls_in_flight", m.calls_in_flight()},
                      {"subject", m.subject()},
                      {"peer", m.peer()}});
@@ -153,8 +110,8 @@ int Members(const edge::cli::GlobalOptions& opts, const State& s) {
       tags += (tags.empty() ? "" : ",") + t;
     std::printf("%-36s  %-12s  %-24s  %-24s  %-24s  %u\n", m.member_id().c_str(),
                 m.tenant_id().c_str(), tags.empty() ? "-" : tags.c_str(),
-                IsoMs(m.connected_since_epoch_ms()).c_str(), IsoMs(m.last_seen_epoch_ms()).c_str(),
-                m.calls_in_flight());
+                IsoTimeMs(m.connected_since_epoch_ms()).c_str(),
+                IsoTimeMs(m.last_seen_epoch_ms()).c_str(), m.calls_in_flight());
   }
   return kExitOk;
 }
@@ -184,20 +141,13 @@ int Dispatch(const edge::cli::GlobalOptions& opts, const State& s) {
   }
   std::chrono::milliseconds timeout{0}, wait{-1};
   if (!s.timeout.empty()) {
-    auto t = config::ParseDuration(s.timeout);
-    if (!t || *t <= std::chrono::milliseconds(0)) {
-      std::fprintf(stderr, "error: --timeout \"%s\" must be a duration, such as 30s\n",
-                   s.timeout.c_str());
-      return kExitUsage;
-    }
+    auto t = ParseDurationFlag("--timeout", s.timeout, std::chrono::milliseconds(1), "30s");
+    if (!t) return kExitUsage;
     timeout = *t;
   }
   if (!s.wait.empty()) {
-    auto w = config::ParseDuration(s.wait);
-    if (!w) {
-      std::fprintf(stderr, "error: --wait \"%s\" must be a duration, such as 5s\n", s.wait.c_str());
-      return kExitUsage;
-    }
+    auto w = ParseDurationFlag("--wait", s.wait, std::chrono::milliseconds(0), "5s");
+    if (!w) return kExitUsage;
     wait = *w;
   }
   auto cfg = LoadConfig(opts);
@@ -221,7 +171,7 @@ int Dispatch(const edge::cli::GlobalOptions& opts, const State& s) {
                       std::chrono::seconds(10);
   ctx.set_deadline(std::chrono::system_clock::now() + budget);
   auto st = stub->DispatchCompute(&ctx, req, &resp);
-  if (!st.ok()) return Failed(*cfg, st, kExitDispatchUnreachable);
+  if (!st.ok()) return ReportRpcFailure(*cfg, st, kExitDispatchUnreachable);
   json response = nullptr;
   if (!resp.response_json().empty()) {
     response = json::parse(resp.response_json(), nullptr, false);
@@ -298,4 +248,4 @@ edge::cli::CommandRunner AddComputeCommands(CLI::App& app, const edge::cli::Glob
   };
 }
 
-}  // namespace edge::controller
+}  // namespace edge::controller::cli

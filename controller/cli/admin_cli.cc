@@ -1,0 +1,108 @@
+#include "controller/cli/admin_cli.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <ctime>
+
+#include "common/grpc_status.h"
+#include "config/duration.h"
+#include "controller/admin_server.h"
+
+namespace edge::controller::cli {
+
+std::optional<config::ControllerConfig> LoadConfig(const edge::cli::GlobalOptions& opts) {
+  return edge::cli::LoadConfigOrReport(opts, config::LoadControllerConfig);
+}
+
+std::shared_ptr<grpc::Channel> AdminSocketChannel(const config::ControllerConfig& cfg,
+                                                  bool wait_connected) {
+  struct stat st {};
+  if (::stat(cfg.admin.socket.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr,
+                 "error: controller not reachable on %s: no socket there (is it running?)\n",
+                 cfg.admin.socket.c_str());
+    return nullptr;
+  }
+  auto channel = AdminChannel(cfg.admin.socket);
+  if (wait_connected &&
+      !channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(5))) {
+    std::fprintf(stderr, "error: controller not reachable on %s\n", cfg.admin.socket.c_str());
+    return nullptr;
+  }
+  return channel;
+}
+
+std::unique_ptr<grpc::ClientContext> CallContext(std::chrono::milliseconds timeout) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + timeout);
+  return ctx;
+}
+
+int ReportRpcFailure(const config::ControllerConfig& cfg, const grpc::Status& st, int unreachable) {
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    std::fprintf(stderr, "error: controller not reachable on %s: %s\n", cfg.admin.socket.c_str(),
+                 st.error_message().c_str());
+    return unreachable;
+  }
+  std::fprintf(stderr, "error: %s\n", st.error_message().c_str());
+  return st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? edge::cli::kExitUsage
+                                                               : edge::cli::kExitFailure;
+}
+
+int ReportNodeCallFailure(const grpc::Status& st) {
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    std::fprintf(stderr, "error: %s\n", st.error_message().c_str());
+    return kExitNodeUnavailable;
+  }
+  std::fprintf(stderr, "error: %s: %s\n", std::string(GrpcCodeName(st.error_code())).c_str(),
+               st.error_message().c_str());
+  return st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ? edge::cli::kExitUsage
+                                                               : edge::cli::kExitFailure;
+}
+
+std::optional<std::chrono::milliseconds> ParseDurationFlag(const std::string& flag,
+                                                           const std::string& value,
+                                                           std::chrono::milliseconds min,
+                                                           const std::string& example) {
+  auto d = config::ParseDuration(value);
+  if (d && *d >= min) return *d;
+  const std::string what =
+      min.count() > 0 ? " of at least " + config::FormatDuration(min) + "," : std::string(",");
+  std::fprintf(stderr, "error: %s \"%s\" must be a duration%s such as %s\n", flag.c_str(),
+               value.c_str(), what.c_str(), example.c_str());
+  return std::nullopt;
+}
+
+namespace {
+std::string Utc(int64_t epoch_ms, const char* format) {
+  std::time_t secs = epoch_ms / 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+}  // namespace
+
+std::string IsoTime(int64_t epoch_ms) {
+  return epoch_ms == 0 ? "-" : Utc(epoch_ms, "%Y-%m-%dT%H:%M:%SZ");
+}
+
+std::string IsoTimeMs(int64_t epoch_ms) {
+  if (epoch_ms == 0) return "-";
+  char out[64];
+  std::snprintf(out, sizeof out, "%s.%03dZ", Utc(epoch_ms, "%Y-%m-%dT%H:%M:%S").c_str(),
+                static_cast<int>(epoch_ms % 1000));
+  return out;
+}
+
+nlohmann::json JsonTime(int64_t epoch_ms) {
+  return epoch_ms == 0 ? nlohmann::json(nullptr) : nlohmann::json(IsoTimeMs(epoch_ms));
+}
+
+std::string Dump(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace edge::controller::cli

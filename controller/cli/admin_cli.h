@@ -1,0 +1,64 @@
+// What every `edge-controller` operator command shares (they are thin clients of the admin
+// API on data_dir/admin.sock): loading the config, reaching the admin socket, reporting a
+// refused call with the right exit code, parsing duration flags, and printing times and JSON.
+// Free functions only; nothing here keeps state.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/cli.h"
+#include "config/controller_config.h"
+
+namespace edge::controller::cli {
+
+// Exit code of a command about a node that is not connected (EX_UNAVAILABLE).
+inline constexpr int kExitNodeUnavailable = 69;
+
+// Loads the config or prints every problem; nullopt means exit 2.
+std::optional<config::ControllerConfig> LoadConfig(const edge::cli::GlobalOptions& opts);
+
+// A channel on the admin socket; nullptr after printing why when there is no socket there.
+// With `wait_connected` it also connects first (up to 5 s), so that an UNAVAILABLE on a later
+// call means a node, not the controller.
+std::shared_ptr<grpc::Channel> AdminSocketChannel(const config::ControllerConfig& cfg,
+                                                  bool wait_connected = false);
+
+// A client context with a deadline `timeout` from now.
+std::unique_ptr<grpc::ClientContext> CallContext(
+    std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// Prints a refused admin call and returns its exit code: the controller not reachable →
+// `unreachable`; INVALID_ARGUMENT → 2; anything else → 1.
+int ReportRpcFailure(const config::ControllerConfig& cfg, const grpc::Status& st,
+                     int unreachable = edge::cli::kExitFailure);
+
+// Prints a refused call about a node made on a channel from AdminSocketChannel(cfg, true)
+// and returns its exit code: UNAVAILABLE is then the node, not connected → 69; otherwise as
+// ReportRpcFailure, with the status code's name.
+int ReportNodeCallFailure(const grpc::Status& st);
+
+// A duration flag such as --ttl 30m: the value, or nullopt after printing "error: FLAG
+// "VALUE" must be a duration of at least MIN, such as EXAMPLE" (the caller exits 2).
+std::optional<std::chrono::milliseconds> ParseDurationFlag(const std::string& flag,
+                                                           const std::string& value,
+                                                           std::chrono::milliseconds min,
+                                                           const std::string& example);
+
+// RFC 3339 UTC: seconds ("2026-01-02T03:04:05Z") or milliseconds; "-" for 0.
+std::string IsoTime(int64_t epoch_ms);
+std::string IsoTimeMs(int64_t epoch_ms);
+// JSON time: the RFC 3339 string with milliseconds, or null for 0.
+nlohmann::json JsonTime(int64_t epoch_ms);
+
+// JSON for the terminal: bytes that are not UTF-8 (a node's output) become U+FFFD instead of
+// an exception.
+std::string Dump(const nlohmann::json& j, int indent = -1);
+
+}  // namespace edge::controller::cli
