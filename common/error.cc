@@ -25,6 +25,7 @@ constexpr std::array kNames = {
     NamedCode{ErrorCode::kUnavailable, "UNAVAILABLE"},
     NamedCode{ErrorCode::kAborted, "ABORTED"},
     NamedCode{ErrorCode::kInternal, "INTERNAL"},
+    NamedCode{ErrorCode::kAgentRestarted, "AGENT_RESTARTED"},
 };
 }  // namespace
 

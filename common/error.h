@@ -27,6 +27,9 @@ enum class ErrorCode {
   kUnavailable,
   kAborted,
   kInternal,
+  // The command was admitted, and the agent died (or was killed) before it ended; what ran
+  // of it was killed when the agent started again. Its one terminal result (issue 16).
+  kAgentRestarted,
 };
 
 // The stable spelling used on every wire ("INVALID_ARGUMENT", "LEASE_REJECTED", ...).

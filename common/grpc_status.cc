@@ -32,6 +32,7 @@ grpc::StatusCode ToGrpcCode(ErrorCode code) {
     case ErrorCode::kUnavailable:
       return grpc::StatusCode::UNAVAILABLE;
     case ErrorCode::kAborted:
+    case ErrorCode::kAgentRestarted:
       return grpc::StatusCode::ABORTED;
     case ErrorCode::kInternal:
       return grpc::StatusCode::INTERNAL;

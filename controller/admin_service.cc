@@ -95,6 +95,13 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
                                     " disconnected; its result is delivered when it reconnects");
     Enqueue(std::move(e));
   }
+  void OnNodeReconnected(const std::string& node_id) override {
+    pb::InvokeEvent e;
+    e.mutable_status()->set_state("node_reconnected");
+    e.mutable_status()->set_message("node " + node_id +
+                                    " reconnected; the command's result follows when it ends");
+    Enqueue(std::move(e));
+  }
 
   void Enqueue(pb::InvokeEvent e) { Apply(writes_.Push(std::move(e))); }
 

@@ -28,6 +28,70 @@ void Dispatcher::Attach(const std::string& node_id, std::shared_ptr<CommandSink>
     old->Close(grpc::Status(grpc::StatusCode::ABORTED,
                             "replaced by a newer ConnectEdge stream of node " + node_id));
   }
+  std::shared_ptr<CommandSink> current;
+  std::vector<std::shared_ptr<CommandObserver>> tell;
+  {
+    std::lock_guard lock(mu_);
+    current = streams_[node_id];
+    for (const auto& [id, w] : waiters_)
+      if (w.node_id == node_id) tell.push_back(w.observer);
+  }
+  if (current) ResendPending(node_id, *current);
+  for (auto& o : tell)
+    o->OnNodeReconnected(node_id);
+}
+
+void Dispatcher::ResendPending(const std::string& node_id, CommandSink& sink) {
+  auto log = log::Get("edge");
+  const int64_t since = ToEpochMillis(clock_.Now() - kResendWindow);
+  auto pending = store_.ListPendingCommands(node_id, since);
+  if (!pending) {
+    log->error(
+        "node {}: its commands without a result could not be read, so none is sent "
+        "again: {}",
+        log::Escape(node_id), pending.error().ToString());
+    return;
+  }
+  if (pending->empty()) return;
+  auto edge = store_.GetEdgeNode(node_id);
+  if (!edge || !*edge) return;
+  size_t sent = 0;
+  for (const auto& rec : *pending) {
+    auto args = StructFromJsonObject(rec.args_json, "args");
+    auto cmd = args ? InvokeToolFor(rec, (*edge)->tenant_id, std::move(*args))
+                    : Result<pb::EdgeCommand>(std::unexpected(args.error()));
+    if (!cmd) {
+      log->error("command {}: cannot be sent again to node {}: {}", log::Escape(rec.command_id),
+                 log::Escape(node_id), cmd.error().ToString());
+      continue;
+    }
+    if (!sink.Send(*cmd)) break;  // the new stream is already gone; the next one resends
+    ++sent;
+  }
+  log->info(
+      "node {}: {} command(s) without a result sent again (the agent answers a repeat "
+      "from its stored result, or ignores it while it still runs)",
+      log::Escape(node_id), sent);
+}
+
+Result<pb::EdgeCommand> Dispatcher::InvokeToolFor(const CommandRecord& rec,
+                                                  const std::string& tenant_id,
+                                                  google::protobuf::Struct args) {
+  const std::chrono::milliseconds deadline(rec.deadline_ms);
+  auto user_token = tokens_.MintInvokeToken(rec.command_id, rec.node_id, tenant_id, deadline);
+  if (!user_token) return std::unexpected(user_token.error());
+  pb::EdgeCommand cmd;
+  auto* inv = cmd.mutable_invoke_tool();
+  inv->set_command_id(rec.command_id);
+  inv->set_security_context_name(rec.security_context);
+  auto* seal = inv->mutable_seal_envelope();
+  seal->set_user_security_token(*user_token);
+  seal->set_tenant_id(tenant_id);
+  seal->set_security_context_name(rec.security_context);
+  inv->set_tool_name(rec.tool);
+  *inv->mutable_args() = std::move(args);
+  if (deadline.count() > 0) SetDuration(inv->mutable_deadline(), deadline);
+  return cmd;
 }
 
 void Dispatcher::Detach(const std::string& node_id, const CommandSink* sink) {
@@ -113,28 +177,6 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
   }
 
   const std::string id = NewUuidV4();
-  auto user_token = tokens_.MintInvokeToken(id, spec.node_id, (*edge)->tenant_id, spec.deadline);
-  if (!user_token) return std::unexpected(user_token.error());
-  pb::EdgeCommand cmd;
-  auto* inv = cmd.mutable_invoke_tool();
-  inv->set_command_id(id);
-  inv->set_security_context_name(spec.security_context);
-  auto* seal = inv->mutable_seal_envelope();
-  seal->set_user_security_token(*user_token);
-  seal->set_tenant_id((*edge)->tenant_id);
-  seal->set_security_context_name(spec.security_context);
-  inv->set_tool_name(spec.tool);
-  *inv->mutable_args() = std::move(*args);
-  if (spec.deadline.count() > 0) SetDuration(inv->mutable_deadline(), spec.deadline);
-  // The node would refuse a larger message (and the controller could not send it): refuse it
-  // here, before anything is stored.
-  if (const size_t size = cmd.ByteSizeLong(); size > max_message_bytes_) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "InvokeTool for node " + spec.node_id + " would be " + std::to_string(size) +
-                         " bytes, above grpc.max_message_bytes (" +
-                         std::to_string(max_message_bytes_) + " bytes); send smaller args");
-  }
-
   CommandRecord rec{.command_id = id,
                     .node_id = spec.node_id,
                     .tool = spec.tool,
@@ -143,6 +185,16 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
                     .deadline_ms = spec.deadline.count(),
                     .state = kCommandDispatched,
                     .created_at_ms = ToEpochMillis(clock_.Now())};
+  auto cmd = InvokeToolFor(rec, (*edge)->tenant_id, std::move(*args));
+  if (!cmd) return std::unexpected(cmd.error());
+  // The node would refuse a larger message (and the controller could not send it): refuse it
+  // here, before anything is stored.
+  if (const size_t size = cmd->ByteSizeLong(); size > max_message_bytes_) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "InvokeTool for node " + spec.node_id + " would be " + std::to_string(size) +
+                         " bytes, above grpc.max_message_bytes (" +
+                         std::to_string(max_message_bytes_) + " bytes); send smaller args");
+  }
   if (auto st = store_.InsertCommand(rec); !st) return std::unexpected(st.error());
   if (observer) {
     {
@@ -151,7 +203,7 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
     }
     observer->OnAccepted(id);
   }
-  if (!(*sink)->Send(cmd)) {
+  if (!(*sink)->Send(*cmd)) {
     // The stream ended between the lookup and the send: the command never left.
     (void)store_.CompleteCommand(id, spec.node_id,
                                  {.outcome = "error",

@@ -1,8 +1,11 @@
 // Dispatcher: the controller's command side of the edge stream. Keeps the live ConnectEdge
 // stream of each node (a newer stream of the same node replaces the older, which is finished
 // with ABORTED), assigns command ids (UUIDv4), persists every InvokeTool in the Store BEFORE
-// sending it, sends InvokeTool / Cancel / PushConfig / Drain / Shutdown, stores the first
-// CommandResult of each command (duplicates — e.g. an agent's outbox resending after a
+// sending it, sends it again each time the node attaches a stream while it has no result
+// (within kResendWindow: the agent's idempotency makes a repeat safe, so a command whose
+// delivery cannot be confirmed — the stream broke, or the controller restarted — still ends
+// with exactly one result), sends InvokeTool / Cancel / PushConfig / Drain / Shutdown, stores the
+// first CommandResult of each command (duplicates — e.g. an agent's outbox resending after a
 // reconnect — are ignored, also across controller restarts because the Store decides), and
 // forwards progress and the result to observers (the admin Invoke stream).
 // Owns the stream and observer registrations (shared_ptr); the Store, token authority and
@@ -48,6 +51,8 @@ class CommandObserver {
   // The node's stream ended while the command was running; the result may still come after
   // the node reconnects (the agent keeps it in its outbox).
   virtual void OnNodeDisconnected(const std::string& node_id) = 0;
+  // The node has a stream again (the command was sent again; its result follows).
+  virtual void OnNodeReconnected(const std::string& node_id) = 0;
 };
 
 struct InvokeSpec {
@@ -60,6 +65,11 @@ struct InvokeSpec {
 
 class Dispatcher {
  public:
+  // How old a command without a result may be and still be sent again when its node
+  // attaches: well inside the agent's idempotency window (24 h), beyond which a repeat could
+  // run it twice. An older one stays dispatched; the agent's outbox still delivers its result.
+  static constexpr std::chrono::hours kResendWindow{12};
+
   // `max_message_bytes`: the largest EdgeCommand it sends (grpc.max_message_bytes).
   Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,
              size_t max_message_bytes = size_t{16} << 20)
@@ -100,6 +110,13 @@ class Dispatcher {
                 const aegis::cluster::v1::EdgeResult& result);
 
  private:
+  // The InvokeTool of a command (its args parsed from rec.args_json), with a freshly minted
+  // user token.
+  Result<aegis::cluster::v1::EdgeCommand> InvokeToolFor(const CommandRecord& rec,
+                                                        const std::string& tenant_id,
+                                                        google::protobuf::Struct args);
+  // Sends the node's commands that have no result yet again on `sink` (Attach).
+  void ResendPending(const std::string& node_id, CommandSink& sink);
   // The node's stream, or NOT_FOUND / FAILED_PRECONDITION / UNAVAILABLE.
   Result<std::shared_ptr<CommandSink>> StreamOf(const std::string& node_id);
   Status SendTo(const std::string& node_id, const aegis::cluster::v1::EdgeCommand& cmd);

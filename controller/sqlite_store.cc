@@ -1003,4 +1003,23 @@ Result<std::vector<CommandRecord>> SqliteStore::ListCommands(const std::string& 
   return out;
 }
 
+Result<std::vector<CommandRecord>> SqliteStore::ListPendingCommands(const std::string& node_id,
+                                                                    int64_t since_ms) {
+  std::lock_guard lock(mu_);
+  // commands_by_node(node_id, created_at_ms) serves the range; few rows are dispatched.
+  Stmt s(db_, (std::string("SELECT ") + kCommandColumns +
+               " FROM commands WHERE node_id = ? AND created_at_ms >= ? AND state = ?"
+               " ORDER BY created_at_ms ASC, command_id ASC")
+                  .c_str());
+  s.Bind(1, node_id);
+  s.Bind(2, since_ms);
+  s.Bind(3, std::string(kCommandDispatched));
+  std::vector<CommandRecord> out;
+  int rc;
+  while ((rc = s.Step()) == SQLITE_ROW)
+    out.push_back(ReadCommand(s));
+  if (rc != SQLITE_DONE) return std::unexpected(DbError("list pending commands"));
+  return out;
+}
+
 }  // namespace edge::controller

@@ -58,6 +58,8 @@ class SqliteStore final : public Store {
                                const CommandOutcomeRecord& result, int64_t now_ms) override;
   Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) override;
   Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id, int limit) override;
+  Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,
+                                                         int64_t since_ms) override;
 
  private:
   explicit SqliteStore(sqlite3* db) : db_(db) {}

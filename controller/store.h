@@ -218,6 +218,10 @@ class Store {
   // Newest first; `node_id` empty = every node; `limit` 0 = 100.
   virtual Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id,
                                                           int limit) = 0;
+  // The node's commands that have no result yet (state dispatched) created at or after
+  // `since_ms`, oldest first: what the dispatcher sends again when the node reconnects.
+  virtual Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,
+                                                                 int64_t since_ms) = 0;
 };
 
 }  // namespace edge::controller

@@ -8,6 +8,7 @@
 
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/utf8.h"
 #include "sandbox/file_service.h"
 #include "sandbox/run_as.h"
@@ -54,10 +55,7 @@ struct Executor::Inflight {
   uint64_t id = 0;
   std::string command_id;
   std::string context;
-  std::string door;  // "" = none
-  // Set when the agent's shutdown cancels it: such a result is not stored (a repeat after
-  // the restart runs it again), whatever reason text the cancel carries.
-  std::atomic<bool> by_shutdown{false};
+  std::string door;      // "" = none
   std::string resource;  // the sandbox id ("" = default workspace) its lease is for
   bool has_lease = false;
   CancelSource source;
@@ -143,6 +141,9 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
   auto idem = IdempotencyStore::Open(*ex->db_, clock, o.idempotency);
   if (!idem) return std::unexpected(idem.error());
   ex->idempotency_ = std::move(*idem);
+  auto journal = CommandJournal::Open(*ex->db_);
+  if (!journal) return std::unexpected(journal.error());
+  ex->journal_ = std::move(*journal);
   auto registry = SandboxRegistry::Open(*ex->db_, clock, {o.sandbox_root, o.max_sandboxes});
   if (!registry) return std::unexpected(registry.error());
   ex->registry_ = std::move(*registry);
@@ -151,6 +152,7 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
                                         o.cgroup2_root};
   auto stale = ProcessRunner::KillStaleGroups(runner_options);
   if (!stale) return std::unexpected(stale.error());
+  if (auto st = ex->RecoverInterrupted(*stale); !st) return std::unexpected(st.error());
   ex->runner_ = std::make_unique<ProcessRunner>(io, clock, runner_options);
   ex->blocking_ = std::make_unique<boost::asio::thread_pool>(2);
 
@@ -257,6 +259,18 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
     if (!command_id.empty()) running_ids_.insert(command_id);
     ++per_context_[ctx_name];
   }
+  if (!command_id.empty()) {
+    auto st = journal_->Admitted({.command_id = command_id,
+                                  .tool = request.tool,
+                                  .door = job->door,
+                                  .admitted_at_ms = ToEpochMillis(clock_.Now())});
+    if (!st) {
+      log::Get("sandbox")->error(
+          "command {}: not written to the command journal ({}); if the agent dies before it "
+          "ends, no AGENT_RESTARTED result will name it",
+          log::Escape(command_id), st.error().ToString());
+    }
+  }
   // From here on every path ends in Finish (which stores the result).
   auto workspace = Workspace(request.sandbox_id);
   if (!workspace) return Finish(job, ErrorResult(command_id, workspace.error()));
@@ -342,6 +356,7 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
   spec.run_as = ctx.config().run_as;
   spec.max_output_bytes = ctx.EffectiveOutputCap(options_.max_output_bytes);
   spec.max_processes = ctx.config().limits.max_processes;
+  spec.label = command_id;
   auto parts = ScopedRoot::Normalize(cwd_rel);
   if (!parts) {
     return Finish(
@@ -548,8 +563,11 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   // Messages can quote file names and other bytes: text on every wire must be UTF-8.
   result.error.message = ToValidUtf8(result.error.message);
   result.reason = ToValidUtf8(result.reason);
-  const bool by_shutdown = result.outcome == Outcome::kCancelled && job->by_shutdown.load();
-  if (!job->command_id.empty() && !by_shutdown) {
+  // Every admitted command's result is stored, a cut by the agent's shutdown included: it is
+  // the command's one terminal result (the door delivers it), so a repeat of the command_id
+  // after the restart — the controller sends again what has no result — answers with it
+  // instead of running the command a second time.
+  if (!job->command_id.empty()) {
     // The payload is valid UTF-8 by construction; `replace` keeps a slip from throwing here.
     auto st = idempotency_->Record(
         job->command_id, result.ToJson().dump(-1, ' ', false, json::error_handler_t::replace));
@@ -559,6 +577,12 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
           "command {}: its result could not be stored for idempotency ({}); a repeat of this "
           "command_id would run it again",
           log::Escape(job->command_id), st.error().ToString());
+    }
+    if (auto fin = journal_->Finished(job->command_id); !fin) {
+      log::Get("sandbox")->error(
+          "command {}: still in the command journal ({}); after a restart its stored result "
+          "is delivered again",
+          log::Escape(job->command_id), fin.error().ToString());
     }
   }
   job->external.Reset();
@@ -575,6 +599,55 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   if (done) done(std::move(result));
   for (auto& w : waiters)
     w();
+}
+
+edge::Status Executor::RecoverInterrupted(const ProcessRunner::StaleReport& stale) {
+  auto unfinished = journal_->Unfinished();
+  if (!unfinished) return std::unexpected(unfinished.error());
+  auto log = log::Get("sandbox");
+  for (const auto& e : *unfinished) {
+    auto stored = StoredResult(e.command_id);
+    InvokeResult r;
+    if (stored && stored->has_value()) {
+      // It ended and its result was stored; only the journal entry was left.
+      r = std::move(**stored);
+      r.replayed = false;
+    } else {
+      std::string process =
+          "it had no process running (it was received but not started, or "
+          "its process had already ended)";
+      for (const auto& g : stale.groups) {
+        if (g.label != e.command_id) continue;
+        process = "its process group " + std::to_string(g.pgid) +
+                  (g.signalled ? " was killed when the agent started again"
+                               : " had already exited when the agent started again");
+      }
+      r = ErrorResult(e.command_id,
+                      Error{ErrorCode::kAgentRestarted,
+                            "command " + e.command_id + " (tool " + e.tool + ", admitted at " +
+                                FormatRfc3339(FromEpochMillis(e.admitted_at_ms)) +
+                                ") was running when the agent stopped without ending it; " +
+                                process + "; whatever it did before is not undone"});
+      auto st = idempotency_->Record(
+          e.command_id, r.ToJson().dump(-1, ' ', false, json::error_handler_t::replace));
+      if (!st) {
+        log->error("command {}: its AGENT_RESTARTED result could not be stored ({})",
+                   log::Escape(e.command_id), st.error().ToString());
+      }
+    }
+    log->warn("command {}: {}", log::Escape(e.command_id),
+              r.outcome == Outcome::kError ? r.error.message : "its stored result is delivered");
+    if (auto fin = journal_->Finished(e.command_id); !fin) return fin;
+    std::lock_guard lock(mu_);
+    interrupted_[e.door].push_back(std::move(r));
+  }
+  return OkStatus();
+}
+
+std::vector<InvokeResult> Executor::TakeInterrupted(const std::string& door) {
+  std::lock_guard lock(mu_);
+  auto node = interrupted_.extract(door);
+  return node.empty() ? std::vector<InvokeResult>{} : std::move(node.mapped());
 }
 
 // ---- sandboxes and files -----------------------------------------------------------------
@@ -831,10 +904,8 @@ void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
       for (auto& [id, job] : inflight_)
         jobs.push_back(job);
     }
-    for (auto& j : jobs) {
-      j->by_shutdown = true;
+    for (auto& j : jobs)
       j->source.Cancel(kShutdownReason);
-    }
     runner_->Shutdown(options_.kill_grace);
   });
 }

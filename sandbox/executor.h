@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "sandbox/cancel.h"
+#include "sandbox/command_journal.h"
 #include "sandbox/executor_api.h"
 #include "sandbox/executor_options.h"
 #include "sandbox/executor_types.h"
@@ -151,6 +152,9 @@ class Executor final : public ExecutorApi {
       const std::map<std::string, ToolConfig>& tools,
       const std::map<std::string, SecurityContextConfig>& security_contexts) override;
 
+  // AGENT_RESTARTED results made at Open for what the previous process left unfinished.
+  std::vector<InvokeResult> TakeInterrupted(const std::string& door) override;
+
   // Tool names (advertised by the edge stream).
   std::vector<std::string> Tools() const override;
   size_t running() const;
@@ -196,6 +200,10 @@ class Executor final : public ExecutorApi {
                            const std::string& workspace, const SecurityContext& ctx,
                            const CancelToken& cancel);
   void Finish(const std::shared_ptr<Inflight>& job, InvokeResult result);
+  // At Open: every command the journal says was admitted and not finished gets its one
+  // terminal result — its stored result when it got that far, else AGENT_RESTARTED naming
+  // what is known of its process (`stale`: the groups killed just before).
+  edge::Status RecoverInterrupted(const ProcessRunner::StaleReport& stale);
 
   boost::asio::io_context& io_;
   Clock& clock_;
@@ -210,6 +218,7 @@ class Executor final : public ExecutorApi {
   std::unique_ptr<StateDb> db_;
   std::unique_ptr<LeaseTable> leases_;
   std::unique_ptr<IdempotencyStore> idempotency_;
+  std::unique_ptr<CommandJournal> journal_;
   std::unique_ptr<SandboxRegistry> registry_;
   std::unique_ptr<ProcessRunner> runner_;
   std::string default_workspace_;
@@ -224,7 +233,8 @@ class Executor final : public ExecutorApi {
   bool spawns_draining_ = false;
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // timers check it before running
+  std::map<std::string, std::vector<InvokeResult>> interrupted_;  // door → RecoverInterrupted
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);         // timers check it before running
   std::atomic<uint64_t> result_store_failures_{0};
   // File tools and sysinfo run here, never on a door's thread (joined by the destructor).
   std::unique_ptr<boost::asio::thread_pool> blocking_;

@@ -50,6 +50,10 @@ class ExecutorApi {
   virtual bool IsRunning(const std::string& command_id) const = 0;
   // Cancels the running `command_id`; false when it is not running.
   virtual bool Cancel(const std::string& command_id, const std::string& reason) = 0;
+  // The results of the commands `door` had admitted when the previous agent process died
+  // without ending them (AGENT_RESTARTED, already stored for their command_ids), handed over
+  // once: the door delivers them as it delivers any result.
+  virtual std::vector<InvokeResult> TakeInterrupted(const std::string& door) = 0;
 
   // The executor's drain state is the only one: new work is refused with DRAINING.
   virtual void Drain() = 0;

@@ -920,7 +920,9 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   if (!options.state_dir.empty()) {
     child->ledger_file = options.state_dir + "/pg-" + std::to_string(pid);
     std::ofstream ledger(child->ledger_file, std::ios::trunc);
-    ledger << pid << " " << ProcStartTime(pid) << " " << child->cgroup_dir << "\n";
+    std::string label = spec.label;
+    std::erase(label, '\n');
+    ledger << pid << " " << ProcStartTime(pid) << " " << child->cgroup_dir << "\n" << label << "\n";
   }
   child->spec = std::move(spec);
   child->sink = std::move(sink);
@@ -1011,8 +1013,8 @@ std::string ProcessRunner::ProbeIsolation(const Options& options) {
   return ProbeCgroups(options).description;
 }
 
-Result<size_t> ProcessRunner::KillStaleGroups(const Options& options) {
-  size_t killed = 0;
+Result<ProcessRunner::StaleReport> ProcessRunner::KillStaleGroups(const Options& options) {
+  StaleReport report;
   if (!options.state_dir.empty()) {
     DIR* dir = ::opendir(options.state_dir.c_str());
     if (dir == nullptr && errno != ENOENT) {
@@ -1031,10 +1033,15 @@ Result<size_t> ProcessRunner::KillStaleGroups(const Options& options) {
       std::ifstream in(file);
       long pgid = 0;
       uint64_t start = 0;
-      std::string cgroup;
-      in >> pgid >> start;
-      std::getline(in >> std::ws, cgroup);
-      bool signalled = false;
+      std::string cgroup, first_line;
+      // Line 1: "pgid start-time cgroup-dir" (the dir may be empty); line 2: the label.
+      std::getline(in, first_line);
+      std::istringstream fields(first_line);
+      fields >> pgid >> start;
+      std::getline(fields >> std::ws, cgroup);
+      StaleGroup group{.pgid = pgid, .label = {}, .signalled = false};
+      std::getline(in, group.label);
+      bool& signalled = group.signalled;
       if (pgid > 1) {
         uint64_t now_start = ProcStartTime(static_cast<pid_t>(pgid));
         // The leader is gone (0) or is still ours (same start time): the group is ours.
@@ -1044,7 +1051,8 @@ Result<size_t> ProcessRunner::KillStaleGroups(const Options& options) {
       }
       // The cgroup also holds what left the process group (setsid).
       if (!cgroup.empty() && Exists(cgroup)) signalled = KillAndRemoveCgroup(cgroup) || signalled;
-      if (signalled) ++killed;
+      if (signalled) ++report.signalled;
+      report.groups.push_back(std::move(group));
       ::unlink(file.c_str());
     }
   }
@@ -1074,10 +1082,10 @@ Result<size_t> ProcessRunner::KillStaleGroups(const Options& options) {
     }
     ::closedir(dir);
     for (const auto& cg : stale) {
-      if (KillAndRemoveCgroup(cg)) ++killed;
+      if (KillAndRemoveCgroup(cg)) ++report.signalled;
     }
   }
-  return killed;
+  return report;
 }
 
 }  // namespace edge::sandbox

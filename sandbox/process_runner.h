@@ -93,9 +93,18 @@ class ProcessRunner {
   // with -9) and everything in their recorded cgroups, and removes the records; then kills
   // and removes the command cgroups under <v1 or v2 root>/edge-agent/ whose agent pid (the
   // name's prefix) is no longer alive. A record whose leader pid now belongs to another
-  // process (start time differs) is dropped without a group kill. Returns how many groups
-  // and cgroups held processes that were signalled.
-  static Result<size_t> KillStaleGroups(const Options& options);
+  // process (start time differs) is dropped without a group kill. Reports how many groups
+  // and cgroups held processes that were signalled, and each recorded group with its label.
+  struct StaleGroup {
+    long pgid = 0;
+    std::string label;       // ProcessSpec::label of the command that ran in it
+    bool signalled = false;  // it still held processes, which were killed
+  };
+  struct StaleReport {
+    size_t signalled = 0;
+    std::vector<StaleGroup> groups;
+  };
+  static Result<StaleReport> KillStaleGroups(const Options& options);
 
   struct Impl;
 

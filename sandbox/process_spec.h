@@ -46,6 +46,9 @@ struct ProcessSpec {
   // controller; see ProcessRunner::Isolation()). If that cgroup cannot be set up with the
   // limit, the command does not start.
   int max_processes = 0;
+  // Written beside the group in the runner's ledger (the executor: the command id), so that
+  // KillStaleGroups can say whose leftover group it killed. Newlines are dropped.
+  std::string label;
 
   static constexpr const char* kDefaultPath =
       "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

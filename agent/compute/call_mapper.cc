@@ -68,6 +68,7 @@ ErrorObject ErrorFor(const Error& error) {
     case ErrorCode::kTimedOut:
     case ErrorCode::kCancelled:
     case ErrorCode::kAborted:
+    case ErrorCode::kAgentRestarted:
     case ErrorCode::kInternal:
       retryable = true;
       break;

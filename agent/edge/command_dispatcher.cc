@@ -115,8 +115,15 @@ std::shared_ptr<CommandDispatcher> CommandDispatcher::Create(sandbox::ExecutorAp
   std::shared_ptr<CommandDispatcher> d(
       new CommandDispatcher(executor, outbox, std::move(config), std::move(apply_config), clock));
   d->stats_.config_version = d->config_.delta_version;
-  std::lock_guard lock(d->mu_);
-  d->LoadVerifierLocked();
+  {
+    std::lock_guard lock(d->mu_);
+    d->LoadVerifierLocked();
+  }
+  // What the previous agent process left unfinished ends now, once, through the outbox
+  // (sent when the stream is up), like any result.
+  for (const auto& r : executor.TakeInterrupted(kDoor)) {
+    d->Complete(r.command_id, ToEdgeResult(r, std::nullopt));
+  }
   return d;
 }
 

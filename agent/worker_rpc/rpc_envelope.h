@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/rfc3339.h"
 #include "sandbox/sandbox_types.h"
 
 namespace edge::workerrpc {
@@ -31,10 +32,9 @@ struct RpcRequest {
 // contract may grow). Nesting deeper than 64 levels is refused.
 Result<RpcRequest> ParseRpcRequest(std::string_view body);
 
-// RFC 3339 ("2026-05-09T10:31:00Z", fractions and ±hh:mm offsets accepted).
-Result<Clock::WallTime> ParseRfc3339(std::string_view text);
-// UTC, seconds precision unless the time has a fraction ("…T10:31:00.123Z").
-std::string FormatRfc3339(Clock::WallTime t);
+// Lease times on this wire are RFC 3339 (common/rfc3339.h).
+using edge::FormatRfc3339;
+using edge::ParseRfc3339;
 
 nlohmann::json LeaseToJson(const sandbox::Lease& lease);
 

@@ -58,6 +58,17 @@ bool FakeExecutor::Cancel(const std::string& command_id, const std::string& reas
   return found;
 }
 
+std::vector<sandbox::InvokeResult> FakeExecutor::TakeInterrupted(const std::string& door) {
+  std::lock_guard lock(mu_);
+  auto node = interrupted_.extract(door);
+  return node.empty() ? std::vector<sandbox::InvokeResult>{} : std::move(node.mapped());
+}
+
+void FakeExecutor::AddInterrupted(const std::string& door, sandbox::InvokeResult result) {
+  std::lock_guard lock(mu_);
+  interrupted_[door].push_back(std::move(result));
+}
+
 void FakeExecutor::Drain() {
   std::lock_guard lock(mu_);
   draining_ = true;

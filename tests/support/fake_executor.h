@@ -40,6 +40,7 @@ class FakeExecutor final : public sandbox::ExecutorApi {
       const std::string& command_id) const override;
   bool IsRunning(const std::string& command_id) const override;
   bool Cancel(const std::string& command_id, const std::string& reason) override;
+  std::vector<sandbox::InvokeResult> TakeInterrupted(const std::string& door) override;
   void Drain() override;
   bool draining() const override;
   void DrainSpawns() override;
@@ -64,6 +65,8 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   void RefuseNext(Error error);
   // A completed command: Invoke and StoredResult replay it.
   void SetStored(sandbox::InvokeResult result);
+  // A result TakeInterrupted(door) hands over once (as if the previous agent died).
+  void AddInterrupted(const std::string& door, sandbox::InvokeResult result);
   // Sends a chunk of the pending invocation `command_id`; returns false when none is pending.
   // `ack` is called when the door acknowledges it (back-pressure).
   bool Chunk(
@@ -92,6 +95,7 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   std::vector<sandbox::InvokeRequest> requests_;
   std::vector<Call> pending_;
   std::map<std::string, sandbox::InvokeResult> stored_;
+  std::map<std::string, std::vector<sandbox::InvokeResult>> interrupted_;
   std::optional<Error> refuse_next_;
   std::vector<std::pair<std::string, std::string>> cancels_;
   bool draining_ = false;

@@ -424,11 +424,80 @@ TEST_F(EdgeDispatchTest, WaitersHearOfADisconnectAndGetTheResultAfterTheReconnec
   EXPECT_EQ(events[1].status().state(), "node_disconnected");
 
   Connect();
-  ASSERT_TRUE(stream_->Write(node_->Result(kSid, id, 0)));
+  auto again = stream_->Next();
+  ASSERT_TRUE(again && again->has_invoke_tool()) << "the command is sent again";
+  EXPECT_EQ(again->invoke_tool().command_id(), id);
   events = call.Events(3);
   ASSERT_EQ(events.size(), 3u);
-  EXPECT_EQ(events[2].result().outcome(), "ok");
+  EXPECT_EQ(events[2].status().state(), "node_reconnected");
+  ASSERT_TRUE(stream_->Write(node_->Result(kSid, id, 0)));
+  events = call.Events(4);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[3].result().outcome(), "ok");
   EXPECT_TRUE(call.Status()->ok());
+}
+
+// A command whose delivery cannot be confirmed (the stream broke, the controller restarted)
+// is sent again, unchanged but for a fresh user token, each time its node attaches a stream
+// while it has no result — and only then; a completed one never, one older than the resend
+// window never (a repeat past the agent's idempotency window could run it twice).
+TEST_F(EdgeDispatchTest, ACommandWithoutAResultIsSentAgainWhenItsNodeReconnects) {
+  Connect();
+  auto req = Request();
+  req.set_detach(true);
+  std::string pending, done;
+  for (std::string* id : {&pending, &done}) {
+    AdminInvoke call(*admin_, req);
+    *id = call.Events(1).at(0).accepted().command_id();
+    ASSERT_TRUE(stream_->Next());
+  }
+  ASSERT_TRUE(stream_->Write(node_->Result(kSid, done, 0)));
+  ASSERT_TRUE(WaitFor([&] { return Command(done)->state() == "completed"; }));
+
+  // The controller restarts before the node answered `pending`.
+  stream_.reset();
+  RestartController();
+  Connect();
+  auto again = stream_->Next();
+  ASSERT_TRUE(again && again->has_invoke_tool());
+  const auto& inv = again->invoke_tool();
+  EXPECT_EQ(inv.command_id(), pending);
+  EXPECT_EQ(inv.tool_name(), "exec");
+  EXPECT_EQ(inv.security_context_name(), "ops");
+  EXPECT_EQ(inv.deadline().seconds(), 30);
+  EXPECT_EQ(inv.args().fields().at("command").string_value(), "echo");
+  EXPECT_EQ(inv.args().fields().at("n").number_value(), 3);
+  EXPECT_EQ(inv.seal_envelope().tenant_id(), "t1");
+  auto key = TokenKey();
+  auto user =
+      identity::VerifyJwtEs256(inv.seal_envelope().user_security_token(), key.get(), clock_.Now(),
+                               {.audience = "edge-invoke", .issuer = "edge-controller"});
+  ASSERT_TRUE(user) << user.error().ToString();
+  EXPECT_EQ(user->claims["cid"], pending);
+  EXPECT_FALSE(stream_->Next(300ms)) << "the completed command is not sent again";
+
+  // The node answers; nothing is sent on the next reconnect.
+  ASSERT_TRUE(stream_->Write(node_->Result(kSid, pending, 0)));
+  ASSERT_TRUE(WaitFor([&] { return Command(pending)->state() == "completed"; }));
+  stream_.reset();
+  ASSERT_TRUE(WaitConnected("edge-01", false));
+  Connect();
+  EXPECT_FALSE(stream_->Next(300ms));
+
+  // A command older than the window stays dispatched and is not sent again.
+  std::string old;
+  {
+    AdminInvoke call(*admin_, req);
+    old = call.Events(1).at(0).accepted().command_id();
+    ASSERT_TRUE(stream_->Next());
+  }
+  stream_.reset();
+  ASSERT_TRUE(WaitConnected("edge-01", false));
+  clock_.Advance(Dispatcher::kResendWindow + 1min);
+  ASSERT_TRUE(node_->Handshake(std::nullopt).ok()) << "a fresh node token after the jump";
+  Connect();
+  EXPECT_FALSE(stream_->Next(300ms));
+  EXPECT_EQ(Command(old)->state(), "dispatched");
 }
 
 TEST_F(EdgeDispatchTest, AResultFromAnotherNodeIsIgnored) {

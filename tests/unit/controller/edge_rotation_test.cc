@@ -246,6 +246,10 @@ class GatedStore final : public Store {
   Result<std::vector<CommandRecord>> ListCommands(const std::string& n, int l) override {
     return s_.ListCommands(n, l);
   }
+  Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& n,
+                                                         int64_t since) override {
+    return s_.ListPendingCommands(n, since);
+  }
 
  private:
   Store& s_;

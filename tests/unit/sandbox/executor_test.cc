@@ -1,8 +1,13 @@
 #include "sandbox/executor.h"
+#include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait_until.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -618,25 +623,115 @@ TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
   EXPECT_EQ(r.reason, "agent shutdown");
   EXPECT_EQ(r.signal, SIGKILL);
   EXPECT_EQ(ex_->running(), 0u);
-  // Work cut by a shutdown is not stored: the controller may send it again after a restart.
+  // Issue 16: the cut is the command's one terminal result (the door delivered it), stored
+  // like any other: a repeat after the restart answers with it instead of running again.
   ex_.reset();
   Open();
   InvokeResult again = Call(Exec("echo ran", "long"));
-  EXPECT_FALSE(again.replayed);
-  EXPECT_EQ(again.payload["stdout"], "ran\n");
+  EXPECT_TRUE(again.replayed);
+  EXPECT_EQ(again.outcome, Outcome::kCancelled);
+  EXPECT_EQ(again.reason, "agent shutdown");
+  EXPECT_TRUE(ex_->TakeInterrupted("").empty()) << "it ended: nothing was interrupted";
 }
 
-// Issue 9 #7: "cut by the shutdown" is a fact about the run, not a reason string: an operator
-// cancel whose reason happens to read "agent shutdown" is an ordinary, stored cancel.
-TEST_F(ExecutorTest, OnlyTheShutdownItselfKeepsAResultOutOfTheStore) {
+// ---- issue 16: exactly one terminal result when the agent dies mid-command ----------------
+
+// The agent is killed with -9 while a command runs: the next start kills what is left of its
+// process group and ends the command with AGENT_RESTARTED — stored (a repeat answers with it,
+// nothing runs twice) and handed once to the door that admitted it.
+TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // orphans come back to us to be reaped
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    ::close(ready[0]);
+    boost::asio::io_context io;
+    auto ex = Executor::Open(io, SystemClock::Instance(), options_);
+    if (!ex) ::_exit(3);
+    InvokeRequest req = Exec("sleep 300 & sleep 300", "cmd-died");
+    req.door_limit = InvokeRequest::DoorLimit{"edge", "edge.max_concurrent_commands", 4};
+    (*ex)->Invoke(std::move(req), {}, {}, [](InvokeResult) { ::_exit(4); });
+    while ((*ex)->running() < 1)
+      io.run_one_for(std::chrono::seconds(1));
+    io.run_for(200ms);  // let sh start its background sleep
+    char ok = 1;
+    ssize_t w = ::write(ready[1], &ok, 1);
+    (void)w;
+    io.run_for(std::chrono::seconds(60));
+    ::_exit(0);
+  }
+  ::close(ready[1]);
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  ::close(ready[0]);
+  pid_t pgid = 0;
+  for (const auto& e : fs::directory_iterator(options_.data_dir + "/state/process-groups"))
+    std::ifstream(e.path()) >> pgid;
+  ASSERT_GT(pgid, 0);
+  struct Cleanup {  // whatever happens below, leave nothing behind
+    pid_t pgid;
+    ~Cleanup() {
+      ::kill(-pgid, SIGKILL);
+      while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
+      ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    }
+  } cleanup{pgid};
+  ASSERT_EQ(::kill(agent, SIGKILL), 0);
+  ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
+  ASSERT_FALSE(edge::testing::GroupMembers(pgid).empty()) << "the background sleep survived";
+
+  Open();  // the agent starts again
+  EXPECT_TRUE(edge::testing::WaitUntil([&] { return edge::testing::GroupMembers(pgid).empty(); }));
+  EXPECT_TRUE(ex_->TakeInterrupted("worker").empty()) << "only the admitting door gets it";
+  auto interrupted = ex_->TakeInterrupted("edge");
+  ASSERT_EQ(interrupted.size(), 1u);
+  const InvokeResult& r = interrupted[0];
+  EXPECT_EQ(r.command_id, "cmd-died");
+  ExpectError(r, ErrorCode::kAgentRestarted, "command cmd-died (tool exec, admitted at ");
+  EXPECT_NE(r.error.message.find("process group " + std::to_string(pgid) + " was killed"),
+            std::string::npos)
+      << r.error.message;
+  EXPECT_TRUE(ex_->TakeInterrupted("edge").empty()) << "handed over once";
+
+  InvokeResult again = Call(Exec("echo ran twice", "cmd-died"));
+  EXPECT_TRUE(again.replayed) << "the repeat answers with the stored result";
+  EXPECT_EQ(again.error.code, ErrorCode::kAgentRestarted);
+
+  ex_.reset();
   Open();
-  auto running = Start(Exec("sleep 30", "look-alike"));
-  WaitRunning(1);
-  ASSERT_TRUE(ex_->Cancel("look-alike", "agent shutdown"));
-  EXPECT_EQ(running.get().outcome, Outcome::kCancelled);
-  InvokeResult again = Call(Exec("echo ran", "look-alike"));
-  EXPECT_TRUE(again.replayed) << "stored like any cancel";
-  EXPECT_EQ(again.outcome, Outcome::kCancelled);
+  EXPECT_TRUE(ex_->TakeInterrupted("edge").empty()) << "the journal was cleared";
+}
+
+// A command admitted but never started (no process group), and one whose result was stored
+// just before the agent died (only its journal entry left), from journal rows as the
+// previous process left them.
+TEST_F(ExecutorTest, JournalRowsLeftBehindEndOnceWithWhatIsKnown) {
+  Open();
+  InvokeResult ended = Call(Exec("echo done", "cmd-ended"));
+  ASSERT_EQ(ended.outcome, Outcome::kOk);
+  ex_.reset();
+  {
+    auto db = StateDb::Open(options_.data_dir);
+    ASSERT_TRUE(db.has_value()) << db.error().ToString();
+    auto journal = CommandJournal::Open(**db);
+    ASSERT_TRUE(journal.has_value());
+    ASSERT_TRUE((*journal)->Admitted({"cmd-queued", "file.read", "edge", 1'800'000'000'000}));
+    ASSERT_TRUE((*journal)->Admitted({"cmd-ended", "exec", "edge", 1'800'000'000'001}));
+  }
+  Open();
+  auto interrupted = ex_->TakeInterrupted("edge");
+  ASSERT_EQ(interrupted.size(), 2u);
+  EXPECT_EQ(interrupted[0].command_id, "cmd-queued");
+  ExpectError(interrupted[0], ErrorCode::kAgentRestarted,
+              "command cmd-queued (tool file.read, admitted at 2027-01-15T08:00:00Z) was running "
+              "when the agent stopped without ending it; it had no process running");
+  EXPECT_EQ(interrupted[1].command_id, "cmd-ended");
+  EXPECT_EQ(interrupted[1].outcome, Outcome::kOk) << "its stored result, not AGENT_RESTARTED";
+  EXPECT_EQ(interrupted[1].payload["stdout"], "done\n");
+  EXPECT_FALSE(interrupted[1].replayed);
 }
 
 // The worker door's file methods are tools too (wire.md §4 argument names), admitted and

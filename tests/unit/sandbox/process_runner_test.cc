@@ -1,4 +1,5 @@
 #include "sandbox/process_runner.h"
+#include "tests/support/processes.h"
 #include "tests/support/wait_until.h"
 
 #include <fcntl.h>
@@ -60,34 +61,8 @@ Outcome RunToEnd(asio::io_context& io, ProcessRunner& runner, ProcessSpec spec,
   return run;
 }
 
-// A process is gone when /proc has no entry for it or it is a zombie.
-bool ProcessGone(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  if (!in) return true;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = text.rfind(')');
-  return close == std::string::npos || text.substr(close + 2, 1) == "Z";
-}
-
-// Live (non-zombie) processes whose process group is `pgid`.
-std::vector<pid_t> GroupMembers(pid_t pgid) {
-  std::vector<pid_t> out;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(text.substr(close + 2));
-    std::string state;
-    long ppid = 0, pgrp = 0;
-    rest >> state >> ppid >> pgrp;
-    if (pgrp == pgid && state != "Z") out.push_back(std::stoi(name));
-  }
-  return out;
-}
-
+using edge::testing::GroupMembers;
+using edge::testing::ProcessGone;
 using edge::testing::WaitUntil;
 
 class ProcessRunnerTest : public ::testing::Test {
@@ -640,7 +615,7 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
 
   auto killed = ProcessRunner::KillStaleGroups(ProcessRunner::Options{state, "", ""});
   ASSERT_TRUE(killed.has_value());
-  EXPECT_EQ(*killed, 1u);
+  EXPECT_EQ(killed->signalled, 1u);
   EXPECT_TRUE(WaitUntil([&] { return GroupMembers(pgid).empty(); }));
   EXPECT_TRUE(fs::is_empty(state));
 }
@@ -880,7 +855,7 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
 
   auto killed = ProcessRunner::KillStaleGroups(V1Options(state));
   ASSERT_TRUE(killed.has_value()) << killed.error().ToString();
-  EXPECT_EQ(*killed, 1u);
+  EXPECT_EQ(killed->signalled, 1u);
   EXPECT_TRUE(WaitUntil([&] { return ProcessGone(escaped); })) << "escaped " << escaped;
   EXPECT_FALSE(fs::exists(cgroup));
   EXPECT_TRUE(fs::is_empty(state));

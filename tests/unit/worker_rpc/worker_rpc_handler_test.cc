@@ -132,6 +132,9 @@ class RecordingExecutor final : public sandbox::ExecutorApi {
   }
   bool IsRunning(const std::string& id) const override { return fake.IsRunning(id); }
   bool Cancel(const std::string& id, const std::string& r) override { return fake.Cancel(id, r); }
+  std::vector<InvokeResult> TakeInterrupted(const std::string& door) override {
+    return fake.TakeInterrupted(door);
+  }
   void Drain() override { fake.Drain(); }
   bool draining() const override { return fake.draining(); }
   void DrainSpawns() override { fake.DrainSpawns(); }
