@@ -135,6 +135,237 @@ void ReadHandlers(YamlReader& r, const YAML::Node& map, std::string_view key,
   }
 }
 
+// controller: where to enroll and connect, the join token, the CA pin.
+void ReadController(const YAML::Node& ctl, YamlReader& r, AgentConfig& c) {
+  if (!r.Map(ctl, "controller", {"address", "join_token", "join_token_file", "ca_pin"})) return;
+  r.String(ctl, "address", "controller.address", c.controller.address);
+  CheckHostPort(r, ctl, "address", "controller.address", c.controller.address, false);
+  Secret(r, ctl, "join_token", "join_token_file", "controller", c.controller.join_token,
+         c.controller.join_token_file);
+  r.String(ctl, "ca_pin", "controller.ca_pin", c.controller.ca_pin);
+  if (!c.controller.ca_pin.empty() && !IsCaPin(c.controller.ca_pin)) {
+    r.Issue(ctl["ca_pin"], "controller.ca_pin", c.controller.ca_pin,
+            "must be sha256: followed by 64 hex digits");
+  }
+}
+
+// compute: the compute-member stream (CloudEventsService) and its handlers.
+void ReadCompute(const YAML::Node& compute, YamlReader& r, ComputeConfig& cc) {
+  if (!r.Map(compute, "compute",
+             {"enabled", "address", "tls", "token_file", "tags", "legal_entity_id",
+              "keepalive_interval", "max_concurrent_calls", "processors", "criteria"})) {
+    return;
+  }
+  r.Bool(compute, "enabled", "compute.enabled", cc.enabled);
+  r.String(compute, "address", "compute.address", cc.address);
+  CheckHostPort(r, compute, "address", "compute.address", cc.address, false);
+  YAML::Node tls = compute["tls"];
+  if (r.Map(tls, "compute.tls", {"mode", "ca_file"})) {
+    r.String(tls, "mode", "compute.tls.mode", cc.tls_mode);
+    CheckOneOf(r, tls, "mode", "compute.tls.mode", cc.tls_mode, {"plaintext", "tls", "mtls"});
+    r.String(tls, "ca_file", "compute.tls.ca_file", cc.tls_ca_file);
+  }
+  r.String(compute, "token_file", "compute.token_file", cc.token_file);
+  r.StringList(compute, "tags", "compute.tags", cc.tags);
+  r.String(compute, "legal_entity_id", "compute.legal_entity_id", cc.legal_entity_id);
+  r.Duration(compute, "keepalive_interval", "compute.keepalive_interval", cc.keepalive_interval, 1s,
+             1h);
+  r.Int(compute, "max_concurrent_calls", "compute.max_concurrent_calls", cc.max_concurrent_calls, 1,
+        10000);
+  ReadHandlers(r, compute, "processors", "compute.processors", cc.processors);
+  ReadHandlers(r, compute, "criteria", "compute.criteria", cc.criteria);
+  if (cc.enabled) {
+    if (cc.address.empty())
+      r.Issue(compute, "compute.address", "", "is required when compute.enabled is true");
+    if (cc.token_file.empty()) {
+      r.Issue(compute, "compute.token_file", "", "is required when compute.enabled is true");
+    } else if (auto t =
+                   ReadSecretFile(r, compute["token_file"], "compute.token_file", cc.token_file)) {
+      cc.token = *t;
+      log::RegisterSecret(cc.token);
+    }
+  }
+}
+
+// worker: the worker RPC server, its TLS, its auth, the control-plane heartbeat.
+void ReadWorker(const YAML::Node& worker, YamlReader& r, WorkerConfig& w) {
+  if (!r.Map(worker, "worker",
+             {"listen_addr", "worker_id", "heartbeat_interval", "control_plane_url", "rpc_tls",
+              "auth", "max_body_bytes"})) {
+    return;
+  }
+  r.String(worker, "listen_addr", "worker.listen_addr", w.listen_addr);
+  CheckHostPort(r, worker, "listen_addr", "worker.listen_addr", w.listen_addr, true);
+  r.String(worker, "worker_id", "worker.worker_id", w.worker_id);
+  if (!w.worker_id.empty() && !IsValidNodeId(w.worker_id)) {
+    r.Issue(worker["worker_id"], "worker.worker_id", w.worker_id,
+            "must match [A-Za-z0-9._-]{1,64}");
+  }
+  r.Duration(worker, "heartbeat_interval", "worker.heartbeat_interval", w.heartbeat_interval, 1s,
+             1h);
+  r.String(worker, "control_plane_url", "worker.control_plane_url", w.control_plane_url);
+  r.Size(worker, "max_body_bytes", "worker.max_body_bytes", w.max_body_bytes, 1ull << 10,
+         4ull << 30);
+  if (!w.control_plane_url.empty() && w.control_plane_url.rfind("http://", 0) != 0 &&
+      w.control_plane_url.rfind("https://", 0) != 0) {
+    r.Issue(worker["control_plane_url"], "worker.control_plane_url", w.control_plane_url,
+            "must start with http:// or https://");
+  }
+  YAML::Node tls = worker["rpc_tls"];
+  if (r.Map(tls, "worker.rpc_tls",
+            {"enabled", "server_cert_file", "server_key_file", "client_ca_file"})) {
+    r.Bool(tls, "enabled", "worker.rpc_tls.enabled", w.rpc_tls.enabled);
+    r.String(tls, "server_cert_file", "worker.rpc_tls.server_cert_file",
+             w.rpc_tls.server_cert_file);
+    r.String(tls, "server_key_file", "worker.rpc_tls.server_key_file", w.rpc_tls.server_key_file);
+    r.String(tls, "client_ca_file", "worker.rpc_tls.client_ca_file", w.rpc_tls.client_ca_file);
+    if (w.rpc_tls.enabled &&
+        (w.rpc_tls.server_cert_file.empty() || w.rpc_tls.server_key_file.empty())) {
+      r.Issue(tls, "worker.rpc_tls", "",
+              "server_cert_file and server_key_file are required when enabled");
+    }
+  }
+  YAML::Node auth = worker["auth"];
+  if (r.Map(auth, "worker.auth",
+            {"worker_token", "worker_token_file", "worker_tokens", "worker_signing_key",
+             "worker_signing_key_file", "worker_signing_keys", "worker_revoked_token_ids"})) {
+    auto& a = w.auth;
+    Secret(r, auth, "worker_token", "worker_token_file", "worker.auth", a.worker_token,
+           a.worker_token_file);
+    Secret(r, auth, "worker_signing_key", "worker_signing_key_file", "worker.auth",
+           a.worker_signing_key, a.worker_signing_key_file);
+    r.StringMap(auth, "worker_tokens", "worker.auth.worker_tokens", a.worker_tokens);
+    r.StringList(auth, "worker_signing_keys", "worker.auth.worker_signing_keys",
+                 a.worker_signing_keys);
+    r.StringList(auth, "worker_revoked_token_ids", "worker.auth.worker_revoked_token_ids",
+                 a.worker_revoked_token_ids);
+    for (const auto& [id, t] : a.worker_tokens)
+      log::RegisterSecret(t);
+    for (const auto& k : a.worker_signing_keys)
+      log::RegisterSecret(k);
+  }
+}
+
+// sandbox: the executor's provider, caps, timeouts and output limit.
+void ReadSandbox(const YAML::Node& sandbox, YamlReader& r, SandboxConfig& s) {
+  if (!r.Map(sandbox, "sandbox",
+             {"root", "provider", "max_sandboxes", "max_concurrent", "default_timeout",
+              "max_output_bytes", "kill_grace", "bwrap_network"})) {
+    return;
+  }
+  r.String(sandbox, "root", "sandbox.root", s.root);
+  r.String(sandbox, "provider", "sandbox.provider", s.provider);
+  CheckOneOf(r, sandbox, "provider", "sandbox.provider", s.provider, {"local", "bwrap"});
+  r.Int(sandbox, "max_sandboxes", "sandbox.max_sandboxes", s.max_sandboxes, 1, 10000);
+  r.Int(sandbox, "max_concurrent", "sandbox.max_concurrent", s.max_concurrent, 1, 100000);
+  r.Duration(sandbox, "default_timeout", "sandbox.default_timeout", s.default_timeout, 1s,
+             kMaxTimeout);
+  r.Size(sandbox, "max_output_bytes", "sandbox.max_output_bytes", s.max_output_bytes, 1ull << 10,
+         16ull << 30);
+  r.Duration(sandbox, "kill_grace", "sandbox.kill_grace", s.kill_grace, 0ms, 10min);
+  r.Bool(sandbox, "bwrap_network", "sandbox.bwrap_network", s.bwrap_network);
+}
+
+// security_contexts: name -> allowed tools, run_as, mounts, required roles, limits.
+void ReadSecurityContexts(const YAML::Node& contexts, YamlReader& r,
+                          std::map<std::string, SecurityContextConfig>& out) {
+  if (!contexts.IsDefined() || contexts.IsNull()) return;
+  if (!contexts.IsMap()) {
+    r.Issue(contexts, "security_contexts", "", "must be a map of name -> security context");
+    return;
+  }
+  for (const auto& kv : contexts) {
+    const std::string name = kv.first.Scalar();
+    const std::string path = "security_contexts." + name;
+    SecurityContextConfig sc;
+    if (r.Map(kv.second, path,
+              {"allowed_tools", "run_as", "mount_points", "require_roles", "limits"})) {
+      r.StringList(kv.second, "allowed_tools", path + ".allowed_tools", sc.allowed_tools);
+      r.String(kv.second, "run_as", path + ".run_as", sc.run_as);
+      r.StringList(kv.second, "require_roles", path + ".require_roles", sc.require_roles);
+      r.StringList(kv.second, "mount_points", path + ".mount_points", sc.mount_points);
+      for (const auto& mp : sc.mount_points) {
+        if (mp.empty() || mp[0] != '/') {
+          r.Issue(kv.second["mount_points"], path + ".mount_points", mp,
+                  "must be an absolute path");
+        }
+      }
+      YAML::Node lim = kv.second["limits"];
+      if (r.Map(lim, path + ".limits",
+                {"timeout", "max_output_bytes", "max_concurrent", "max_processes"})) {
+        r.Duration(lim, "timeout", path + ".limits.timeout", sc.limits.timeout, 1ms, kMaxTimeout);
+        r.Size(lim, "max_output_bytes", path + ".limits.max_output_bytes",
+               sc.limits.max_output_bytes, 1, 16ull << 30);
+        r.Int(lim, "max_concurrent", path + ".limits.max_concurrent", sc.limits.max_concurrent, 1,
+              10000);
+        r.Int(lim, "max_processes", path + ".limits.max_processes", sc.limits.max_processes, 1,
+              100000);
+      }
+    }
+    out[name] = std::move(sc);
+  }
+}
+
+// tools: config tools (argv templates); a built-in name cannot be redefined, and a named
+// security context must exist (`contexts` are already read).
+void ReadTools(const YAML::Node& tools, YamlReader& r,
+               const std::map<std::string, SecurityContextConfig>& contexts,
+               std::map<std::string, ToolConfig>& out) {
+  if (!tools.IsDefined() || tools.IsNull()) return;
+  if (!tools.IsMap()) {
+    r.Issue(tools, "tools", "", "must be a map of name -> tool");
+    return;
+  }
+  const auto& builtins = BuiltinTools();
+  for (const auto& kv : tools) {
+    const std::string name = kv.first.Scalar();
+    const std::string path = "tools." + name;
+    if (std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
+      r.Issue(kv.first, path, name, "is a built-in tool and cannot be redefined");
+    }
+    if (!IsValidNodeId(name))
+      r.Issue(kv.first, path, name, "tool names must match [A-Za-z0-9._-]{1,64}");
+    ToolConfig t;
+    if (r.Map(kv.second, path, {"command", "timeout", "security_context"})) {
+      r.StringList(kv.second, "command", path + ".command", t.command);
+      r.Duration(kv.second, "timeout", path + ".timeout", t.timeout, 1ms, kMaxTimeout);
+      r.String(kv.second, "security_context", path + ".security_context", t.security_context);
+      if (t.command.empty())
+        r.Issue(kv.second, path + ".command", "", "must be a non-empty argv list");
+      if (!t.security_context.empty() && !contexts.contains(t.security_context)) {
+        r.CrossReferenceIssue(kv.second["security_context"], path + ".security_context",
+                              t.security_context, "names no entry of security_contexts");
+      }
+    } else {
+      r.Issue(kv.second, path, "", "must be a map with a command");
+    }
+    out[name] = std::move(t);
+  }
+}
+
+// Compute handlers must name a tool and a security context that exist.
+void CheckHandlerReferences(const YAML::Node& compute, YamlReader& r, const AgentConfig& c,
+                            const std::map<std::string, ComputeHandler>& handlers,
+                            const std::string& path) {
+  const auto& builtins = BuiltinTools();
+  for (const auto& [name, h] : handlers) {
+    if (h.tool.empty() || c.tools.contains(h.tool) ||
+        std::find(builtins.begin(), builtins.end(), h.tool) != builtins.end()) {
+      continue;
+    }
+    r.CrossReferenceIssue(compute[path.substr(8)][name]["tool"], path + "." + name + ".tool",
+                          h.tool, "names no built-in or configured tool");
+  }
+  for (const auto& [name, h] : handlers) {
+    if (h.security_context.empty() || c.security_contexts.contains(h.security_context)) {
+      continue;
+    }
+    r.CrossReferenceIssue(compute[path.substr(8)][name]["security_context"],
+                          path + "." + name + ".security_context", h.security_context,
+                          "names no entry of security_contexts");
+  }
+}
+
 AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   AgentConfig c;
   if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
@@ -152,20 +383,7 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
   r.String(root, "data_dir", "data_dir", c.data_dir);
   if (c.data_dir.empty()) r.Issue(root["data_dir"], "data_dir", "", "must not be empty");
 
-  // controller
-  YAML::Node ctl = root["controller"];
-  if (r.Map(ctl, "controller", {"address", "join_token", "join_token_file", "ca_pin"})) {
-    r.String(ctl, "address", "controller.address", c.controller.address);
-    CheckHostPort(r, ctl, "address", "controller.address", c.controller.address, false);
-    Secret(r, ctl, "join_token", "join_token_file", "controller", c.controller.join_token,
-           c.controller.join_token_file);
-    r.String(ctl, "ca_pin", "controller.ca_pin", c.controller.ca_pin);
-    if (!c.controller.ca_pin.empty() && !IsCaPin(c.controller.ca_pin)) {
-      r.Issue(ctl["ca_pin"], "controller.ca_pin", c.controller.ca_pin,
-              "must be sha256: followed by 64 hex digits");
-    }
-  }
-
+  ReadController(root["controller"], r, c);
   YAML::Node cluster = root["cluster"];
   if (r.Map(cluster, "cluster", {"heartbeat_interval_secs"})) {
     r.Int(cluster, "heartbeat_interval_secs", "cluster.heartbeat_interval_secs",
@@ -181,214 +399,15 @@ AgentConfig Parse(const YAML::Node& root, YamlReader& r) {
            1ull << 20, 256ull << 20);
   }
 
-  YAML::Node compute = root["compute"];
-  if (r.Map(compute, "compute",
-            {"enabled", "address", "tls", "token_file", "tags", "legal_entity_id",
-             "keepalive_interval", "max_concurrent_calls", "processors", "criteria"})) {
-    auto& cc = c.compute;
-    r.Bool(compute, "enabled", "compute.enabled", cc.enabled);
-    r.String(compute, "address", "compute.address", cc.address);
-    CheckHostPort(r, compute, "address", "compute.address", cc.address, false);
-    YAML::Node tls = compute["tls"];
-    if (r.Map(tls, "compute.tls", {"mode", "ca_file"})) {
-      r.String(tls, "mode", "compute.tls.mode", cc.tls_mode);
-      CheckOneOf(r, tls, "mode", "compute.tls.mode", cc.tls_mode, {"plaintext", "tls", "mtls"});
-      r.String(tls, "ca_file", "compute.tls.ca_file", cc.tls_ca_file);
-    }
-    r.String(compute, "token_file", "compute.token_file", cc.token_file);
-    r.StringList(compute, "tags", "compute.tags", cc.tags);
-    r.String(compute, "legal_entity_id", "compute.legal_entity_id", cc.legal_entity_id);
-    r.Duration(compute, "keepalive_interval", "compute.keepalive_interval", cc.keepalive_interval,
-               1s, 1h);
-    r.Int(compute, "max_concurrent_calls", "compute.max_concurrent_calls", cc.max_concurrent_calls,
-          1, 10000);
-    ReadHandlers(r, compute, "processors", "compute.processors", cc.processors);
-    ReadHandlers(r, compute, "criteria", "compute.criteria", cc.criteria);
-    if (cc.enabled) {
-      if (cc.address.empty())
-        r.Issue(compute, "compute.address", "", "is required when compute.enabled is true");
-      if (cc.token_file.empty()) {
-        r.Issue(compute, "compute.token_file", "", "is required when compute.enabled is true");
-      } else if (auto t = ReadSecretFile(r, compute["token_file"], "compute.token_file",
-                                         cc.token_file)) {
-        cc.token = *t;
-        log::RegisterSecret(cc.token);
-      }
-    }
-  }
-
-  YAML::Node worker = root["worker"];
-  if (r.Map(worker, "worker",
-            {"listen_addr", "worker_id", "heartbeat_interval", "control_plane_url", "rpc_tls",
-             "auth", "max_body_bytes"})) {
-    auto& w = c.worker;
-    r.String(worker, "listen_addr", "worker.listen_addr", w.listen_addr);
-    CheckHostPort(r, worker, "listen_addr", "worker.listen_addr", w.listen_addr, true);
-    r.String(worker, "worker_id", "worker.worker_id", w.worker_id);
-    if (!w.worker_id.empty() && !IsValidNodeId(w.worker_id)) {
-      r.Issue(worker["worker_id"], "worker.worker_id", w.worker_id,
-              "must match [A-Za-z0-9._-]{1,64}");
-    }
-    r.Duration(worker, "heartbeat_interval", "worker.heartbeat_interval", w.heartbeat_interval, 1s,
-               1h);
-    r.String(worker, "control_plane_url", "worker.control_plane_url", w.control_plane_url);
-    r.Size(worker, "max_body_bytes", "worker.max_body_bytes", w.max_body_bytes, 1ull << 10,
-           4ull << 30);
-    if (!w.control_plane_url.empty() && w.control_plane_url.rfind("http://", 0) != 0 &&
-        w.control_plane_url.rfind("https://", 0) != 0) {
-      r.Issue(worker["control_plane_url"], "worker.control_plane_url", w.control_plane_url,
-              "must start with http:// or https://");
-    }
-    YAML::Node tls = worker["rpc_tls"];
-    if (r.Map(tls, "worker.rpc_tls",
-              {"enabled", "server_cert_file", "server_key_file", "client_ca_file"})) {
-      r.Bool(tls, "enabled", "worker.rpc_tls.enabled", w.rpc_tls.enabled);
-      r.String(tls, "server_cert_file", "worker.rpc_tls.server_cert_file",
-               w.rpc_tls.server_cert_file);
-      r.String(tls, "server_key_file", "worker.rpc_tls.server_key_file", w.rpc_tls.server_key_file);
-      r.String(tls, "client_ca_file", "worker.rpc_tls.client_ca_file", w.rpc_tls.client_ca_file);
-      if (w.rpc_tls.enabled &&
-          (w.rpc_tls.server_cert_file.empty() || w.rpc_tls.server_key_file.empty())) {
-        r.Issue(tls, "worker.rpc_tls", "",
-                "server_cert_file and server_key_file are required when enabled");
-      }
-    }
-    YAML::Node auth = worker["auth"];
-    if (r.Map(auth, "worker.auth",
-              {"worker_token", "worker_token_file", "worker_tokens", "worker_signing_key",
-               "worker_signing_key_file", "worker_signing_keys", "worker_revoked_token_ids"})) {
-      auto& a = w.auth;
-      Secret(r, auth, "worker_token", "worker_token_file", "worker.auth", a.worker_token,
-             a.worker_token_file);
-      Secret(r, auth, "worker_signing_key", "worker_signing_key_file", "worker.auth",
-             a.worker_signing_key, a.worker_signing_key_file);
-      r.StringMap(auth, "worker_tokens", "worker.auth.worker_tokens", a.worker_tokens);
-      r.StringList(auth, "worker_signing_keys", "worker.auth.worker_signing_keys",
-                   a.worker_signing_keys);
-      r.StringList(auth, "worker_revoked_token_ids", "worker.auth.worker_revoked_token_ids",
-                   a.worker_revoked_token_ids);
-      for (const auto& [id, t] : a.worker_tokens)
-        log::RegisterSecret(t);
-      for (const auto& k : a.worker_signing_keys)
-        log::RegisterSecret(k);
-    }
-  }
+  ReadCompute(root["compute"], r, c.compute);
+  ReadWorker(root["worker"], r, c.worker);
   if (c.worker.worker_id.empty()) c.worker.worker_id = c.node_id;
-
-  YAML::Node sandbox = root["sandbox"];
-  if (r.Map(sandbox, "sandbox",
-            {"root", "provider", "max_sandboxes", "max_concurrent", "default_timeout",
-             "max_output_bytes", "kill_grace", "bwrap_network"})) {
-    auto& s = c.sandbox;
-    r.String(sandbox, "root", "sandbox.root", s.root);
-    r.String(sandbox, "provider", "sandbox.provider", s.provider);
-    CheckOneOf(r, sandbox, "provider", "sandbox.provider", s.provider, {"local", "bwrap"});
-    r.Int(sandbox, "max_sandboxes", "sandbox.max_sandboxes", s.max_sandboxes, 1, 10000);
-    r.Int(sandbox, "max_concurrent", "sandbox.max_concurrent", s.max_concurrent, 1, 100000);
-    r.Duration(sandbox, "default_timeout", "sandbox.default_timeout", s.default_timeout, 1s,
-               kMaxTimeout);
-    r.Size(sandbox, "max_output_bytes", "sandbox.max_output_bytes", s.max_output_bytes, 1ull << 10,
-           16ull << 30);
-    r.Duration(sandbox, "kill_grace", "sandbox.kill_grace", s.kill_grace, 0ms, 10min);
-    r.Bool(sandbox, "bwrap_network", "sandbox.bwrap_network", s.bwrap_network);
-  }
+  ReadSandbox(root["sandbox"], r, c.sandbox);
   if (c.sandbox.root.empty()) c.sandbox.root = c.data_dir + "/sandboxes";
-
-  YAML::Node contexts = root["security_contexts"];
-  if (contexts.IsDefined() && !contexts.IsNull()) {
-    if (!contexts.IsMap()) {
-      r.Issue(contexts, "security_contexts", "", "must be a map of name -> security context");
-    } else {
-      for (const auto& kv : contexts) {
-        const std::string name = kv.first.Scalar();
-        const std::string path = "security_contexts." + name;
-        SecurityContextConfig sc;
-        if (r.Map(kv.second, path,
-                  {"allowed_tools", "run_as", "mount_points", "require_roles", "limits"})) {
-          r.StringList(kv.second, "allowed_tools", path + ".allowed_tools", sc.allowed_tools);
-          r.String(kv.second, "run_as", path + ".run_as", sc.run_as);
-          r.StringList(kv.second, "require_roles", path + ".require_roles", sc.require_roles);
-          r.StringList(kv.second, "mount_points", path + ".mount_points", sc.mount_points);
-          for (const auto& mp : sc.mount_points) {
-            if (mp.empty() || mp[0] != '/') {
-              r.Issue(kv.second["mount_points"], path + ".mount_points", mp,
-                      "must be an absolute path");
-            }
-          }
-          YAML::Node lim = kv.second["limits"];
-          if (r.Map(lim, path + ".limits",
-                    {"timeout", "max_output_bytes", "max_concurrent", "max_processes"})) {
-            r.Duration(lim, "timeout", path + ".limits.timeout", sc.limits.timeout, 1ms,
-                       kMaxTimeout);
-            r.Size(lim, "max_output_bytes", path + ".limits.max_output_bytes",
-                   sc.limits.max_output_bytes, 1, 16ull << 30);
-            r.Int(lim, "max_concurrent", path + ".limits.max_concurrent", sc.limits.max_concurrent,
-                  1, 10000);
-            r.Int(lim, "max_processes", path + ".limits.max_processes", sc.limits.max_processes, 1,
-                  100000);
-          }
-        }
-        c.security_contexts[name] = std::move(sc);
-      }
-    }
-  }
-
-  YAML::Node tools = root["tools"];
-  if (tools.IsDefined() && !tools.IsNull()) {
-    if (!tools.IsMap()) {
-      r.Issue(tools, "tools", "", "must be a map of name -> tool");
-    } else {
-      const auto& builtins = BuiltinTools();
-      for (const auto& kv : tools) {
-        const std::string name = kv.first.Scalar();
-        const std::string path = "tools." + name;
-        if (std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
-          r.Issue(kv.first, path, name, "is a built-in tool and cannot be redefined");
-        }
-        if (!IsValidNodeId(name))
-          r.Issue(kv.first, path, name, "tool names must match [A-Za-z0-9._-]{1,64}");
-        ToolConfig t;
-        if (r.Map(kv.second, path, {"command", "timeout", "security_context"})) {
-          r.StringList(kv.second, "command", path + ".command", t.command);
-          r.Duration(kv.second, "timeout", path + ".timeout", t.timeout, 1ms, kMaxTimeout);
-          r.String(kv.second, "security_context", path + ".security_context", t.security_context);
-          if (t.command.empty())
-            r.Issue(kv.second, path + ".command", "", "must be a non-empty argv list");
-          if (!t.security_context.empty() && !c.security_contexts.contains(t.security_context)) {
-            r.CrossReferenceIssue(kv.second["security_context"], path + ".security_context",
-                                  t.security_context, "names no entry of security_contexts");
-          }
-        } else {
-          r.Issue(kv.second, path, "", "must be a map with a command");
-        }
-        c.tools[name] = std::move(t);
-      }
-    }
-  }
-
-  // Compute handlers must name a tool that exists.
-  auto check_tools = [&](const std::map<std::string, ComputeHandler>& handlers,
-                         const std::string& path) {
-    const auto& builtins = BuiltinTools();
-    for (const auto& [name, h] : handlers) {
-      if (h.tool.empty() || c.tools.contains(h.tool) ||
-          std::find(builtins.begin(), builtins.end(), h.tool) != builtins.end()) {
-        continue;
-      }
-      r.CrossReferenceIssue(compute[path.substr(8)][name]["tool"], path + "." + name + ".tool",
-                            h.tool, "names no built-in or configured tool");
-    }
-    for (const auto& [name, h] : handlers) {
-      if (h.security_context.empty() || c.security_contexts.contains(h.security_context)) {
-        continue;
-      }
-      r.CrossReferenceIssue(compute[path.substr(8)][name]["security_context"],
-                            path + "." + name + ".security_context", h.security_context,
-                            "names no entry of security_contexts");
-    }
-  };
-  check_tools(c.compute.processors, "compute.processors");
-  check_tools(c.compute.criteria, "compute.criteria");
+  ReadSecurityContexts(root["security_contexts"], r, c.security_contexts);
+  ReadTools(root["tools"], r, c.security_contexts, c.tools);
+  CheckHandlerReferences(root["compute"], r, c, c.compute.processors, "compute.processors");
+  CheckHandlerReferences(root["compute"], r, c, c.compute.criteria, "compute.criteria");
 
   YAML::Node security = root["security"];
   if (r.Map(security, "security", {"user_token_issuers"})) {
