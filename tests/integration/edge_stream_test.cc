@@ -17,7 +17,7 @@
 #include "agent/identity/keystore_files.h"
 #include "agent/identity/node_key.h"
 #include "node_cluster.grpc.pb.h"
-#include "tests/integration/controller_fixture.h"
+#include "tests/integration/edge_fixture.h"
 
 namespace edge::testing {
 namespace {
@@ -27,107 +27,7 @@ namespace fs = std::filesystem;
 namespace pb = aegis::cluster::v1;
 using json = nlohmann::json;
 
-class EdgeStreamTest : public ::testing::Test {
- protected:
-  void SetUp() override { ctl_ = std::make_unique<ControllerFixture>(dir_); }
-  void TearDown() override {
-    agents_.clear();
-    ctl_.reset();
-  }
-
-  std::string DataDir(const std::string& node) { return dir_ / ("agent-" + node); }
-  std::string ConfigPath(const std::string& node) { return dir_ / ("agent-" + node + ".yaml"); }
-
-  // Writes the agent's config with a fresh join token bound to `node`.
-  void WriteAgentConfig(const std::string& node, const std::string& extra = "",
-                        int heartbeat_secs = 30) {
-    auto [id, token] = ctl_->CreateToken(node);
-    WriteText(ConfigPath(node),
-              "node_id: " + node + "\ndata_dir: " + DataDir(node) +
-                  "\ncontroller:\n  join_token: \"" + token +
-                  "\"\ncluster:\n  heartbeat_interval_secs: " + std::to_string(heartbeat_secs) +
-                  "\nsandbox:\n  kill_grace: 1s\nlog:\n  level: debug\n" + extra);
-  }
-  // `edge-agent run`: enrolls with the token, attests, connects.
-  ChildProcess& StartAgent(const std::string& node = "edge-01") {
-    agents_.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{AgentBin(), "--config", ConfigPath(node), "run"}, dir_.path()));
-    return *agents_.back();
-  }
-  ChildProcess& EnrollAndStart(const std::string& node = "edge-01", const std::string& extra = "",
-                               int heartbeat_secs = 30) {
-    WriteAgentConfig(node, extra, heartbeat_secs);
-    auto& agent = StartAgent(node);
-    EXPECT_TRUE(WaitConnected(node, true)) << agent.Stderr();
-    return agent;
-  }
-
-  // The controller's view of one node (`edge-controller nodes --format json`).
-  json Node(const std::string& node) {
-    auto r = ctl_->Cli({"nodes", "--format", "json"});
-    if (r.exit_code != 0) return json();
-    for (const auto& n : json::parse(r.out)) {
-      if (n.value("node_id", "") == node) return n;
-    }
-    return json();
-  }
-  bool WaitConnected(const std::string& node, bool connected, std::chrono::seconds t = 60s) {
-    return WaitUntil(
-        [&] {
-          json n = Node(node);
-          return n.is_object() && n.value("connected", false) == connected;
-        },
-        t);
-  }
-  CommandResult Ctl(std::vector<std::string> args) { return ctl_->Cli(std::move(args)); }
-  // `invoke --detach`: the command id.
-  std::string Detach(const std::string& node, const std::string& command,
-                     std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {
-        "invoke", "--node", node, "--tool", "exec", "--arg", "command=" + command, "--detach"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    auto r = Ctl(args);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    std::string id = r.out;
-    while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back())))
-      id.pop_back();
-    return id;
-  }
-  json Command(const std::string& id) {
-    auto r = Ctl({"command", "get", id, "--format", "json"});
-    return r.exit_code == 0 ? json::parse(r.out) : json();
-  }
-  // Waits for the command's result; returns the command (with "result") or null.
-  json WaitResult(const std::string& id, std::chrono::seconds t = 60s) {
-    json c;
-    WaitUntil(
-        [&] {
-          c = Command(id);
-          return c.is_object() && c.contains("result") && c["result"].is_object();
-        },
-        t);
-    return c;
-  }
-  // True when some live process has `marker` in its command line.
-  static bool ProcessWithMarker(const std::string& marker) {
-    for (const auto& e : fs::directory_iterator("/proc")) {
-      const std::string name = e.path().filename();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string cmdline = ReadText(e.path() / "cmdline");
-      for (char& ch : cmdline)
-        if (ch == '\0') ch = ' ';
-      if (cmdline.find(marker) != std::string::npos &&
-          cmdline.find("edge-controller") == std::string::npos) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  TempDir dir_;
-  std::unique_ptr<ControllerFixture> ctl_;
-  std::vector<std::unique_ptr<ChildProcess>> agents_;
-};
+class EdgeStreamTest : public EdgeFixture {};
 
 TEST_F(EdgeStreamTest, EnrollConnectInvokeEchoStreamsOutputAndResult) {
   auto& agent = EnrollAndStart();

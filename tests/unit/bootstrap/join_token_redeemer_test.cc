@@ -168,6 +168,21 @@ TEST_F(RedeemerTest, TransientFailuresAreRetriedWithTheInjectedBackoff) {
   EXPECT_EQ(slept_, milliseconds(2 * 1234));
 }
 
+// Issue 16: what EnrollTest once waited 20 s of real backoff for, on the injected backoff —
+// an unreachable controller is tried max_attempts times, then reported, nothing written.
+TEST_F(RedeemerTest, AnUnreachableControllerIsRetriedThenReported) {
+  auto r = Enroll(TokenWithClaims(
+      {{"jti", "t-1"}, {"exp", 4102444800}, {"cep", "127.0.0.1:1"}, {"cah", ca_->Pin()}}));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable) << r.error().ToString();
+  EXPECT_NE(r.error().message.find("unreachable"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("gave up after 4 attempts"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(backoff_.next_calls, 3);
+  EXPECT_EQ(slept_, milliseconds(3 * 1234));
+  EXPECT_TRUE(NothingWritten());
+}
+
 TEST_F(RedeemerTest, WithoutAPinAnyServerIsAccepted) {
   auto r = Enroll(Token(""));
   ASSERT_TRUE(r) << r.error().ToString();
