@@ -1,9 +1,11 @@
 // Injected time (design.md §9). Production code takes a Clock&; tests pass a ManualClock
-// and advance it, so heartbeats, leases, backoff and token expiry are tested without sleeps.
+// (tests/support/manual_clock.h) and advance it, so heartbeats, leases, backoff and token
+// expiry are tested without sleeps.
 #pragma once
 
 #include <chrono>
-#include <mutex>
+#include <cstdint>
+#include <functional>
 
 namespace edge {
 
@@ -17,6 +19,17 @@ class Clock {
   virtual WallTime Now() const = 0;
   // Monotonic time, for intervals and deadlines inside the process.
   virtual MonoTime Monotonic() const = 0;
+
+  // `fn` is called after the clock jumps (a test's clock moved by hand; real clocks never
+  // do), so whatever waits on it — a TimerQueue — looks again at once. Returns an id for
+  // RemoveJumpListener (0 = this clock never jumps). `fn` must not call back into the clock's
+  // listener functions.
+  virtual uint64_t AddJumpListener(std::function<void()> fn) {
+    (void)fn;
+    return 0;
+  }
+  // After it returns, the listener is not running and is never called again.
+  virtual void RemoveJumpListener(uint64_t id) { (void)id; }
 };
 
 // The real clocks.
@@ -26,35 +39,6 @@ class SystemClock final : public Clock {
   MonoTime Monotonic() const override { return std::chrono::steady_clock::now(); }
   // A process-wide instance for production wiring.
   static SystemClock& Instance();
-};
-
-// A clock that moves only when told to. Thread-safe.
-class ManualClock final : public Clock {
- public:
-  explicit ManualClock(WallTime start = WallTime(std::chrono::seconds(1'700'000'000)))
-      : wall_(start) {}
-  WallTime Now() const override {
-    std::lock_guard lock(mu_);
-    return wall_;
-  }
-  MonoTime Monotonic() const override {
-    std::lock_guard lock(mu_);
-    return mono_;
-  }
-  void Advance(std::chrono::nanoseconds d) {
-    std::lock_guard lock(mu_);
-    wall_ += std::chrono::duration_cast<WallTime::duration>(d);
-    mono_ += d;
-  }
-  void SetWall(WallTime t) {
-    std::lock_guard lock(mu_);
-    wall_ = t;
-  }
-
- private:
-  mutable std::mutex mu_;
-  WallTime wall_;
-  MonoTime mono_{};
 };
 
 // Milliseconds since the Unix epoch.

@@ -61,27 +61,6 @@ void StopSource::Stop(const std::string& reason) {
   callbacks_.clear();
 }
 
-bool ManualSleeper::SleepFor(std::chrono::milliseconds d) {
-  if (stop_.Stopped()) return false;
-  bool interrupt = false;
-  {
-    std::lock_guard lock(mu_);
-    slept_.push_back(d);
-    interrupt = stop_at_ && static_cast<int>(slept_.size()) == *stop_at_;
-  }
-  if (interrupt) {
-    stop_.Stop(stop_reason_);
-    return false;
-  }
-  clock_.Advance(d);
-  return true;
-}
-
-std::vector<std::chrono::milliseconds> ManualSleeper::slept() const {
-  std::lock_guard lock(mu_);
-  return slept_;
-}
-
 TerminationSignalStop::TerminationSignalStop(StopSource& source) : source_(source) {
   thread_ = std::thread([this] {
     while (true) {

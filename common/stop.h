@@ -70,34 +70,6 @@ class StopSource final : public Sleeper {
   uint64_t next_id_ = 0;
 };
 
-// For tests: SleepFor advances `clock` by the delay at once and records it; StopAt(n) makes
-// the n-th SleepFor (1-based) be interrupted (returns false) as a signal during that wait would.
-class ManualSleeper final : public Sleeper {
- public:
-  explicit ManualSleeper(ManualClock& clock) : clock_(clock) {}
-  bool SleepFor(std::chrono::milliseconds d) override;
-  bool Stopped() const override { return stop_.Stopped(); }
-  std::string StopReason() const override { return stop_.StopReason(); }
-  [[nodiscard]] StopCallback OnStop(std::function<void()> fn) override {
-    return stop_.OnStop(std::move(fn));
-  }
-  void Stop(const std::string& reason) { stop_.Stop(reason); }
-  void StopAt(int n, std::string reason = "SIGTERM") {
-    stop_at_ = n;
-    stop_reason_ = std::move(reason);
-  }
-  // The delays asked for, interrupted ones included.
-  std::vector<std::chrono::milliseconds> slept() const;
-
- private:
-  ManualClock& clock_;
-  StopSource stop_;
-  mutable std::mutex mu_;
-  std::vector<std::chrono::milliseconds> slept_;
-  std::optional<int> stop_at_;
-  std::string stop_reason_;
-};
-
 // While it lives, a thread waits for the termination signals and stops `source` with the
 // signal's name ("SIGTERM"). The signals must be blocked in every thread first
 // (BlockTerminationSignals() before any thread starts); a signal it takes is not seen by a

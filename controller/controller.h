@@ -46,7 +46,6 @@ class Controller {
   // Parts, for in-process tests (valid between Start and destruction).
   Store& store() { return *store_; }
   Dispatcher& dispatcher() { return *dispatcher_; }
-  NodeMonitor& monitor() { return *monitor_; }
   ComputeHub& compute_hub() { return *compute_hub_; }
   ComputeTokens& compute_tokens() { return *compute_tokens_; }
   const std::string& ca_pem() const { return ca_->cert_pem(); }

@@ -23,30 +23,26 @@ Result<std::vector<std::string>> NodeMonitor::Sweep() {
 
 void NodeMonitor::Start() {
   std::lock_guard lock(mu_);
-  if (thread_.joinable()) return;
-  stop_ = false;
-  thread_ = std::thread([this] {
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      lock.unlock();
-      if (auto r = Sweep(); !r) {
-        log::Get("edge")->warn("node health sweep failed: {}", r.error().ToString());
-      }
-      lock.lock();
-      cv_.wait_for(lock, settings_.period, [this] { return stop_; });
-    }
-  });
+  if (timers_) return;
+  timers_ = std::make_unique<TimerQueue>(clock_);
+  timers_->After(std::chrono::milliseconds(0), [this] { SweepAndReschedule(); });
+}
+
+void NodeMonitor::SweepAndReschedule() {
+  if (auto r = Sweep(); !r) {
+    log::Get("edge")->warn("node health sweep failed: {}", r.error().ToString());
+  }
+  std::lock_guard lock(mu_);
+  if (timers_) timers_->After(settings_.period, [this] { SweepAndReschedule(); });  // not stopped
 }
 
 void NodeMonitor::Stop() {
-  std::thread t;
+  std::unique_ptr<TimerQueue> timers;
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
-    t = std::move(thread_);
+    timers = std::move(timers_);
   }
-  cv_.notify_all();
-  if (t.joinable()) t.join();
+  if (timers) timers->Stop();
 }
 
 }  // namespace edge::controller

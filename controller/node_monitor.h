@@ -1,18 +1,19 @@
 // Marks edge nodes Unhealthy when no heartbeat arrived for cluster.stale_threshold_secs
 // (wire.md §2.3 step 5), and prunes expired tokens and rotation nonces. Sweep() does one pass
-// on the injected clock (tests call it directly); Start() runs it on a background thread
-// every `period` until Stop() (which returns at once: the wait is interruptible).
+// on the injected clock; Start() runs it at once and then every `period` of that clock on a
+// TimerQueue (so a test moves a ManualClock instead of waiting) until Stop(), which returns
+// at once.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/timer_queue.h"
 #include "controller/store.h"
 
 namespace edge::controller {
@@ -40,13 +41,14 @@ class NodeMonitor {
   void Stop();
 
  private:
+  // A sweep, then the next one `period` later (on the timer queue's thread).
+  void SweepAndReschedule();
+
   Store& store_;
   Clock& clock_;
   NodeMonitorSettings settings_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::unique_ptr<TimerQueue> timers_;  // from Start to Stop
 };
 
 }  // namespace edge::controller

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <filesystem>
 
 #include "common/atomic_file.h"
@@ -153,7 +152,8 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
   auto stale = ProcessRunner::KillStaleGroups(runner_options);
   if (!stale) return std::unexpected(stale.error());
   if (auto st = ex->RecoverInterrupted(*stale); !st) return std::unexpected(st.error());
-  ex->runner_ = std::make_unique<ProcessRunner>(io, clock, runner_options);
+  ex->timers_ = std::make_unique<TimerQueue>(clock);
+  ex->runner_ = std::make_unique<ProcessRunner>(io, clock, runner_options, ex->timers_.get());
   ex->blocking_ = std::make_unique<boost::asio::thread_pool>(2);
 
   ex->default_workspace_ = ex->registry_->RootDir(kDefaultSandbox);
@@ -172,8 +172,9 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
 }
 
 Executor::~Executor() {
-  blocking_->join();  // file work in progress ends; its callbacks run before members go
-  runner_.reset();    // kills and reaps every child
+  if (timers_) timers_->Stop();  // no deadline, kill grace or shutdown grace fires from here on
+  blocking_->join();             // file work in progress ends; its callbacks run before members go
+  runner_.reset();               // kills and reaps every child
 }
 
 // ---- admission ---------------------------------------------------------------------------
@@ -894,19 +895,21 @@ void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
     if (done) boost::asio::post(io_, std::move(done));
     return;
   }
-  auto timer = std::make_shared<boost::asio::steady_timer>(io_, grace);
+  // After `grace` on the injected clock, on the io_context: cancel what is left.
   std::weak_ptr<int> alive = alive_;
-  timer->async_wait([this, timer, alive](const boost::system::error_code&) {
-    if (alive.expired()) return;
-    std::vector<std::shared_ptr<Inflight>> jobs;
-    {
-      std::lock_guard lock(mu_);
-      for (auto& [id, job] : inflight_)
-        jobs.push_back(job);
-    }
-    for (auto& j : jobs)
-      j->source.Cancel(kShutdownReason);
-    runner_->Shutdown(options_.kill_grace);
+  timers_->After(grace, [this, alive] {
+    boost::asio::post(io_, [this, alive] {
+      if (alive.expired()) return;
+      std::vector<std::shared_ptr<Inflight>> jobs;
+      {
+        std::lock_guard lock(mu_);
+        for (auto& [id, job] : inflight_)
+          jobs.push_back(job);
+      }
+      for (auto& j : jobs)
+        j->source.Cancel(kShutdownReason);
+      runner_->Shutdown(options_.kill_grace);
+    });
   });
 }
 

@@ -220,6 +220,9 @@ class Executor final : public ExecutorApi {
   std::unique_ptr<IdempotencyStore> idempotency_;
   std::unique_ptr<CommandJournal> journal_;
   std::unique_ptr<SandboxRegistry> registry_;
+  // The executor's timers (shutdown grace; the runner's deadlines and kill grace) on the
+  // injected clock. Declared before runner_, stopped first by the destructor.
+  std::unique_ptr<TimerQueue> timers_;
   std::unique_ptr<ProcessRunner> runner_;
   std::string default_workspace_;
 

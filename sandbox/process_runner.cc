@@ -344,12 +344,20 @@ Result<std::pair<std::string, int>> MakeCommandCgroup(const CgroupSetup& cg, uin
 struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   struct Child;
 
-  Impl(asio::io_context& io, Clock& clock, Options options)
-      : io(io), clock(clock), options(std::move(options)) {}
+  Impl(asio::io_context& io, Clock& clock, Options options, TimerQueue* shared_timers)
+      : io(io),
+        clock(clock),
+        options(std::move(options)),
+        own_timers(shared_timers ? nullptr : std::make_unique<TimerQueue>(clock)),
+        timers(shared_timers ? *shared_timers : *own_timers) {}
 
   asio::io_context& io;
   Clock& clock;
   Options options;
+  // The deadline and the kill grace run on the injected clock (design.md §9); the drain and
+  // cgroup retries below wait for the kernel, not for a policy, and stay asio timers.
+  std::unique_ptr<TimerQueue> own_timers;
+  TimerQueue& timers;
   std::atomic<uint64_t> seq{0};
   std::once_flag cgroup_once;
   CgroupSetup cgroups;
@@ -377,8 +385,6 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
         pidfd(strand),
         out{asio::posix::stream_descriptor(strand), asio::posix::stream_descriptor(strand)},
         in(strand),
-        deadline(strand),
-        grace(strand),
         drain(strand) {}
 
   std::shared_ptr<Impl> impl;
@@ -387,7 +393,8 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   asio::posix::stream_descriptor pidfd;
   std::array<asio::posix::stream_descriptor, 2> out;
   asio::posix::stream_descriptor in;
-  asio::steady_timer deadline, grace, drain;
+  asio::steady_timer drain;
+  TimerQueue::TimerId deadline_timer = 0, grace_timer = 0;
   std::string stdin_data;
   ProcessSpec spec;
   OutputSink sink;
@@ -433,13 +440,22 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
                         });
     }
     if (spec.timeout.count() > 0) {
-      deadline.expires_after(spec.timeout);
-      deadline.async_wait([self](const boost::system::error_code& ec) {
-        if (ec || self->exited || self->LeaderExited()) return;
-        self->result.timed_out = true;
-        self->Terminate();
+      deadline_timer = OnStrandAfter(spec.timeout, [](Child& c) {
+        if (c.exited || c.LeaderExited()) return;
+        c.result.timed_out = true;
+        c.Terminate();
       });
     }
+  }
+
+  // `fn` on the child's strand once `after` has passed on the injected clock; nothing when
+  // the child is gone by then.
+  TimerQueue::TimerId OnStrandAfter(std::chrono::milliseconds after,
+                                    std::function<void(Child&)> fn) {
+    std::weak_ptr<Child> weak = shared_from_this();
+    return impl->timers.After(after, [weak, fn = std::move(fn)] {
+      if (auto self = weak.lock()) asio::post(self->strand, [self, fn] { fn(*self); });
+    });
   }
 
   void OnCancel(const std::string& reason) {
@@ -462,12 +478,12 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     ArmKill(spec.kill_grace);
   }
 
+  // SIGKILL to the group `after` from now (replacing an earlier arming).
   void ArmKill(std::chrono::milliseconds after) {
-    auto self = shared_from_this();
-    grace.expires_after(after);
-    grace.async_wait([self](const boost::system::error_code& ec) {
-      if (ec || self->exited || self->reaped.load()) return;
-      ::kill(-self->pid, SIGKILL);
+    impl->timers.Cancel(grace_timer);
+    grace_timer = OnStrandAfter(after, [](Child& c) {
+      if (c.exited || c.reaped.load()) return;
+      ::kill(-c.pid, SIGKILL);
     });
   }
 
@@ -554,8 +570,8 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     if (!cgroup_dir.empty()) KillCgroupLogged();
     if (!ledger_file.empty()) ::unlink(ledger_file.c_str());
     boost::system::error_code ignored;
-    deadline.cancel();
-    grace.cancel();
+    impl->timers.Cancel(deadline_timer);
+    impl->timers.Cancel(grace_timer);
     pidfd.close(ignored);
     ArmDrain();
     MaybeFinish();
@@ -938,8 +954,9 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   asio::post(child->strand, [child] { child->Start(); });
 }
 
-ProcessRunner::ProcessRunner(asio::io_context& io, Clock& clock, Options options)
-    : impl_(std::make_shared<Impl>(io, clock, std::move(options))) {
+ProcessRunner::ProcessRunner(asio::io_context& io, Clock& clock, Options options,
+                             TimerQueue* timers)
+    : impl_(std::make_shared<Impl>(io, clock, std::move(options), timers)) {
   struct sigaction old {};
   if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
     ::signal(SIGPIPE, SIG_IGN);
@@ -950,6 +967,7 @@ ProcessRunner::ProcessRunner(asio::io_context& io, Clock& clock, Options options
 }
 
 ProcessRunner::~ProcessRunner() {
+  if (impl_->own_timers) impl_->own_timers->Stop();  // no deadline or grace fires from here on
   std::map<pid_t, std::shared_ptr<Impl::Child>> live;
   {
     std::lock_guard lock(impl_->mu);

@@ -39,6 +39,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/timer_queue.h"
 #include "sandbox/cancel.h"
 #include "sandbox/process_result.h"
 #include "sandbox/process_spec.h"
@@ -62,7 +63,10 @@ class ProcessRunner {
 
   using DoneCallback = std::function<void(Result<ProcessResult>)>;
 
-  ProcessRunner(boost::asio::io_context& io, Clock& clock, Options options);
+  // The deadline and kill grace run on `timers` (the owner's queue on the same clock; it must
+  // outlive the runner), or on a queue of the runner's own when null.
+  ProcessRunner(boost::asio::io_context& io, Clock& clock, Options options,
+                TimerQueue* timers = nullptr);
   ~ProcessRunner();
   ProcessRunner(const ProcessRunner&) = delete;
   ProcessRunner& operator=(const ProcessRunner&) = delete;

@@ -34,9 +34,9 @@
 
 #include "agent/compute/call_mapper.h"
 #include "agent/compute/compute_stream.h"
-#include "agent/edge/timer_queue.h"
 #include "common/backoff.h"
 #include "common/clock.h"
+#include "common/timer_queue.h"
 #include "config/agent_config.h"
 #include "sandbox/executor_api.h"
 
@@ -91,7 +91,7 @@ class ComputeMember {
 
   MemberStatus status() const;
   // The timers run on the injected clock: tests advance a ManualClock and Poke() them.
-  agentedge::TimerQueue& timers() { return timers_; }
+  TimerQueue& timers() { return timers_; }
 
  private:
   ComputeMember(config::ComputeConfig config, MemberDeps deps, MemberOptions options);
@@ -123,7 +123,7 @@ class ComputeMember {
   MemberDeps deps_;
   MemberOptions options_;
   CallMapper mapper_;
-  agentedge::TimerQueue timers_;
+  TimerQueue timers_;
   std::unique_ptr<org::cyoda::cloud::api::grpc::CloudEventsService::Stub> stub_;
 
   mutable std::mutex mu_;
@@ -137,8 +137,8 @@ class ComputeMember {
   bool stream_done_ = false;
   bool greeted_ = false;
   grpc::Status done_status_;
-  agentedge::TimerQueue::TimerId keepalive_timer_ = 0;
-  agentedge::TimerQueue::TimerId greet_timer_ = 0;
+  TimerQueue::TimerId keepalive_timer_ = 0;
+  TimerQueue::TimerId greet_timer_ = 0;
   MemberStatus status_;
 };
 

@@ -1,5 +1,6 @@
 #include "agent/daemon/executor_host.h"
 
+#include <boost/asio/post.hpp>
 #include <future>
 
 #include "agent/daemon/executor_config.h"
@@ -41,7 +42,7 @@ Status ExecutorHost::Start() {
         }
       }
     });
-  tick_timer_ = std::make_unique<boost::asio::steady_timer>(*io_);
+  tick_timer_ = std::make_unique<TimerQueue>(clock_);
   ScheduleTick();
   log::Get("daemon")->info("executor ready: {} tool(s), provider {}, {} I/O threads",
                            executor_->Tools().size(), executor_->options().provider, pool_.size());
@@ -55,19 +56,20 @@ Status ExecutorHost::Start() {
 }
 
 void ExecutorHost::ScheduleTick() {
-  // Called with mu_ held (Start) or from the timer's handler.
-  tick_timer_->expires_after(options_.tick_interval);
-  tick_timer_->async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    std::lock_guard lock(mu_);
-    if (stopping_ || !executor_) return;
-    const size_t cancelled = executor_->Tick(clock_.Now());
-    ++ticks_;
-    if (cancelled > 0) {
-      log::Get("daemon")->warn("{} command(s) stopped: their lease expired unrenewed", cancelled);
-    }
-    ScheduleTick();
-  });
+  boost::asio::io_context* io = io_.get();
+  tick_timer_->After(options_.tick_interval,
+                     [this, io] { boost::asio::post(*io, [this] { RunTick(); }); });
+}
+
+void ExecutorHost::RunTick() {
+  std::lock_guard lock(mu_);
+  if (stopping_ || !executor_) return;
+  const size_t cancelled = executor_->Tick(clock_.Now());
+  ++ticks_;
+  if (cancelled > 0) {
+    log::Get("daemon")->warn("{} command(s) stopped: their lease expired unrenewed", cancelled);
+  }
+  ScheduleTick();
 }
 
 void ExecutorHost::Stop() {
@@ -79,8 +81,9 @@ void ExecutorHost::Stop() {
     stopping_ = true;
     ex = executor_.get();
     grace = executor_->options().kill_grace;
-    if (tick_timer_) tick_timer_->cancel();
   }
+  // No tick after this (its thread joined; a tick already posted sees stopping_).
+  if (tick_timer_) tick_timer_->Stop();
   // Cancel at once; a child gets SIGTERM, then SIGKILL after kill_grace.
   auto idle = std::make_shared<std::promise<void>>();
   auto done = idle->get_future();

@@ -1,14 +1,14 @@
 // ExecutorHost: the daemon's Service that owns the process's boost::asio::io_context, the
 // small thread pool that runs it (design.md §4: 2 threads) and the sandbox::Executor built
 // from the config (ExecutorOptionsFromConfig). It drives the executor's periodic Tick(now)
-// with the injected clock (lease expiry, sandbox TTLs, idempotency window) and applies pushed
+// every tick_interval of the injected clock (a TimerQueue; the tick itself runs on the I/O
+// pool) — lease expiry, sandbox TTLs, idempotency window — and applies pushed
 // configs (ApplyConfig). Registered first, so the doors that use the executor stop before it.
 // Stop cancels what still runs (SIGTERM to each group, SIGKILL after sandbox.kill_grace),
 // waits for it to end (bounded), then joins the pool. Thread-safe.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -20,6 +20,7 @@
 
 #include "agent/daemon/service.h"
 #include "common/clock.h"
+#include "common/timer_queue.h"
 #include "config/agent_config.h"
 #include "sandbox/executor.h"
 
@@ -51,7 +52,10 @@ class ExecutorHost final : public Service {
   Status ApplyConfig(const config::AgentConfig& config);
 
  private:
+  // Schedules the next tick (mu_ held).
   void ScheduleTick();
+  // One tick, on the I/O pool.
+  void RunTick();
 
   config::AgentConfig config_;
   std::string version_;
@@ -62,7 +66,7 @@ class ExecutorHost final : public Service {
   std::unique_ptr<boost::asio::io_context> io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> pool_;
-  std::unique_ptr<boost::asio::steady_timer> tick_timer_;
+  std::unique_ptr<TimerQueue> tick_timer_;
   std::unique_ptr<sandbox::Executor> executor_;
   uint64_t ticks_ = 0;  // periodic checks run so far (status: executor.ticks)
   bool stopping_ = false;

@@ -39,10 +39,10 @@
 #include "agent/edge/node_key_store.h"
 #include "agent/edge/node_token.h"
 #include "agent/edge/outbox_store.h"
-#include "agent/edge/timer_queue.h"
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/random.h"
+#include "common/timer_queue.h"
 #include "config/agent_config.h"
 #include "sandbox/executor.h"
 

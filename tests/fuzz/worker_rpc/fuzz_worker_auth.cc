@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agent/worker_rpc/worker_auth.h"
+#include "tests/support/manual_clock.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static edge::ManualClock clock(edge::Clock::WallTime(std::chrono::seconds(1'700'000'000)));

@@ -15,6 +15,7 @@
 
 #include "agent/edge/enrollment_files.h"
 #include "agent/identity/encoding.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
 namespace edge::bootstrap {

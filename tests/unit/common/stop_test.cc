@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/signals.h"
+#include "tests/support/manual_clock.h"
 
 namespace edge {
 namespace {

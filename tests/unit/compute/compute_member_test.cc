@@ -10,6 +10,7 @@
 #include <deque>
 
 #include "tests/support/fake_executor.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/wait_until.h"
 
 namespace edge::compute {

@@ -9,6 +9,7 @@
 
 #include "controller/compute_hub.h"
 #include "controller/compute_tokens.h"
+#include "tests/support/manual_clock.h"
 
 namespace edge::controller {
 namespace {

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "controller/join_token_issuer.h"
 #include "controller/sqlite_store.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
 namespace edge::controller {

@@ -7,6 +7,7 @@
 #include "agent/identity/encoding.h"
 #include "agent/identity/join_token_claims.h"
 #include "controller/sqlite_store.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/controller/edge_test_support.h"
 

@@ -32,6 +32,7 @@
 #include "controller/admin_server.h"
 #include "controller/controller.h"
 #include "node_cluster.grpc.pb.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_until.h"
 

@@ -8,6 +8,7 @@
 #include "controller/rate_limiter.h"
 #include "controller/refusal_log.h"
 #include "controller/sqlite_store.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/controller/edge_test_support.h"
 

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_until.h"
 
@@ -35,6 +36,30 @@ TEST(ExecutorHostTest, TicksPeriodicallyAndSaysSoInItsDetails) {
   host.Stop();
   EXPECT_EQ(host.executor(), nullptr);
   EXPECT_TRUE(host.Details().empty());
+}
+
+// Issue 9 #6: the tick runs on the injected clock — a ManualClock moved by one interval runs
+// exactly one more tick, and nothing runs while it stands still.
+TEST(ExecutorHostTest, TicksFollowTheInjectedClock) {
+  edge::testing::TempDir dir("exec-host");
+  config::AgentConfig config;
+  config.node_id = "node-1";
+  config.data_dir = dir.path();
+  ManualClock clock;
+  ExecutorHost host(config, "test", clock,
+                    ExecutorHost::Options{.threads = 1, .tick_interval = 10s});
+  ASSERT_TRUE(host.Start());
+  auto ticks = [&] { return std::stoull(host.Details().at("ticks")); };
+  EXPECT_EQ(ticks(), 0u);
+  for (uint64_t n = 1; n <= 3; ++n) {
+    clock.Advance(10s);
+    ASSERT_TRUE(edge::testing::WaitUntil([&] { return ticks() == n; }))
+        << "ticks " << ticks() << " after " << n << " intervals";
+  }
+  clock.Advance(9s);
+  EXPECT_FALSE(edge::testing::WaitUntil([&] { return ticks() > 3; }, 200ms))
+      << "a tick before its interval";
+  host.Stop();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/clock.h"
+#include "tests/support/manual_clock.h"
 
 namespace edge::daemon {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "tests/support/fake_executor.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/edge/test_support.h"
 

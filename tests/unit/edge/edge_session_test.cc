@@ -18,6 +18,7 @@
 #include "agent/identity/envelope_codec.h"
 #include "agent/identity/jwt.h"
 #include "config/agent_config.h"
+#include "tests/support/manual_clock.h"
 #include "tests/unit/edge/fake_controller.h"
 #include "tests/unit/edge/test_support.h"
 
@@ -114,6 +115,20 @@ class EdgeSessionTest : public ::testing::Test {
   void Advance(std::chrono::milliseconds d) {
     clock_.Advance(d);
     session_->timers().Poke();
+  }
+  // Moves the clock by `step` until `done` (a deadline or grace on the injected clock fires
+  // once its timer is armed, whenever that happens on the executor's threads).
+  bool AdvanceUntil(const std::function<bool()>& done, std::chrono::milliseconds step) {
+    return WaitUntil([&] {
+      if (done()) return true;
+      clock_.Advance(step);
+      return false;
+    });
+  }
+  bool HasResult(const std::string& id) {
+    for (const auto& e : AllEvents())
+      if (e.has_command_result() && e.command_result().command_id() == id) return true;
+    return false;
   }
   // Every event of every stream, in order.
   std::vector<pb::EdgeEvent> AllEvents() {
@@ -573,6 +588,7 @@ TEST_F(EdgeSessionTest, DeadlineEndsTheCommandWithTimedOut) {
   pb::EdgeCommand cmd = Exec("slow", "sleep 30");
   *cmd.mutable_invoke_tool()->mutable_deadline() = TimeUtil::MillisecondsToDuration(300);
   ASSERT_TRUE(fake_->Send(cmd));
+  ASSERT_TRUE(AdvanceUntil([&] { return HasResult("slow"); }, 100ms)) << "the deadline never fired";
   pb::EdgeResult r = WaitResult("slow");
   ASSERT_TRUE(r.has_timed_out()) << r.DebugString();
   EXPECT_EQ(TimeUtil::DurationToMilliseconds(r.timed_out().deadline()), 300);
@@ -630,6 +646,8 @@ TEST_F(EdgeSessionTest, ShutdownCancelsAfterGraceFlushesClosesTheStreamAndAsksTo
   pb::EdgeCommand shutdown;
   *shutdown.mutable_shutdown()->mutable_grace() = TimeUtil::MillisecondsToDuration(200);
   ASSERT_TRUE(fake_->Send(shutdown));
+  ASSERT_TRUE(AdvanceUntil([&] { return HasResult("sleeper"); }, 100ms))
+      << "the grace never ran out";
   pb::EdgeResult r = WaitResult("sleeper");
   ASSERT_TRUE(r.has_cancelled()) << r.DebugString();
   // The result was written before the agent half-closed the stream (WritesDone).

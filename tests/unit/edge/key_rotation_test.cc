@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "tests/support/manual_clock.h"
 #include "tests/unit/edge/test_support.h"
 
 namespace edge::agentedge {

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "common/clock.h"
+#include "tests/support/manual_clock.h"
 #include "tests/unit/edge/test_support.h"
 
 namespace edge::agentedge::testing {

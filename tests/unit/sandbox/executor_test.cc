@@ -1,4 +1,5 @@
 #include "sandbox/executor.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_until.h"
@@ -23,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using std::chrono::milliseconds;
 
 class ExecutorTest : public ::testing::Test {
  protected:
@@ -65,6 +67,21 @@ class ExecutorTest : public ::testing::Test {
   InvokeResult Call(InvokeRequest req, CancelToken cancel = {}) {
     auto f = Start(std::move(req), std::move(cancel));
     EXPECT_EQ(f.wait_for(60s), std::future_status::ready);
+    return f.get();
+  }
+  // Waits for `f` while moving the injected clock by `step` (deadlines and graces run on it,
+  // and fire once their timer is armed, whenever that happens on the executor's threads).
+  template <typename Future>
+  bool AdvanceUntilReady(Future& f, milliseconds step = 50ms) {
+    return edge::testing::WaitUntil([&] {
+      if (f.wait_for(0s) == std::future_status::ready) return true;
+      clock_.Advance(step);
+      return false;
+    });
+  }
+  InvokeResult CallAdvancing(InvokeRequest req) {
+    auto f = Start(std::move(req));
+    EXPECT_TRUE(AdvanceUntilReady(f)) << "no result while the clock moved";
     return f.get();
   }
   static InvokeRequest Exec(const std::string& command, const std::string& id = "") {
@@ -448,7 +465,7 @@ TEST_F(ExecutorTest, SecurityContextsDecide) {
   InvokeRequest slow = Exec("sleep 30");
   slow.security_context = "capped";
   slow.timeout = 30s;
-  r = Call(slow);
+  r = CallAdvancing(slow);
   EXPECT_EQ(r.outcome, Outcome::kTimedOut);
   EXPECT_EQ(r.error.code, ErrorCode::kTimedOut);
   EXPECT_NE(r.error.message.find("300 ms"), std::string::npos);
@@ -588,7 +605,7 @@ TEST_F(ExecutorTest, DeadlineFromArgs) {
   Open();
   InvokeRequest req = Exec("sleep 30");
   req.args["timeout"] = "200ms";
-  InvokeResult r = Call(req);
+  InvokeResult r = CallAdvancing(req);
   EXPECT_EQ(r.outcome, Outcome::kTimedOut);
   EXPECT_EQ(r.signal, SIGTERM);
 }
@@ -617,7 +634,8 @@ TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
   WaitRunning(1);
   std::promise<void> idle;
   ex_->Shutdown(50ms, [&] { idle.set_value(); });
-  ASSERT_EQ(idle.get_future().wait_for(30s), std::future_status::ready);
+  auto idle_future = idle.get_future();
+  ASSERT_TRUE(AdvanceUntilReady(idle_future)) << "the grace and the kill grace run on the clock";
   InvokeResult r = running.get();
   EXPECT_EQ(r.outcome, Outcome::kCancelled);
   EXPECT_EQ(r.reason, "agent shutdown");

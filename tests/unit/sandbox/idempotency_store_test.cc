@@ -1,4 +1,5 @@
 #include "sandbox/idempotency_store.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #include "sandbox/process_runner.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/processes.h"
 #include "tests/support/wait_until.h"
 
@@ -275,6 +276,56 @@ TEST_F(ProcessRunnerTest, TreeIgnoringSigtermIsKilledAfterGrace) {
   pid_t bg = std::stoi(run.out);
   EXPECT_TRUE(WaitUntil([&] { return ProcessGone(bg); })) << "background child " << bg;
   EXPECT_TRUE(GroupMembers((*run.result)->pid).empty());
+}
+
+// Issue 9 #6: the deadline and the kill grace run on the injected clock — a ManualClock that
+// stands still never stops the child; moved past the deadline, SIGTERM (ignored here); moved
+// past the grace, SIGKILL. The run's wall time is the clock's: exactly 11 minutes.
+TEST_F(ProcessRunnerTest, DeadlineAndKillGraceFollowTheInjectedClock) {
+  ManualClock clock;
+  ProcessRunner runner(io_, clock, ProcessRunner::Options{dir_ + "/state-manual", "", ""});
+  ProcessSpec spec = Sh("trap '' TERM; echo ready; sleep 300 & wait");
+  spec.timeout = 10min;
+  spec.kill_grace = 1min;
+  std::mutex mu;
+  std::string out;
+  std::optional<Result<ProcessResult>> result;
+  io_.restart();
+  auto work = asio::make_work_guard(io_);
+  std::thread io_thread([&] { io_.run(); });
+  runner.Run(
+      spec, {},
+      [&](OutputChunk c, std::function<void()> ack) {
+        {
+          std::lock_guard lock(mu);
+          out += c.data;
+        }
+        ack();
+      },
+      [&](Result<ProcessResult> r) {
+        std::lock_guard lock(mu);
+        result = std::move(r);
+      });
+  auto ended = [&] {
+    std::lock_guard lock(mu);
+    return result.has_value();
+  };
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(mu);
+    return out.find("ready") != std::string::npos;
+  }));
+  clock.Advance(9min);
+  EXPECT_FALSE(WaitUntil(ended, 200ms)) << "stopped before its deadline";
+  clock.Advance(1min);  // the deadline: SIGTERM, which the shell ignores
+  EXPECT_FALSE(WaitUntil(ended, 200ms)) << "killed before its grace ran out";
+  clock.Advance(1min);  // the grace: SIGKILL
+  EXPECT_TRUE(WaitUntil(ended));
+  work.reset();
+  io_thread.join();
+  ASSERT_TRUE(result && result->has_value()) << (result ? result->error().ToString() : "");
+  EXPECT_TRUE((*result)->timed_out);
+  EXPECT_EQ((*result)->signal, SIGKILL);
+  EXPECT_EQ((*result)->wall_time, 11min);
 }
 
 TEST_F(ProcessRunnerTest, LeftoverGroupMembersAreKilledWhenLeaderExits) {

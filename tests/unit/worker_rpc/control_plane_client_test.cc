@@ -4,6 +4,7 @@
 
 #include "agent/identity/worker_token.h"
 #include "agent/worker_rpc/control_plane_client.h"
+#include "tests/support/manual_clock.h"
 
 namespace edge::workerrpc {
 namespace {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/worker_rpc/heartbeat.h"
+#include "tests/support/manual_clock.h"
 
 namespace edge::workerrpc {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "agent/worker_rpc/rpc_envelope.h"
 #include "agent/worker_rpc/worker_auth.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
 namespace edge::workerrpc {

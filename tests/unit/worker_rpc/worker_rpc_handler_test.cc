@@ -9,6 +9,7 @@
 #include "agent/worker_rpc/worker_auth.h"
 #include "agent/worker_rpc/worker_rpc_handler.h"
 #include "tests/support/fake_executor.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/wait_until.h"
 
 namespace edge::workerrpc {

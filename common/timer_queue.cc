@@ -1,10 +1,12 @@
-#include "agent/edge/timer_queue.h"
+#include "common/timer_queue.h"
 
 #include <vector>
 
-namespace edge::agentedge {
+namespace edge {
 
 TimerQueue::TimerQueue(Clock& clock) : clock_(clock) {
+  // A clock moved by hand (a test's) wakes the queue at once; the real one never jumps.
+  jump_listener_ = clock_.AddJumpListener([this] { Poke(); });
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -40,6 +42,11 @@ void TimerQueue::Poke() {
 }
 
 void TimerQueue::Stop() {
+  // First (its listener locks mu_ through Poke), and only once: after a Stop the queue never
+  // touches the clock again, so it may outlive it.
+  if (const uint64_t id = jump_listener_.exchange(0); id != 0) {
+    clock_.RemoveJumpListener(id);
+  }
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -80,18 +87,21 @@ void TimerQueue::Loop() {
       continue;
     }
     // Wait for the earliest timer in real time (the SystemClock), a new timer, a Poke (a
-    // ManualClock moved) or Stop. A long wait is cut to 1 s so a clock that jumps is seen.
+    // clock that jumped) or Stop — and with no timer, for nothing else: an idle queue does
+    // not wake up.
     const uint64_t pokes = pokes_;
     const size_t size = timers_.size();
     const auto first = timers_.empty() ? Clock::MonoTime::max() : timers_.begin()->first.first;
-    auto wait = timers_.empty()
-                    ? std::chrono::nanoseconds(std::chrono::seconds(1))
-                    : std::min<std::chrono::nanoseconds>(first - now, std::chrono::seconds(1));
-    cv_.wait_for(lock, wait, [&] {
+    auto woken = [&] {
       return stopping_ || pokes_ != pokes || timers_.size() != size ||
              (!timers_.empty() && timers_.begin()->first.first != first);
-    });
+    };
+    if (timers_.empty()) {
+      cv_.wait(lock, woken);
+    } else {
+      cv_.wait_for(lock, std::chrono::nanoseconds(first - now), woken);
+    }
   }
 }
 
-}  // namespace edge::agentedge
+}  // namespace edge

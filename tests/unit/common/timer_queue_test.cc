@@ -2,7 +2,7 @@
 // (ties in scheduling order), can be cancelled, may schedule and cancel from a callback, and
 // Stop is prompt and drops what is pending. Nothing sleeps for timing: the clock is advanced,
 // Poke() wakes the queue, and the test waits on conditions with a real-time deadline.
-#include "agent/edge/timer_queue.h"
+#include "common/timer_queue.h"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "tests/unit/edge/test_support.h"
+#include "tests/support/manual_clock.h"
+#include "tests/support/wait_until.h"
 
-namespace edge::agentedge::testing {
+namespace edge::testing {
 namespace {
 
 using namespace std::chrono_literals;
@@ -214,4 +215,4 @@ TEST(TimerQueueDestructorTest, DestructorReturnsWithPendingTimers) {
 }
 
 }  // namespace
-}  // namespace edge::agentedge::testing
+}  // namespace edge::testing
