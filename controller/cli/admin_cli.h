@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <expected>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -29,6 +30,27 @@ std::optional<config::ControllerConfig> LoadConfig(const edge::cli::GlobalOption
 // call means a node, not the controller.
 std::shared_ptr<grpc::Channel> AdminSocketChannel(const config::ControllerConfig& cfg,
                                                   bool wait_connected = false);
+
+// What a command needs to call the admin API: the config and a stub of `Service` on the admin
+// socket.
+template <typename Service>
+struct AdminCall {
+  config::ControllerConfig cfg;
+  std::unique_ptr<typename Service::Stub> stub;
+};
+// Loads the config and opens the admin socket (connected first with `wait_connected`); or the
+// exit code to leave with, after printing why: 2 for a bad config, `unreachable` when there is
+// no controller on the socket.
+template <typename Service>
+std::expected<AdminCall<Service>, int> OpenAdmin(const edge::cli::GlobalOptions& opts,
+                                                 bool wait_connected = false,
+                                                 int unreachable = edge::cli::kExitFailure) {
+  auto cfg = LoadConfig(opts);
+  if (!cfg) return std::unexpected(edge::cli::kExitUsage);
+  auto channel = AdminSocketChannel(*cfg, wait_connected);
+  if (!channel) return std::unexpected(unreachable);
+  return AdminCall<Service>{std::move(*cfg), Service::NewStub(channel)};
+}
 
 // A client context with a deadline `timeout` from now.
 std::unique_ptr<grpc::ClientContext> CallContext(

@@ -40,19 +40,12 @@ struct State {
   std::string dispatch_format;
 };
 
-// A stub on the admin socket; nullptr after saying why it cannot be reached.
-std::unique_ptr<apb::ComputeAdmin::Stub> Stub(const config::ControllerConfig& cfg) {
-  auto channel = AdminSocketChannel(cfg);
-  return channel ? apb::ComputeAdmin::NewStub(channel) : nullptr;
-}
-
 int TokenCreate(const edge::cli::GlobalOptions& opts, const State& s) {
   auto ttl = ParseDurationFlag("--ttl", s.ttl, std::chrono::seconds(1), "8h");
   if (!ttl) return kExitUsage;
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto stub = Stub(*cfg);
-  if (!stub) return kExitFailure;
+  auto admin = OpenAdmin<apb::ComputeAdmin>(opts);
+  if (!admin) return admin.error();
+  auto& [cfg, stub] = *admin;
   apb::CreateComputeTokenRequest req;
   req.set_tenant_id(s.tenant);
   for (const auto& r : s.roles)
@@ -61,7 +54,7 @@ int TokenCreate(const edge::cli::GlobalOptions& opts, const State& s) {
   req.set_subject(s.subject);
   apb::CreateComputeTokenResponse resp;
   auto st = stub->CreateComputeToken(CallContext().get(), req, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st, kExitFailure);
+  if (!st.ok()) return ReportRpcFailure(cfg, st, kExitFailure);
   if (s.token_format == "json") {
     std::cout << json{{"token", resp.token()},
                       {"jti", resp.jti()},
@@ -80,13 +73,12 @@ int TokenCreate(const edge::cli::GlobalOptions& opts, const State& s) {
 }
 
 int Members(const edge::cli::GlobalOptions& opts, const State& s) {
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto stub = Stub(*cfg);
-  if (!stub) return kExitFailure;
+  auto admin = OpenAdmin<apb::ComputeAdmin>(opts);
+  if (!admin) return admin.error();
+  auto& [cfg, stub] = *admin;
   apb::ListComputeMembersResponse resp;
   auto st = stub->ListComputeMembers(CallContext().get(), {}, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st, kExitFailure);
+  if (!st.ok()) return ReportRpcFailure(cfg, st, kExitFailure);
   if (s.members_format == "json") {
     json out = json::array();
     for (const auto& m : resp.members()) {
@@ -150,10 +142,9 @@ int Dispatch(const edge::cli::GlobalOptions& opts, const State& s) {
     if (!w) return kExitUsage;
     wait = *w;
   }
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto stub = Stub(*cfg);
-  if (!stub) return kExitDispatchUnreachable;
+  auto admin = OpenAdmin<apb::ComputeAdmin>(opts, false, kExitDispatchUnreachable);
+  if (!admin) return admin.error();
+  auto& [cfg, stub] = *admin;
   apb::DispatchComputeRequest req;
   req.set_tenant_id(s.dispatch_tenant);
   for (const auto& t : s.tags)
@@ -166,12 +157,12 @@ int Dispatch(const edge::cli::GlobalOptions& opts, const State& s) {
   req.set_member_wait_ms(wait.count());
   apb::DispatchComputeResponse resp;
   grpc::ClientContext ctx;
-  const auto budget = (timeout.count() > 0 ? timeout : cfg->compute.dispatch_timeout) +
-                      (wait.count() >= 0 ? wait : cfg->compute.member_wait) +
+  const auto budget = (timeout.count() > 0 ? timeout : cfg.compute.dispatch_timeout) +
+                      (wait.count() >= 0 ? wait : cfg.compute.member_wait) +
                       std::chrono::seconds(10);
   ctx.set_deadline(std::chrono::system_clock::now() + budget);
   auto st = stub->DispatchCompute(&ctx, req, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st, kExitDispatchUnreachable);
+  if (!st.ok()) return ReportRpcFailure(cfg, st, kExitDispatchUnreachable);
   json response = nullptr;
   if (!resp.response_json().empty()) {
     response = json::parse(resp.response_json(), nullptr, false);

@@ -338,13 +338,10 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
   if (!req) return kExitUsage;
   auto node_wait = ParseDurationFlag("--wait", o.wait, milliseconds(0), "60s");
   if (!node_wait) return kExitUsage;
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-
   BlockTerminationSignals();
-  auto channel = AdminSocketChannel(*cfg, /*wait_connected=*/true);
-  if (!channel) return kExitFailure;
-  auto stub = apb::AdminService::NewStub(channel);
+  auto admin = OpenAdmin<apb::AdminService>(opts, /*wait_connected=*/true);
+  if (!admin) return admin.error();
+  auto& stub = admin->stub;
   grpc::ClientContext ctx;
   if (req->deadline_ms() > 0) {
     // The node reports TimedOut itself; this only bounds a node that never answers.
@@ -416,16 +413,14 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
 }
 
 int Commands(const edge::cli::GlobalOptions& opts, const ListOptions& o) {
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto channel = AdminSocketChannel(*cfg);
-  if (!channel) return kExitFailure;
+  auto admin = OpenAdmin<apb::AdminService>(opts);
+  if (!admin) return admin.error();
   apb::ListCommandsRequest req;
   req.set_node_id(o.node);
   req.set_limit(o.limit);
   apb::ListCommandsResponse resp;
-  auto st = apb::AdminService::NewStub(channel)->ListCommands(CallContext().get(), req, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st);
+  auto st = admin->stub->ListCommands(CallContext().get(), req, &resp);
+  if (!st.ok()) return ReportRpcFailure(admin->cfg, st);
   if (o.format == "json") {
     json arr = json::array();
     for (const auto& c : resp.commands())
@@ -446,15 +441,13 @@ int Commands(const edge::cli::GlobalOptions& opts, const ListOptions& o) {
 }
 
 int CommandGet(const edge::cli::GlobalOptions& opts, const ListOptions& o) {
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto channel = AdminSocketChannel(*cfg);
-  if (!channel) return kExitFailure;
+  auto admin = OpenAdmin<apb::AdminService>(opts);
+  if (!admin) return admin.error();
   apb::GetCommandRequest req;
   req.set_command_id(o.command_id);
   apb::CommandInfo c;
-  auto st = apb::AdminService::NewStub(channel)->GetCommand(CallContext().get(), req, &c);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st);
+  auto st = admin->stub->GetCommand(CallContext().get(), req, &c);
+  if (!st.ok()) return ReportRpcFailure(admin->cfg, st);
   json j = CommandJson(c);
   if (o.format == "json") {
     std::cout << Dump(j) << "\n";

@@ -30,13 +30,11 @@ struct NodeOptions {
 };
 
 int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto channel = AdminSocketChannel(*cfg);
-  if (!channel) return kExitFailure;
+  auto admin = OpenAdmin<apb::AdminService>(opts);
+  if (!admin) return admin.error();
   apb::ListNodesResponse resp;
-  auto st = apb::AdminService::NewStub(channel)->ListNodes(CallContext().get(), {}, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st);
+  auto st = admin->stub->ListNodes(CallContext().get(), {}, &resp);
+  if (!st.ok()) return ReportRpcFailure(admin->cfg, st);
   if (format == "json") {
     json arr = json::array();
     for (const auto& n : resp.nodes()) {
@@ -81,13 +79,10 @@ int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
 template <typename Req, typename Resp, typename Call>
 int NodeCall(const edge::cli::GlobalOptions& opts, const Req& req, Call call,
              const std::function<void(const Resp&)>& on_ok) {
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto channel = AdminSocketChannel(*cfg, /*wait_connected=*/true);
-  if (!channel) return kExitFailure;
-  auto stub = apb::AdminService::NewStub(channel);
+  auto admin = OpenAdmin<apb::AdminService>(opts, /*wait_connected=*/true);
+  if (!admin) return admin.error();
   Resp resp;
-  auto st = ((*stub).*call)(CallContext().get(), req, &resp);
+  auto st = ((*admin->stub).*call)(CallContext().get(), req, &resp);
   if (!st.ok()) return ReportNodeCallFailure(st);
   on_ok(resp);
   return kExitOk;

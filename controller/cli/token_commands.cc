@@ -21,12 +21,6 @@ struct TokenOptions {
   bool all = false, replace = false;
 };
 
-// The admin stub, or nullptr after saying why (no socket).
-std::unique_ptr<apb::AdminService::Stub> Stub(const config::ControllerConfig& cfg) {
-  auto channel = AdminSocketChannel(cfg);
-  return channel ? apb::AdminService::NewStub(channel) : nullptr;
-}
-
 int Create(const edge::cli::GlobalOptions& opts, const TokenOptions& o) {
   if (o.replace && o.node.empty()) {
     std::fprintf(stderr,
@@ -43,13 +37,12 @@ int Create(const edge::cli::GlobalOptions& opts, const TokenOptions& o) {
     if (!ttl) return kExitUsage;
     req.set_ttl_seconds(ttl->count() / 1000);
   }
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto stub = Stub(*cfg);
-  if (!stub) return kExitFailure;
+  auto admin = OpenAdmin<apb::AdminService>(opts);
+  if (!admin) return admin.error();
+  auto& [cfg, stub] = *admin;
   apb::CreateJoinTokenResponse resp;
   auto st = stub->CreateJoinToken(CallContext().get(), req, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st);
+  if (!st.ok()) return ReportRpcFailure(cfg, st);
   if (o.format == "json") {
     nlohmann::json j = {{"token_id", resp.token_id()},
                         {"join_token", resp.join_token()},
@@ -72,15 +65,14 @@ std::string TokenState(const apb::JoinTokenInfo& t) {
 }
 
 int List(const edge::cli::GlobalOptions& opts, const TokenOptions& o) {
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto stub = Stub(*cfg);
-  if (!stub) return kExitFailure;
+  auto admin = OpenAdmin<apb::AdminService>(opts);
+  if (!admin) return admin.error();
+  auto& [cfg, stub] = *admin;
   apb::ListJoinTokensRequest req;
   req.set_include_inactive(o.all);
   apb::ListJoinTokensResponse resp;
   auto st = stub->ListJoinTokens(CallContext().get(), req, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st);
+  if (!st.ok()) return ReportRpcFailure(cfg, st);
   if (o.format == "json") {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& t : resp.tokens()) {
@@ -107,15 +99,14 @@ int List(const edge::cli::GlobalOptions& opts, const TokenOptions& o) {
 }
 
 int Revoke(const edge::cli::GlobalOptions& opts, const TokenOptions& o) {
-  auto cfg = LoadConfig(opts);
-  if (!cfg) return kExitUsage;
-  auto stub = Stub(*cfg);
-  if (!stub) return kExitFailure;
+  auto admin = OpenAdmin<apb::AdminService>(opts);
+  if (!admin) return admin.error();
+  auto& [cfg, stub] = *admin;
   apb::RevokeJoinTokenRequest req;
   req.set_token_id(o.id);
   apb::RevokeJoinTokenResponse resp;
   auto st = stub->RevokeJoinToken(CallContext().get(), req, &resp);
-  if (!st.ok()) return ReportRpcFailure(*cfg, st);
+  if (!st.ok()) return ReportRpcFailure(cfg, st);
   std::cout << "revoked " << o.id << "\n";
   return kExitOk;
 }

@@ -1,4 +1,5 @@
 #include "sandbox/executor.h"
+#include "tests/support/forked_agent.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/processes.h"
 #include "tests/support/temp_dir.h"
@@ -659,12 +660,7 @@ TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
 // nothing runs twice) and handed once to the door that admitted it.
 TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // orphans come back to us to be reaped
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  pid_t agent = ::fork();
-  ASSERT_GE(agent, 0);
-  if (agent == 0) {
-    ::close(ready[0]);
+  edge::testing::ForkedAgent agent([&](const std::function<void()>& ready) {
     boost::asio::io_context io;
     auto ex = Executor::Open(io, SystemClock::Instance(), options_);
     if (!ex) ::_exit(3);
@@ -674,16 +670,10 @@ TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
     while ((*ex)->running() < 1)
       io.run_one_for(std::chrono::seconds(1));
     io.run_for(200ms);  // let sh start its background sleep
-    char ok = 1;
-    ssize_t w = ::write(ready[1], &ok, 1);
-    (void)w;
+    ready();
     io.run_for(std::chrono::seconds(60));
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char ok = 0;
-  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
-  ::close(ready[0]);
+  });
+  ASSERT_TRUE(agent.WaitReady());
   pid_t pgid = 0;
   for (const auto& e : fs::directory_iterator(options_.data_dir + "/state/process-groups"))
     std::ifstream(e.path()) >> pgid;
@@ -697,8 +687,7 @@ TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
       ::prctl(PR_SET_CHILD_SUBREAPER, 0);
     }
   } cleanup{pgid};
-  ASSERT_EQ(::kill(agent, SIGKILL), 0);
-  ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
+  ASSERT_TRUE(agent.Kill9());
   ASSERT_FALSE(edge::testing::GroupMembers(pgid).empty()) << "the background sleep survived";
 
   Open();  // the agent starts again

@@ -1,4 +1,5 @@
 #include "sandbox/process_runner.h"
+#include "tests/support/forked_agent.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/processes.h"
 #include "tests/support/wait_until.h"
@@ -65,6 +66,22 @@ Outcome RunToEnd(asio::io_context& io, ProcessRunner& runner, ProcessSpec spec,
 using edge::testing::GroupMembers;
 using edge::testing::ProcessGone;
 using edge::testing::WaitUntil;
+
+// An agent for the kill -9 tests: a runner on `options` runs `spec` in a forked child, which
+// says it is ready `settle` after the command started, then waits to be killed.
+edge::testing::ForkedAgent RunnerAgent(ProcessRunner::Options options, ProcessSpec spec,
+                                       std::chrono::milliseconds settle) {
+  return edge::testing::ForkedAgent([&](const std::function<void()>& ready) {
+    asio::io_context io;
+    ProcessRunner runner(io, SystemClock::Instance(), options);
+    runner.Run(spec, {}, {}, [](Result<ProcessResult>) {});
+    while (runner.running() < 1)
+      io.run_one_for(std::chrono::seconds(1));
+    io.run_for(settle);
+    ready();
+    io.run_for(std::chrono::seconds(60));
+  });
+}
 
 class ProcessRunnerTest : public ::testing::Test {
  protected:
@@ -612,31 +629,13 @@ TEST_F(ProcessRunnerTest, DestroyingTheRunnerKillsAndReapsChildren) {
 TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // orphans come back to us to be reaped
   std::string state = dir_ + "/agent-state";
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  pid_t agent = ::fork();
-  ASSERT_GE(agent, 0);
-  if (agent == 0) {
-    ::close(ready[0]);
-    asio::io_context io;
-    ProcessRunner runner(io, SystemClock::Instance(), ProcessRunner::Options{state, "", ""});
-    ProcessSpec spec;
-    spec.argv = {"/bin/sh", "-c", "sleep 300 & sleep 300"};
-    spec.cwd = "/";
-    runner.Run(spec, {}, {}, [](Result<ProcessResult>) {});
-    while (runner.running() < 1)
-      io.run_one_for(std::chrono::seconds(1));
-    io.run_for(200ms);  // let sh start its background sleep
-    char ok = 1;
-    ssize_t w = ::write(ready[1], &ok, 1);
-    (void)w;
-    io.run_for(std::chrono::seconds(60));
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char ok = 0;
-  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
-  ::close(ready[0]);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "sleep 300 & sleep 300"};
+  spec.cwd = "/";
+  // 200 ms: let sh start its background sleep.
+  edge::testing::ForkedAgent agent =
+      RunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 200ms);
+  ASSERT_TRUE(agent.WaitReady());
   // The recorded group.
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(state))
@@ -658,8 +657,7 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   ASSERT_TRUE(WaitUntil([&] { return GroupMembers(pgid).size() == 3; }))
       << "pgid " << pgid << " members " << GroupMembers(pgid).size();
 
-  ASSERT_EQ(::kill(agent, SIGKILL), 0);
-  ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
+  ASSERT_TRUE(agent.Kill9());
   // PDEATHSIG took the leader (sh); its sleeps survived as orphans.
   EXPECT_TRUE(WaitUntil([&] { return ProcessGone(pgid); }));
   EXPECT_EQ(GroupMembers(pgid).size(), 2u);
@@ -846,32 +844,13 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
   }
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   std::string gate = dir_ + "/escaped";
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  pid_t agent = ::fork();
-  ASSERT_GE(agent, 0);
-  if (agent == 0) {
-    ::close(ready[0]);
-    asio::io_context io;
-    ProcessRunner runner(io, SystemClock::Instance(), V1Options(state));
-    ProcessSpec spec;
-    spec.argv = {"/bin/sh", "-c",
-                 "(setsid sh -c 'echo $$ > " + gate + ".tmp; mv " + gate + ".tmp " + gate +
-                     "; exec sleep 300' </dev/null >/dev/null 2>&1 &); sleep 300"};
-    spec.cwd = "/";
-    runner.Run(spec, {}, {}, [](Result<ProcessResult>) {});
-    while (runner.running() < 1)
-      io.run_one_for(std::chrono::seconds(1));
-    char ok = 1;
-    ssize_t w = ::write(ready[1], &ok, 1);
-    (void)w;
-    io.run_for(std::chrono::seconds(60));
-    ::_exit(0);
-  }
-  ::close(ready[1]);
-  char ok = 0;
-  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
-  ::close(ready[0]);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "(setsid sh -c 'echo $$ > " + gate + ".tmp; mv " + gate + ".tmp " + gate +
+                   "; exec sleep 300' </dev/null >/dev/null 2>&1 &); sleep 300"};
+  spec.cwd = "/";
+  edge::testing::ForkedAgent agent = RunnerAgent(V1Options(state), spec, 0ms);
+  ASSERT_TRUE(agent.WaitReady());
   ASSERT_TRUE(WaitUntil([&] { return fs::exists(gate); }));
   pid_t escaped = 0;
   std::ifstream(gate) >> escaped;
@@ -899,8 +878,7 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
   ASSERT_FALSE(cgroup.empty()) << "the ledger names the command's cgroup";
   ASSERT_TRUE(fs::exists(cgroup));
 
-  ASSERT_EQ(::kill(agent, SIGKILL), 0);
-  ASSERT_EQ(::waitpid(agent, nullptr, 0), agent);
+  ASSERT_TRUE(agent.Kill9());
   EXPECT_TRUE(WaitUntil([&] { return ProcessGone(pgid); }));  // PDEATHSIG
   EXPECT_FALSE(ProcessGone(escaped)) << "the escaped grandchild is in its own session";
 
