@@ -5,6 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -84,8 +89,9 @@ class EdgeSessionTest : public ::testing::Test {
         .random = random_,
         .backoff = backoff_,
         .executor = *executor_,
-        .channel = identity::ChannelFactory(*identity).Mtls(fake_->address()),
-        .controller = fake_->address(),
+        .channel = identity::ChannelFactory(*identity).Mtls(
+            address_override_.empty() ? fake_->address() : address_override_),
+        .controller = address_override_.empty() ? fake_->address() : address_override_,
         .apply_config =
             [this](const config::AgentConfig& c) {
               std::map<std::string, sandbox::ToolConfig> tools;
@@ -101,6 +107,7 @@ class EdgeSessionTest : public ::testing::Test {
     };
     SessionOptions options;
     options.agent_version = "test-version";
+    options.rpc_timeout = rpc_timeout_;
     auto s = EdgeSession::Create(config_, std::move(deps), options);
     ASSERT_TRUE(s) << s.error().ToString();
     session_ = std::move(*s);
@@ -199,6 +206,9 @@ class EdgeSessionTest : public ::testing::Test {
     return due ? *due - clock_.Monotonic() : std::chrono::nanoseconds::max();
   }
 
+  // Where the session connects instead of the fake controller, and its RPC deadline.
+  std::string address_override_;
+  std::chrono::milliseconds rpc_timeout_{15s};
   TempDir dir_;
   std::string data_;
   ManualClock clock_;
@@ -349,6 +359,62 @@ TEST_F(EdgeSessionTest, BackoffGrowsWithFullJitterAndResetsOnlyAfterAMessageIsRe
     return s.state == "backoff" && s.last_backoff == 1000ms;
   }));
   EXPECT_NE(session_->status().last_error.find("dropped again"), std::string::npos);
+}
+
+// A loopback port whose listener never accepts: the kernel completes the TCP handshake and
+// the client's TLS hello waits there for ever — a controller that never answers.
+class SilentListener {
+ public:
+  SilentListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(fd_, 16) != 0 || ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len)) {
+      return;
+    }
+    address_ = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  }
+  ~SilentListener() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  const std::string& address() const { return address_; }
+
+ private:
+  int fd_ = -1;
+  std::string address_;
+};
+
+// Issue 16: a controller that accepts connections and never answers. The agent's own RPC
+// deadline ends each attempt (300 ms here, 15 s by default), then it backs off on the
+// injected clock — one attempt per backoff window, no storm of reconnects — and its status
+// says why.
+TEST_F(EdgeSessionTest, AControllerThatNeverAnswersMeetsTheDeadlineThenTheBackoff) {
+  StartController();  // for this node's keystore and key; the session is pointed elsewhere
+  SilentListener silent;
+  ASSERT_FALSE(silent.address().empty());
+  address_override_ = silent.address();
+  rpc_timeout_ = 300ms;
+  StartSession("", /*wait_connected=*/false);
+  auto in_backoff_after = [&](uint64_t attempts) {
+    auto s = session_->status();
+    return s.state == "backoff" && s.attempts == attempts;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return in_backoff_after(1); }, 30s))
+      << session_->status().state << ": " << session_->status().last_error;
+  std::string why = session_->status().last_error;
+  std::transform(why.begin(), why.end(), why.begin(), ::tolower);
+  EXPECT_NE(why.find("deadline"), std::string::npos) << why;
+  EXPECT_EQ(session_->status().last_backoff, 1000ms);
+  EXPECT_FALSE(WaitUntil([&] { return session_->status().attempts > 1; }, 500ms))
+      << "tried again while the clock stood still";
+  Advance(1000ms);
+  ASSERT_TRUE(WaitUntil([&] { return in_backoff_after(2); }, 30s))
+      << session_->status().state << ": " << session_->status().last_error;
+  EXPECT_EQ(session_->status().last_backoff, 2000ms);
+  EXPECT_EQ(fake_->Calls("AttestNode"), 0) << "nothing reached the real controller";
 }
 
 TEST_F(EdgeSessionTest, AQuietStreamThatStayedUpAMinuteAlsoResetsTheBackoff) {
