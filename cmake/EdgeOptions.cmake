@@ -62,6 +62,8 @@ function(edge_add_fuzzer name)
   cmake_parse_arguments(ARG "" "CORPUS" "SOURCES;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE edge_build_flags ${ARG_DEPS})
+  # For scripts/fuzz.sh: each target and its corpus (written to <build>/fuzz_targets.txt).
+  set_property(GLOBAL APPEND PROPERTY EDGE_FUZZ_TARGETS "${name} ${ARG_CORPUS}")
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
     target_link_options(${name} PRIVATE -fsanitize=fuzzer)

@@ -17,7 +17,6 @@ scripts/deps.sh
 need=()
 command -v clang++-16 >/dev/null || need+=(clang-16)
 dpkg -s libclang-rt-16-dev >/dev/null 2>&1 || need+=(libclang-rt-16-dev)
-command -v python3 >/dev/null || need+=(python3)
 if ((${#need[@]})); then
   apt-get update -q
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
@@ -32,14 +31,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-16 -DCMAKE_CXX_CO
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGE_SANITIZE=ON -DEDGE_BUILD_TESTS=ON \
   -DEDGE_BUILD_FUZZERS=ON -DCMAKE_CXX_FLAGS="$cxxflags" >/dev/null
 
-# Each target and its corpus, as registered with ctest (`<target>_smoke`, clang only).
-mapfile -t lines < <(cd "$build" && ctest --show-only=json-v1 | python3 -c '
-import json, re, sys
-for t in json.load(sys.stdin)["tests"]:
-    if t["name"].endswith("_smoke") and re.search(sys.argv[1], t["name"][:-6]):
-        cmd = t["command"]
-        print(t["name"][:-6], cmd[0], cmd[-1])
-' "$filter")
+# Each target and its corpus, as CMake registered them (edge_add_fuzzer).
+mapfile -t lines < <(grep -E "^[^ ]*(${filter})[^ ]* " "$build/fuzz_targets.txt" || true)
 if ((${#lines[@]} == 0)); then
   echo "fuzz.sh: no fuzz target matches \"$filter\"" >&2
   exit 2
@@ -54,7 +47,8 @@ mkdir -p "$build/fuzz-crashes" "$build/fuzz-logs"
 printf '%-28s %12s %8s %8s  %s\n' TARGET EXECUTIONS NEW CRASHES CORPUS
 status=0
 for l in "${lines[@]}"; do
-  read -r name exe corpus <<<"$l"
+  read -r name corpus <<<"$l"
+  exe="$build/bin/$name"
   fresh="$build/fuzz-new/$name"
   rm -rf "$fresh" && mkdir -p "$fresh"
   log="$build/fuzz-logs/$name.log"
