@@ -225,19 +225,21 @@ void ReadWorker(const YAML::Node& worker, YamlReader& r, WorkerConfig& w) {
               "server_cert_file and server_key_file are required when enabled");
     }
   }
-  YAML::Node auth = worker["auth"];
-  if (r.Map(auth, "worker.auth",
+  ReadWorkerAuth(worker["auth"], r, "worker.auth", w.auth);
+}
+
+}  // namespace
+
+void ReadWorkerAuth(const YAML::Node& auth, YamlReader& r, const std::string& path, WorkerAuth& a) {
+  if (r.Map(auth, path,
             {"worker_token", "worker_token_file", "worker_tokens", "worker_signing_key",
              "worker_signing_key_file", "worker_signing_keys", "worker_revoked_token_ids"})) {
-    auto& a = w.auth;
-    Secret(r, auth, "worker_token", "worker_token_file", "worker.auth", a.worker_token,
-           a.worker_token_file);
-    Secret(r, auth, "worker_signing_key", "worker_signing_key_file", "worker.auth",
-           a.worker_signing_key, a.worker_signing_key_file);
-    r.StringMap(auth, "worker_tokens", "worker.auth.worker_tokens", a.worker_tokens);
-    r.StringList(auth, "worker_signing_keys", "worker.auth.worker_signing_keys",
-                 a.worker_signing_keys);
-    r.StringList(auth, "worker_revoked_token_ids", "worker.auth.worker_revoked_token_ids",
+    Secret(r, auth, "worker_token", "worker_token_file", path, a.worker_token, a.worker_token_file);
+    Secret(r, auth, "worker_signing_key", "worker_signing_key_file", path, a.worker_signing_key,
+           a.worker_signing_key_file);
+    r.StringMap(auth, "worker_tokens", path + ".worker_tokens", a.worker_tokens);
+    r.StringList(auth, "worker_signing_keys", path + ".worker_signing_keys", a.worker_signing_keys);
+    r.StringList(auth, "worker_revoked_token_ids", path + ".worker_revoked_token_ids",
                  a.worker_revoked_token_ids);
     for (const auto& [id, t] : a.worker_tokens)
       log::RegisterSecret(t);
@@ -245,6 +247,8 @@ void ReadWorker(const YAML::Node& worker, YamlReader& r, WorkerConfig& w) {
       log::RegisterSecret(k);
   }
 }
+
+namespace {
 
 // sandbox: the executor's provider, caps, timeouts and output limit.
 void ReadSandbox(const YAML::Node& sandbox, YamlReader& r, SandboxConfig& s) {
@@ -525,6 +529,24 @@ AgentConfigResult ApplyDelta(const AgentConfig& base, std::string_view delta) {
   return result;
 }
 
+void EmitWorkerAuthRedacted(YAML::Emitter& e, const WorkerAuth& a) {
+  auto secret = [](const std::string& s) {
+    return s.empty() ? std::string() : std::string("[REDACTED]");
+  };
+  std::map<std::string, std::string> tokens;
+  for (const auto& [id, t] : a.worker_tokens)
+    tokens[id] = secret(t);
+  std::vector<std::string> keys(a.worker_signing_keys.size(), "[REDACTED]");
+  e << YAML::Key << "auth" << YAML::Value << YAML::BeginMap << YAML::Key << "worker_token"
+    << YAML::Value << secret(a.worker_token) << YAML::Key << "worker_token_file" << YAML::Value
+    << a.worker_token_file << YAML::Key << "worker_tokens" << YAML::Value << tokens << YAML::Key
+    << "worker_signing_key" << YAML::Value << secret(a.worker_signing_key) << YAML::Key
+    << "worker_signing_key_file" << YAML::Value << a.worker_signing_key_file << YAML::Key
+    << "worker_signing_keys" << YAML::Value << YAML::Flow << keys << YAML::Key
+    << "worker_revoked_token_ids" << YAML::Value << YAML::Flow << a.worker_revoked_token_ids
+    << YAML::EndMap;
+}
+
 std::string DumpRedacted(const AgentConfig& c) {
   auto secret = [](const std::string& s) {
     return s.empty() ? std::string() : std::string("[REDACTED]");
@@ -569,10 +591,6 @@ std::string DumpRedacted(const AgentConfig& c) {
   handlers(c.compute.criteria);
   e << YAML::EndMap;
   const auto& w = c.worker;
-  std::map<std::string, std::string> tokens;
-  for (const auto& [id, t] : w.auth.worker_tokens)
-    tokens[id] = secret(t);
-  std::vector<std::string> keys(w.auth.worker_signing_keys.size(), "[REDACTED]");
   e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap << YAML::Key << "listen_addr"
     << YAML::Value << w.listen_addr << YAML::Key << "worker_id" << YAML::Value << w.worker_id
     << YAML::Key << "heartbeat_interval" << YAML::Value << FormatDuration(w.heartbeat_interval)
@@ -581,15 +599,9 @@ std::string DumpRedacted(const AgentConfig& c) {
     << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << w.rpc_tls.enabled << YAML::Key
     << "server_cert_file" << YAML::Value << w.rpc_tls.server_cert_file << YAML::Key
     << "server_key_file" << YAML::Value << w.rpc_tls.server_key_file << YAML::Key
-    << "client_ca_file" << YAML::Value << w.rpc_tls.client_ca_file << YAML::EndMap << YAML::Key
-    << "auth" << YAML::Value << YAML::BeginMap << YAML::Key << "worker_token" << YAML::Value
-    << secret(w.auth.worker_token) << YAML::Key << "worker_token_file" << YAML::Value
-    << w.auth.worker_token_file << YAML::Key << "worker_tokens" << YAML::Value << tokens
-    << YAML::Key << "worker_signing_key" << YAML::Value << secret(w.auth.worker_signing_key)
-    << YAML::Key << "worker_signing_key_file" << YAML::Value << w.auth.worker_signing_key_file
-    << YAML::Key << "worker_signing_keys" << YAML::Value << YAML::Flow << keys << YAML::Key
-    << "worker_revoked_token_ids" << YAML::Value << YAML::Flow << w.auth.worker_revoked_token_ids
-    << YAML::EndMap << YAML::EndMap;
+    << "client_ca_file" << YAML::Value << w.rpc_tls.client_ca_file << YAML::EndMap;
+  EmitWorkerAuthRedacted(e, w.auth);
+  e << YAML::EndMap;
   const auto& s = c.sandbox;
   e << YAML::Key << "sandbox" << YAML::Value << YAML::BeginMap << YAML::Key << "root" << YAML::Value
     << s.root << YAML::Key << "provider" << YAML::Value << s.provider << YAML::Key

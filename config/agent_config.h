@@ -79,6 +79,12 @@ struct WorkerAuth {
   std::vector<std::string> worker_revoked_token_ids;
 };
 
+// Reads a worker.auth map (the keys of wire.md §4.1) found at `path`: the agent's
+// worker.auth and the controller's worker.auth are the same section.
+void ReadWorkerAuth(const YAML::Node& auth, YamlReader& r, const std::string& path, WorkerAuth& a);
+// Writes `auth: {…}` with every secret shown as [REDACTED] (config dumps of both binaries).
+void EmitWorkerAuthRedacted(YAML::Emitter& e, const WorkerAuth& a);
+
 struct WorkerConfig {
   std::string listen_addr;
   std::string worker_id;  // default: node_id

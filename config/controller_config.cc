@@ -25,6 +25,23 @@ const std::vector<std::string> kScalarPaths = {
     "limits.unauthenticated_calls_per_peer",
     "limits.refusal_log_lines_per_minute",
     "http.listen",
+    "http.max_body_bytes",
+    "http.tls.enabled",
+    "http.tls.cert_file",
+    "http.tls.key_file",
+    "http.tls.client_ca_file",
+    "worker.heartbeat_interval",
+    "worker.lease_ttl",
+    "worker.max_lease_ttl",
+    "worker.call_token_ttl",
+    "worker.auth.worker_token",
+    "worker.auth.worker_token_file",
+    "worker.auth.worker_signing_key",
+    "worker.auth.worker_signing_key_file",
+    "worker.rpc_client_tls.ca_file",
+    "worker.rpc_client_tls.cert_file",
+    "worker.rpc_client_tls.key_file",
+    "worker.rpc_client_tls.insecure_skip_verify",
     "admin.socket",
     "cluster.heartbeat_interval_secs",
     "cluster.stale_threshold_secs",
@@ -57,7 +74,8 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     return c;
   }
   r.Map(root, "",
-        {"data_dir", "grpc", "http", "admin", "cluster", "tokens", "compute", "limits", "log"});
+        {"data_dir", "grpc", "http", "admin", "cluster", "tokens", "compute", "limits", "log",
+         "worker"});
   r.String(root, "data_dir", "data_dir", c.data_dir);
   if (c.data_dir.empty()) r.Issue(root["data_dir"], "data_dir", "", "must not be empty");
   auto host_port = [&](const YAML::Node& map, const char* key, const std::string& path,
@@ -83,9 +101,53 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     c.grpc.advertise = DefaultAdvertise(c.grpc.listen);
   }
   YAML::Node http = root["http"];
-  if (r.Map(http, "http", {"listen"})) {
+  if (r.Map(http, "http", {"listen", "tls", "max_body_bytes"})) {
     r.String(http, "listen", "http.listen", c.http.listen);
     host_port(http, "listen", "http.listen", c.http.listen, true);
+    r.Size(http, "max_body_bytes", "http.max_body_bytes", c.http.max_body_bytes, 1ull << 10,
+           256ull << 20);
+    YAML::Node tls = http["tls"];
+    auto& t = c.http.tls;
+    if (r.Map(tls, "http.tls", {"enabled", "cert_file", "key_file", "client_ca_file"})) {
+      r.Bool(tls, "enabled", "http.tls.enabled", t.enabled);
+      r.String(tls, "cert_file", "http.tls.cert_file", t.cert_file);
+      r.String(tls, "key_file", "http.tls.key_file", t.key_file);
+      r.String(tls, "client_ca_file", "http.tls.client_ca_file", t.client_ca_file);
+      if (t.cert_file.empty() != t.key_file.empty()) {
+        r.Issue(tls, "http.tls", "",
+                "cert_file and key_file go together (or neither: the "
+                "controller CA's server certificate)");
+      }
+    }
+  }
+  YAML::Node worker = root["worker"];
+  if (r.Map(worker, "worker",
+            {"heartbeat_interval", "lease_ttl", "max_lease_ttl", "call_token_ttl", "auth",
+             "rpc_client_tls"})) {
+    auto& w = c.worker;
+    r.Duration(worker, "heartbeat_interval", "worker.heartbeat_interval", w.heartbeat_interval, 1s,
+               1h);
+    r.Duration(worker, "lease_ttl", "worker.lease_ttl", w.lease_ttl, 1s, 24h);
+    r.Duration(worker, "max_lease_ttl", "worker.max_lease_ttl", w.max_lease_ttl, 1s, 24h * 7);
+    r.Duration(worker, "call_token_ttl", "worker.call_token_ttl", w.call_token_ttl, 10s, 15min);
+    if (w.lease_ttl > w.max_lease_ttl) {
+      r.Issue(worker["lease_ttl"], "worker.lease_ttl", FormatDuration(w.lease_ttl),
+              "must not exceed worker.max_lease_ttl (" + FormatDuration(w.max_lease_ttl) + ")");
+    }
+    ReadWorkerAuth(worker["auth"], r, "worker.auth", w.auth);
+    YAML::Node ct = worker["rpc_client_tls"];
+    if (r.Map(ct, "worker.rpc_client_tls",
+              {"ca_file", "cert_file", "key_file", "insecure_skip_verify"})) {
+      auto& t = w.rpc_client_tls;
+      r.String(ct, "ca_file", "worker.rpc_client_tls.ca_file", t.ca_file);
+      r.String(ct, "cert_file", "worker.rpc_client_tls.cert_file", t.cert_file);
+      r.String(ct, "key_file", "worker.rpc_client_tls.key_file", t.key_file);
+      r.Bool(ct, "insecure_skip_verify", "worker.rpc_client_tls.insecure_skip_verify",
+             t.insecure_skip_verify);
+      if (t.cert_file.empty() != t.key_file.empty()) {
+        r.Issue(ct, "worker.rpc_client_tls", "", "cert_file and key_file go together");
+      }
+    }
   }
   YAML::Node admin = root["admin"];
   if (r.Map(admin, "admin", {"socket"})) r.String(admin, "socket", "admin.socket", c.admin.socket);
@@ -224,7 +286,23 @@ std::string DumpRedacted(const ControllerConfig& c) {
     << "max_message_bytes" << YAML::Value << c.grpc.max_message_bytes << YAML::Key << "reflection"
     << YAML::Value << c.grpc.reflection << YAML::EndMap;
   e << YAML::Key << "http" << YAML::Value << YAML::BeginMap << YAML::Key << "listen" << YAML::Value
-    << c.http.listen << YAML::EndMap;
+    << c.http.listen << YAML::Key << "max_body_bytes" << YAML::Value << c.http.max_body_bytes
+    << YAML::Key << "tls" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
+    << c.http.tls.enabled << YAML::Key << "cert_file" << YAML::Value << c.http.tls.cert_file
+    << YAML::Key << "key_file" << YAML::Value << c.http.tls.key_file << YAML::Key
+    << "client_ca_file" << YAML::Value << c.http.tls.client_ca_file << YAML::EndMap << YAML::EndMap;
+  const auto& w = c.worker;
+  e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap << YAML::Key << "heartbeat_interval"
+    << YAML::Value << FormatDuration(w.heartbeat_interval) << YAML::Key << "lease_ttl"
+    << YAML::Value << FormatDuration(w.lease_ttl) << YAML::Key << "max_lease_ttl" << YAML::Value
+    << FormatDuration(w.max_lease_ttl) << YAML::Key << "call_token_ttl" << YAML::Value
+    << FormatDuration(w.call_token_ttl);
+  EmitWorkerAuthRedacted(e, w.auth);
+  e << YAML::Key << "rpc_client_tls" << YAML::Value << YAML::BeginMap << YAML::Key << "ca_file"
+    << YAML::Value << w.rpc_client_tls.ca_file << YAML::Key << "cert_file" << YAML::Value
+    << w.rpc_client_tls.cert_file << YAML::Key << "key_file" << YAML::Value
+    << w.rpc_client_tls.key_file << YAML::Key << "insecure_skip_verify" << YAML::Value
+    << w.rpc_client_tls.insecure_skip_verify << YAML::EndMap << YAML::EndMap;
   e << YAML::Key << "admin" << YAML::Value << YAML::BeginMap << YAML::Key << "socket" << YAML::Value
     << c.admin.socket << YAML::EndMap;
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key

@@ -64,9 +64,37 @@ struct ControllerConfig {
     std::chrono::milliseconds node_token_ttl{3'600'000};
     std::string issuer = "edge-controller";
   } tokens;
+  // HTTP/1.1 on http.listen: the worker control-plane endpoints (wire.md §4) and, later, the
+  // operator API (§5). Off when listen is empty.
   struct Http {
     std::string listen;
+    struct Tls {
+      bool enabled = false;
+      // Both empty: the controller CA's own server certificate (data_dir/ca/server.crt).
+      std::string cert_file;
+      std::string key_file;
+      std::string client_ca_file;  // set: a client certificate is required and verified
+    } tls;
+    uint64_t max_body_bytes = 1ull << 20;
   } http;
+  // The control plane of workers (`edge-agent --listen`): their heartbeats, their leases and
+  // the operator's calls to them (`edge-controller worker call`).
+  struct Worker {
+    // A worker is shown stale after two intervals without a heartbeat.
+    std::chrono::milliseconds heartbeat_interval{30'000};
+    std::chrono::milliseconds lease_ttl{300'000};        // when a call does not say
+    std::chrono::milliseconds max_lease_ttl{3'600'000};  // the most a caller may ask
+    // Lifetime of the aud=worker:rpc tokens minted for `worker call` (contract cap: 15 min).
+    std::chrono::milliseconds call_token_ttl{300'000};
+    WorkerAuth auth;
+    // How `worker call` reaches a worker's https rpc_url.
+    struct ClientTls {
+      std::string ca_file;  // "" = the system's trust store
+      std::string cert_file;
+      std::string key_file;
+      bool insecure_skip_verify = false;
+    } rpc_client_tls;
+  } worker;
   // The compute-member service (CloudEventsService.startStreaming) on the gRPC port.
   struct Compute {
     std::string listen;

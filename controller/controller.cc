@@ -5,6 +5,8 @@
 
 #include <openssl/x509v3.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "controller/peer_identity.h"
@@ -165,6 +167,15 @@ Status Controller::Start() {
                       .dispatch_timeout = config_.compute.dispatch_timeout,
                       .member_wait = config_.compute.member_wait});
 
+  worker_fleet_ = std::make_unique<WorkerFleet>(
+      *store_, clock_,
+      WorkerFleetSettings{.heartbeat_interval = config_.worker.heartbeat_interval,
+                          .lease_ttl = config_.worker.lease_ttl,
+                          .max_lease_ttl = config_.worker.max_lease_ttl,
+                          .call_token_ttl = config_.worker.call_token_ttl},
+      config_.worker.auth);
+  worker_admin_ = std::make_unique<WorkerAdminImpl>(*worker_fleet_);
+
   if (auto st = StartGrpc(); !st) return st;
 
   tokens_ = std::make_unique<JoinTokenIssuer>(
@@ -178,9 +189,14 @@ Status Controller::Start() {
   // The admin API carries a whole InvokeTool's args in, and a whole result out.
   const size_t admin_max = static_cast<size_t>(config_.grpc.max_message_bytes) + (1u << 20);
   compute_admin_ = std::make_unique<ComputeAdminImpl>(*compute_tokens_, *compute_hub_);
-  if (auto st = admin_server_.Start(config_.admin.socket,
-                                    {admin_service_.get(), compute_admin_.get()}, admin_max);
+  if (auto st = admin_server_.Start(
+          config_.admin.socket, {admin_service_.get(), compute_admin_.get(), worker_admin_.get()},
+          admin_max);
       !st) {
+    Stop();
+    return st;
+  }
+  if (auto st = StartHttp(); !st) {
     Stop();
     return st;
   }
@@ -243,7 +259,58 @@ Status Controller::StartGrpc() {
   return OkStatus();
 }
 
+Status Controller::StartHttp() {
+  if (config_.http.listen.empty()) return OkStatus();
+  auto log = log::Get("controller");
+  worker_auth_.reset(new identity::WorkerAuthenticator(
+      identity::WorkerAuthenticator::ForControlPlane(config_.worker.auth, clock_)));
+  if (!worker_auth_->configured()) {
+    log->warn(
+        "http.listen is set but worker.auth has no credential: every worker heartbeat "
+        "and lease renewal will be refused (401)");
+  }
+  worker_api_ = std::make_unique<WorkerControlPlaneApi>(*worker_fleet_, *worker_auth_);
+  worker_api_->Register(router_);
+  http::ServerOptions o;
+  o.name = "controller-http";
+  o.max_body_bytes = config_.http.max_body_bytes;
+  const auto& tls = config_.http.tls;
+  if (tls.enabled) {
+    // Without files of its own, the controller's CA-issued server certificate (agents that
+    // enrolled trust that CA already).
+    o.tls = http::TlsFiles{
+        .cert_file = tls.cert_file.empty() ? config_.data_dir + "/ca/server.crt" : tls.cert_file,
+        .key_file = tls.key_file.empty() ? config_.data_dir + "/ca/server.key" : tls.key_file,
+        .client_ca_file = tls.client_ca_file};
+  }
+  http_server_ = std::make_unique<http::Server>(http_io_, std::move(o), router_);
+  if (auto st = http_server_->Listen(config_.http.listen); !st) {
+    http_server_.reset();
+    return MakeError(st.error().code, "http.listen: " + st.error().message);
+  }
+  http_port_ = http_server_->port();
+  for (int i = 0; i < 2; ++i) {
+    http_threads_.emplace_back([this] {
+      auto guard = boost::asio::make_work_guard(http_io_);
+      http_io_.run();
+    });
+  }
+  log->info("HTTP on {} (port {}{}): worker control-plane endpoints", config_.http.listen,
+            http_port_, tls.enabled ? ", TLS" : "");
+  return OkStatus();
+}
+
+void Controller::StopHttp() {
+  if (http_server_) http_server_->Stop();
+  http_io_.stop();
+  for (auto& t : http_threads_)
+    if (t.joinable()) t.join();
+  http_threads_.clear();
+  http_server_.reset();
+}
+
 void Controller::Stop() {
+  StopHttp();
   if (monitor_) monitor_->Stop();
   if (compute_hub_) {
     // Before the admin socket: a dispatch in flight is answered before its server goes.

@@ -6,8 +6,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "agent/identity/certificate_authority.h"
 #include "agent/identity/jwt.h"
@@ -29,6 +32,11 @@
 #include "controller/node_monitor.h"
 #include "controller/node_tokens.h"
 #include "controller/store.h"
+#include "controller/worker_admin.h"
+#include "controller/worker_control_plane_api.h"
+#include "controller/worker_fleet.h"
+#include "http/router.h"
+#include "http/server.h"
 
 namespace edge::controller {
 
@@ -43,6 +51,8 @@ class Controller {
   // Stops promptly: in-flight RPCs get a short grace, then are cancelled.
   void Stop();
   int grpc_port() const { return grpc_port_; }
+  // The bound HTTP port (http.listen), 0 when HTTP is off.
+  int http_port() const { return http_port_; }
   // Parts, for in-process tests (valid between Start and destruction).
   Store& store() { return *store_; }
   Dispatcher& dispatcher() { return *dispatcher_; }
@@ -52,6 +62,10 @@ class Controller {
 
  private:
   Status StartGrpc();
+  // The HTTP server on http.listen (the worker control-plane endpoints; the operator API
+  // later), on an io_context of its own with two threads.
+  Status StartHttp();
+  void StopHttp();
 
   config::ControllerConfig config_;
   Clock& clock_;
@@ -78,6 +92,16 @@ class Controller {
   AdminServer admin_server_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int grpc_port_ = 0;
+  // Workers: their control plane (HTTP) and the operator's WorkerAdmin.
+  std::unique_ptr<identity::WorkerAuthenticator> worker_auth_;
+  std::unique_ptr<WorkerFleet> worker_fleet_;
+  std::unique_ptr<WorkerControlPlaneApi> worker_api_;
+  std::unique_ptr<WorkerAdminImpl> worker_admin_;
+  boost::asio::io_context http_io_;
+  std::vector<std::thread> http_threads_;
+  http::Router router_;
+  std::unique_ptr<http::Server> http_server_;
+  int http_port_ = 0;
 };
 
 }  // namespace edge::controller

@@ -1,5 +1,7 @@
 #include "controller/sqlite_store.h"
 
+#include "controller/sqlite_stmt.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -12,7 +14,7 @@ namespace edge::controller {
 namespace {
 
 // Ordered migrations; index + 1 is the schema version it produces. Never edit a shipped one.
-constexpr std::array<const char*, 3> kMigrations = {
+constexpr std::array<const char*, 4> kMigrations = {
     R"sql(
 CREATE TABLE join_tokens (
   token_id        TEXT PRIMARY KEY,
@@ -95,36 +97,31 @@ CREATE INDEX commands_by_node ON commands(node_id, created_at_ms);
     R"sql(
 ALTER TABLE join_tokens ADD COLUMN may_replace INTEGER NOT NULL DEFAULT 0;
 )sql",
-};
-
-// A prepared statement that finalizes itself.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  bool ok() const { return rc_ == SQLITE_OK; }
-  Stmt& Bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& Bind(int i, int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  int Step() { return sqlite3_step(stmt_); }
-  std::string Text(int col) const {
-    auto* p = sqlite3_column_text(stmt_, col);
-    return p ? std::string(reinterpret_cast<const char*>(p),
-                           static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
-             : std::string();
-  }
-  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_ERROR;
+    // 4: the worker control plane — worker leases and the workers' last heartbeats.
+    R"sql(
+CREATE TABLE worker_leases (
+  resource_id    TEXT PRIMARY KEY,
+  holder_id      TEXT NOT NULL,
+  generation     BIGINT NOT NULL,
+  expires_at_ms  BIGINT NOT NULL,
+  updated_at_ms  BIGINT NOT NULL
+);
+CREATE TABLE workers (
+  worker_id                TEXT PRIMARY KEY,
+  hostname                 TEXT NOT NULL DEFAULT '',
+  status                   TEXT NOT NULL DEFAULT '',
+  rpc_url                  TEXT NOT NULL DEFAULT '',
+  preview_domain           TEXT NOT NULL DEFAULT '',
+  max_sandboxes            BIGINT NOT NULL DEFAULT 0,
+  max_sandboxes_per_owner  BIGINT NOT NULL DEFAULT 0,
+  providers_json           TEXT NOT NULL DEFAULT '[]',
+  capabilities_json        TEXT NOT NULL DEFAULT '[]',
+  remote_addr              TEXT NOT NULL DEFAULT '',
+  first_seen_ms            BIGINT NOT NULL,
+  last_heartbeat_ms        BIGINT NOT NULL,
+  heartbeats               BIGINT NOT NULL DEFAULT 0
+);
+)sql",
 };
 
 constexpr const char* kTokenColumns =
@@ -550,21 +547,6 @@ Status SqliteStore::SetNodeState(const std::string& node_id, const std::string& 
     return MakeError(ErrorCode::kNotFound, "node \"" + node_id + "\" not found");
   }
   return OkStatus();
-}
-
-template <typename T, typename F>
-Result<T> SqliteStore::InTransaction(F&& body) {
-  if (auto st = Exec("BEGIN IMMEDIATE"); !st) return std::unexpected(st.error());
-  Result<T> r = body();
-  if (!r) {
-    Exec("ROLLBACK");
-    return r;
-  }
-  if (auto st = Exec("COMMIT"); !st) {
-    Exec("ROLLBACK");
-    return std::unexpected(st.error());
-  }
-  return r;
 }
 
 Result<std::optional<EdgeNodeRecord>> SqliteStore::GetEdgeNodeLocked(const std::string& node_id) {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "controller/store.h"
@@ -61,6 +62,19 @@ class SqliteStore final : public Store {
   Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,
                                                          int64_t since_ms) override;
 
+  // Worker leases and workers (sqlite_store_workers.cc).
+  Result<LeaseRecord> AcquireLease(const std::string& resource_id, const std::string& holder_id,
+                                   int64_t ttl_ms, int64_t now_ms) override;
+  Result<LeaseRecord> RenewLease(const std::string& resource_id, const std::string& holder_id,
+                                 std::optional<int64_t> expected_generation, int64_t ttl_ms,
+                                 int64_t now_ms) override;
+  Status ReleaseLease(const std::string& resource_id, const std::string& holder_id,
+                      int64_t now_ms) override;
+  Result<std::optional<LeaseRecord>> GetLease(const std::string& resource_id) override;
+  Status RecordWorkerHeartbeat(const WorkerRecord& worker) override;
+  Result<std::optional<WorkerRecord>> GetWorker(const std::string& worker_id) override;
+  Result<std::vector<WorkerRecord>> ListWorkers() override;
+
  private:
   explicit SqliteStore(sqlite3* db) : db_(db) {}
   Status Migrate();
@@ -72,9 +86,22 @@ class SqliteStore final : public Store {
   // without a nodes row), nullopt for a new id.
   Result<std::optional<std::string>> KnownNodeStateLocked(const std::string& node_id);
   Status InsertNodeTokenLocked(const NodeTokenRecord& token);
+  Result<std::optional<LeaseRecord>> GetLeaseLocked(const std::string& resource_id);
   // Runs `body` inside BEGIN IMMEDIATE … COMMIT, rolling back when it fails. Caller holds mu_.
   template <typename T, typename F>
-  Result<T> InTransaction(F&& body);
+  Result<T> InTransaction(F&& body) {
+    if (auto st = Exec("BEGIN IMMEDIATE"); !st) return std::unexpected(st.error());
+    Result<T> r = body();
+    if (!r) {
+      Exec("ROLLBACK");
+      return r;
+    }
+    if (auto st = Exec("COMMIT"); !st) {
+      Exec("ROLLBACK");
+      return std::unexpected(st.error());
+    }
+    return r;
+  }
 
   std::mutex mu_;
   sqlite3* db_;

@@ -130,6 +130,34 @@ struct CommandRecord {
   CommandOutcomeRecord result;  // set when completed
 };
 
+// A lease on a worker resource (a sandbox id), held by one worker (the worker contract's
+// cluster-store semantics). A released lease keeps its row (holder "" and expiry 0) so its
+// generation never goes back: a worker refuses a generation lower than one it accepted.
+struct LeaseRecord {
+  std::string resource_id;
+  std::string holder_id;   // "" = released
+  int64_t generation = 0;  // +1 on every acquire and renew
+  int64_t expires_at_ms = 0;
+  int64_t updated_at_ms = 0;
+};
+
+// A worker as its last heartbeat described it (POST /api/v1/worker/{id}/heartbeat).
+struct WorkerRecord {
+  std::string worker_id;
+  std::string hostname;
+  std::string status;  // as reported: "online" or "draining"
+  std::string rpc_url;
+  std::string preview_domain;
+  int64_t max_sandboxes = 0;
+  int64_t max_sandboxes_per_owner = 0;
+  std::string providers_json;     // JSON array of strings
+  std::string capabilities_json;  // JSON array of strings
+  std::string remote_addr;        // the heartbeat's peer "ip:port"
+  int64_t first_seen_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+  int64_t heartbeats = 0;  // how many were recorded
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -222,6 +250,36 @@ class Store {
   // `since_ms`, oldest first: what the dispatcher sends again when the node reconnects.
   virtual Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,
                                                                  int64_t since_ms) = 0;
+
+  // ---- worker leases (the worker contract's cluster-store semantics) ----------------------
+  // Atomic acquire by resource id, for `holder_id` until now + ttl: succeeds when there is no
+  // lease, it is released or expired, or `holder_id` holds it already; the generation goes up
+  // by one. ABORTED naming the holder and its expiry when another holder's lease is live.
+  // Concurrent acquires serialize on the row (BEGIN IMMEDIATE here; a unique key plus a
+  // conditional upsert in PostgreSQL terms), so exactly one of them wins a free lease.
+  virtual Result<LeaseRecord> AcquireLease(const std::string& resource_id,
+                                           const std::string& holder_id, int64_t ttl_ms,
+                                           int64_t now_ms) = 0;
+  // Renew by the holder, before expiry; `expected_generation` (when set) must be the current
+  // one. NOT_FOUND no lease; ABORTED another holder (or released); FAILED_PRECONDITION
+  // expired, or a stale generation.
+  virtual Result<LeaseRecord> RenewLease(const std::string& resource_id,
+                                         const std::string& holder_id,
+                                         std::optional<int64_t> expected_generation, int64_t ttl_ms,
+                                         int64_t now_ms) = 0;
+  // Release by the holder only (an expired lease of that holder too). NOT_FOUND no lease;
+  // ABORTED another holder.
+  virtual Status ReleaseLease(const std::string& resource_id, const std::string& holder_id,
+                              int64_t now_ms) = 0;
+  virtual Result<std::optional<LeaseRecord>> GetLease(const std::string& resource_id) = 0;
+
+  // ---- workers -------------------------------------------------------------------------
+  // Inserts or replaces the worker's row with the heartbeat (first_seen_ms is kept, the
+  // count goes up).
+  virtual Status RecordWorkerHeartbeat(const WorkerRecord& worker) = 0;
+  virtual Result<std::optional<WorkerRecord>> GetWorker(const std::string& worker_id) = 0;
+  // Ordered by id.
+  virtual Result<std::vector<WorkerRecord>> ListWorkers() = 0;
 };
 
 }  // namespace edge::controller

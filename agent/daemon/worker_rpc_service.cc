@@ -29,7 +29,7 @@ Status WorkerRpcService::Start() {
     return MakeError(ErrorCode::kFailedPrecondition, "the executor is not running");
   }
   const auto& w = config_.worker;
-  auto auth = std::make_unique<workerrpc::WorkerAuthenticator>(w.worker_id, w.auth, clock_);
+  auto auth = std::make_unique<identity::WorkerAuthenticator>(w.worker_id, w.auth, clock_);
   if (!auth->configured()) {
     return MakeError(ErrorCode::kFailedPrecondition,
                      "worker RPC on " + listen_addr_ +
@@ -42,7 +42,7 @@ Status WorkerRpcService::Start() {
   options.max_result_bytes = w.max_body_bytes;
   std::shared_ptr<workerrpc::ControlPlaneClient> cp;
   if (!w.control_plane_url.empty()) {
-    auto url = workerrpc::ParseControlPlaneUrl(w.control_plane_url);
+    auto url = http::ParseUrl(w.control_plane_url, "worker.control_plane_url");
     if (!url) return std::unexpected(url.error());
     cp = std::make_shared<workerrpc::ControlPlaneClient>(*url, w.worker_id, w.auth, clock_);
     options.renew_upstream = [cp](const sandbox::Lease& presented, std::string_view ttl) {
@@ -100,7 +100,7 @@ Status WorkerRpcService::Start() {
 void WorkerRpcService::Stop() {
   std::unique_ptr<http::Server> server;
   std::unique_ptr<workerrpc::WorkerRpcHandler> handler;
-  std::unique_ptr<workerrpc::WorkerAuthenticator> auth;
+  std::unique_ptr<identity::WorkerAuthenticator> auth;
   {
     std::lock_guard lock(mu_);
     server = std::move(server_);

@@ -18,8 +18,8 @@
 
 #include "agent/daemon/executor_host.h"
 #include "agent/daemon/service.h"
+#include "agent/identity/worker_authenticator.h"
 #include "agent/worker_rpc/heartbeat.h"
-#include "agent/worker_rpc/worker_auth.h"
 #include "agent/worker_rpc/worker_rpc_handler.h"
 #include "common/backoff.h"
 #include "common/clock.h"
@@ -53,7 +53,7 @@ class WorkerRpcService final : public Service {
   ExecutorHost& host_;
   Clock& clock_;
   mutable std::mutex mu_;
-  std::unique_ptr<workerrpc::WorkerAuthenticator> auth_;
+  std::unique_ptr<identity::WorkerAuthenticator> auth_;
   std::unique_ptr<workerrpc::WorkerRpcHandler> handler_;
   std::unique_ptr<http::Server> server_;
   // The heartbeat loop (when worker.control_plane_url is set), on a thread of its own.

@@ -1,7 +1,6 @@
 #include "agent/worker_rpc/control_plane_client.h"
 
 #include <cctype>
-#include <charconv>
 
 #include "agent/identity/worker_token.h"
 #include "agent/worker_rpc/rpc_envelope.h"
@@ -29,82 +28,18 @@ std::string Escape(std::string_view s) {
 
 }  // namespace
 
-Result<ControlPlaneUrl> ParseControlPlaneUrl(std::string_view url) {
-  auto bad = [&](std::string why) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     "worker.control_plane_url \"" + std::string(url) + "\": " + why);
-  };
-  ControlPlaneUrl u;
-  std::string_view rest;
-  if (url.starts_with("https://")) {
-    u.tls = true;
-    rest = url.substr(8);
-  } else if (url.starts_with("http://")) {
-    rest = url.substr(7);
-  } else {
-    return bad("must start with http:// or https://");
-  }
-  const size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  if (slash != std::string_view::npos) {
-    std::string_view path = rest.substr(slash);
-    while (path.ends_with('/'))
-      path.remove_suffix(1);
-    u.base_path = std::string(path);
-  }
-  u.port = u.tls ? 443 : 80;
-  std::string_view host = authority;
-  if (authority.starts_with('[')) {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return bad("unbalanced [ in the host");
-    host = authority.substr(1, close - 1);
-    authority = authority.substr(close + 1);
-    if (!authority.empty() && authority.front() != ':') return bad("junk after the host");
-  } else if (const size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
-    host = authority.substr(0, colon);
-    authority = authority.substr(colon);
-  } else {
-    authority = {};
-  }
-  if (authority.starts_with(':')) {
-    std::string_view p = authority.substr(1);
-    unsigned v = 0;
-    auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
-    if (ec != std::errc() || end != p.data() + p.size() || v == 0 || v > 65535) {
-      return bad("the port must be 1-65535");
-    }
-    u.port = static_cast<uint16_t>(v);
-  }
-  if (host.empty()) return bad("no host");
-  u.host = std::string(host);
-  return u;
-}
-
 ControlPlaneClient::ControlPlaneClient(ControlPlaneUrl url, std::string worker_id,
                                        const config::WorkerAuth& auth, Clock& clock,
                                        std::chrono::milliseconds timeout)
     : url_(std::move(url)),
       worker_id_(std::move(worker_id)),
-      clock_(clock),
       timeout_(timeout),
-      shared_(auth.worker_token, auth.worker_token_file),
-      signing_key_(auth.worker_signing_key, auth.worker_signing_key_file) {
-  if (auto it = auth.worker_tokens.find(worker_id_); it != auth.worker_tokens.end()) {
-    per_worker_ = it->second;
-  }
-}
+      credentials_(auth, clock) {}
 
 Result<std::string> ControlPlaneClient::Token() const {
-  if (per_worker_) return *per_worker_;
-  if (shared_.configured()) return shared_.Get();
-  if (signing_key_.configured()) {
-    auto claims =
-        identity::WorkerToken::NewClaims(worker_id_, std::chrono::minutes(5), clock_.Now(),
-                                         std::string(identity::kWorkerControlPlaneAudience));
-    return identity::WorkerToken::Issue(claims, signing_key_.Get());
-  }
-  return MakeError(ErrorCode::kUnauthenticated,
-                   "no worker credential for the control plane (worker.auth)");
+  return credentials_.TokenFor(worker_id_, identity::kWorkerControlPlaneAudience,
+                               std::chrono::minutes(5),
+                               identity::WorkerCredentials::Prefer::kStatic);
 }
 
 Result<json> ControlPlaneClient::Post(const std::string& path, const json& body) {

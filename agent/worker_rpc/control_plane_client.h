@@ -20,23 +20,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/worker_rpc/worker_auth.h"
+#include "agent/identity/worker_authenticator.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "config/agent_config.h"
+#include "http/url.h"
 #include "sandbox/sandbox_types.h"
 
 namespace edge::workerrpc {
 
-struct ControlPlaneUrl {
-  bool tls = false;
-  std::string host;
-  uint16_t port = 0;
-  std::string base_path;  // "" or "/prefix" (no trailing slash)
-};
-
-// INVALID_ARGUMENT naming the URL for anything but http(s)://host[:port][/path].
-Result<ControlPlaneUrl> ParseControlPlaneUrl(std::string_view url);
+using ControlPlaneUrl = http::Url;
 
 class ControlPlaneClient {
  public:
@@ -55,11 +48,8 @@ class ControlPlaneClient {
 
   ControlPlaneUrl url_;
   std::string worker_id_;
-  Clock& clock_;
   std::chrono::milliseconds timeout_;
-  std::optional<std::string> per_worker_;
-  SecretSource shared_;
-  SecretSource signing_key_;
+  identity::WorkerCredentials credentials_;
 };
 
 }  // namespace edge::workerrpc

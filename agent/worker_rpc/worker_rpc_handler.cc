@@ -97,7 +97,8 @@ struct WorkerRpcHandler::Call {
   }
 };
 
-WorkerRpcHandler::WorkerRpcHandler(sandbox::ExecutorApi& executor, const WorkerAuthenticator& auth,
+WorkerRpcHandler::WorkerRpcHandler(sandbox::ExecutorApi& executor,
+                                   const identity::WorkerAuthenticator& auth,
                                    WorkerRpcOptions options)
     : executor_(executor), auth_(auth), options_(std::move(options)) {}
 
@@ -145,7 +146,8 @@ void WorkerRpcHandler::Handle(std::shared_ptr<http::Exchange> exchange) {
   if (req.method != "POST") {
     return plain(405, "METHOD_NOT_ALLOWED", "use POST for /rpc", {{"Allow", "POST"}});
   }
-  auto ok = auth_.Authenticate(req, identity::kWorkerRpcAudience);
+  auto ok = auth_.Authenticate([&req](std::string_view name) { return req.Header(name); },
+                               identity::kWorkerRpcAudience);
   if (!ok) {
     Log()->warn("rpc refused from {} request_id={}: {}", req.remote,
                 headers.empty() ? "-" : headers[0].second, ok.error().message);

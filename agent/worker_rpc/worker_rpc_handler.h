@@ -24,8 +24,8 @@
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
+#include "agent/identity/worker_authenticator.h"
 #include "agent/worker_rpc/rpc_envelope.h"
-#include "agent/worker_rpc/worker_auth.h"
 #include "common/clock.h"
 #include "http/message.h"
 #include "sandbox/cancel.h"
@@ -46,7 +46,7 @@ struct WorkerRpcOptions {
 
 class WorkerRpcHandler final : public http::Handler {
  public:
-  WorkerRpcHandler(sandbox::ExecutorApi& executor, const WorkerAuthenticator& auth,
+  WorkerRpcHandler(sandbox::ExecutorApi& executor, const identity::WorkerAuthenticator& auth,
                    WorkerRpcOptions options);
   ~WorkerRpcHandler() override;
 
@@ -67,7 +67,7 @@ class WorkerRpcHandler final : public http::Handler {
   void RunExec(const std::shared_ptr<Call>& call, bool stream, bool ndjson);
 
   sandbox::ExecutorApi& executor_;
-  const WorkerAuthenticator& auth_;
+  const identity::WorkerAuthenticator& auth_;
   WorkerRpcOptions options_;
   boost::asio::thread_pool pool_{2};
   std::atomic<size_t> in_flight_{0};

@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/worker_rpc/worker_auth.h"
+#include "agent/identity/worker_authenticator.h"
 #include "agent/worker_rpc/worker_rpc_handler.h"
 #include "common/clock.h"
 #include "http/client.h"
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   }
   edge::config::WorkerAuth auth;
   auth.worker_token = "bench-token-0123456789";
-  edge::workerrpc::WorkerAuthenticator authn("bench", auth, clock);
+  edge::identity::WorkerAuthenticator authn("bench", auth, clock);
   edge::workerrpc::WorkerRpcHandler handler(**ex, authn,
                                             {.worker_id = "bench", .max_result_bytes = 0});
   edge::http::ServerOptions so;

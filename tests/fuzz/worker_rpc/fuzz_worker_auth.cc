@@ -7,19 +7,19 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/worker_rpc/worker_auth.h"
+#include "agent/identity/worker_authenticator.h"
 #include "tests/support/manual_clock.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static edge::ManualClock clock(edge::Clock::WallTime(std::chrono::seconds(1'700'000'000)));
-  static const edge::workerrpc::WorkerAuthenticator auth = [] {
+  static const edge::identity::WorkerAuthenticator auth = [] {
     edge::config::WorkerAuth a;
     a.worker_token = "shared-fuzz-token";
     a.worker_tokens["worker-b"] = "per-worker-b";
     a.worker_signing_key = "fuzz-key";
     a.worker_signing_keys = {"rotated-key"};
     a.worker_revoked_token_ids = {"revoked"};
-    return edge::workerrpc::WorkerAuthenticator("worker-a", a, clock);
+    return edge::identity::WorkerAuthenticator("worker-a", a, clock);
   }();
   std::string s(reinterpret_cast<const char*>(data), size);
   const size_t nl = s.find('\n');

@@ -250,6 +250,27 @@ class GatedStore final : public Store {
                                                          int64_t since) override {
     return s_.ListPendingCommands(n, since);
   }
+  Result<LeaseRecord> AcquireLease(const std::string& r, const std::string& h, int64_t ttl,
+                                   int64_t t) override {
+    return s_.AcquireLease(r, h, ttl, t);
+  }
+  Result<LeaseRecord> RenewLease(const std::string& r, const std::string& h,
+                                 std::optional<int64_t> g, int64_t ttl, int64_t t) override {
+    return s_.RenewLease(r, h, g, ttl, t);
+  }
+  Status ReleaseLease(const std::string& r, const std::string& h, int64_t t) override {
+    return s_.ReleaseLease(r, h, t);
+  }
+  Result<std::optional<LeaseRecord>> GetLease(const std::string& r) override {
+    return s_.GetLease(r);
+  }
+  Status RecordWorkerHeartbeat(const WorkerRecord& w) override {
+    return s_.RecordWorkerHeartbeat(w);
+  }
+  Result<std::optional<WorkerRecord>> GetWorker(const std::string& id) override {
+    return s_.GetWorker(id);
+  }
+  Result<std::vector<WorkerRecord>> ListWorkers() override { return s_.ListWorkers(); }
 
  private:
   Store& s_;

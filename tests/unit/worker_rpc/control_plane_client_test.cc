@@ -10,24 +10,24 @@ namespace edge::workerrpc {
 namespace {
 
 TEST(ControlPlaneUrl, Parses) {
-  auto u = ParseControlPlaneUrl("https://cp.example.com/base/");
+  auto u = http::ParseUrl("https://cp.example.com/base/", "worker.control_plane_url");
   ASSERT_TRUE(u);
   EXPECT_TRUE(u->tls);
   EXPECT_EQ(u->host, "cp.example.com");
   EXPECT_EQ(u->port, 443);
   EXPECT_EQ(u->base_path, "/base");
-  u = ParseControlPlaneUrl("http://127.0.0.1:8080");
+  u = http::ParseUrl("http://127.0.0.1:8080", "worker.control_plane_url");
   ASSERT_TRUE(u);
   EXPECT_FALSE(u->tls);
   EXPECT_EQ(u->port, 8080);
   EXPECT_EQ(u->base_path, "");
-  u = ParseControlPlaneUrl("http://[::1]:9/x");
+  u = http::ParseUrl("http://[::1]:9/x", "worker.control_plane_url");
   ASSERT_TRUE(u);
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->port, 9);
   for (auto bad :
        {"ftp://x", "http://", "http://h:0", "http://h:70000", "http://h:x", "http://[::1"}) {
-    EXPECT_FALSE(ParseControlPlaneUrl(bad)) << bad;
+    EXPECT_FALSE(http::ParseUrl(bad, "worker.control_plane_url")) << bad;
   }
 }
 

@@ -1,10 +1,9 @@
-// The worker RPC envelope parser, RFC 3339 times, the error table and the secret files.
+// The worker RPC envelope parser, RFC 3339 times and the error table.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "agent/worker_rpc/rpc_envelope.h"
-#include "agent/worker_rpc/worker_auth.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 
@@ -86,40 +85,6 @@ TEST(RpcEnvelope, ErrorTable) {
   auto e = ErrorEnvelope("i", "w", {ErrorCode::kNotFound, "gone"});
   EXPECT_EQ(e, nlohmann::json(
                    {{"id", "i"}, {"worker_id", "w"}, {"error", "gone"}, {"code", "NOT_FOUND"}}));
-}
-
-TEST(SecretSource, FileIsReadAgainWhenItChanges) {
-  edge::testing::TempDir dir("secret");
-  const std::string path = dir / "token";
-  auto write = [&](const std::string& s) { std::ofstream(path, std::ios::trunc) << s; };
-  write("first-secret-value\n");
-  SecretSource src("first-secret-value", path);
-  EXPECT_EQ(src.Get(), "first-secret-value");
-  write("second-secret-value-longer\n");
-  EXPECT_EQ(src.Get(), "second-secret-value-longer");
-  write("");  // an empty file keeps the last value
-  EXPECT_EQ(src.Get(), "second-secret-value-longer");
-  EXPECT_EQ(SecretSource("inline-value", "").Get(), "inline-value");
-}
-
-TEST(WorkerAuthenticator, FileTokenRotatesWithoutRestart) {
-  edge::testing::TempDir dir("auth");
-  const std::string path = dir / "token";
-  std::ofstream(path) << "token-one-aaaaaa\n";
-  config::WorkerAuth a;
-  a.worker_token = "token-one-aaaaaa";
-  a.worker_token_file = path;
-  ManualClock clock;
-  WorkerAuthenticator auth("w1", a, clock);
-  EXPECT_TRUE(auth.Check("w1", "token-one-aaaaaa", "worker:rpc"));
-  std::ofstream(path, std::ios::trunc) << "token-two-bbbbbbbbbb\n";
-  EXPECT_FALSE(auth.Check("w1", "token-one-aaaaaa", "worker:rpc"));
-  EXPECT_TRUE(auth.Check("w1", "token-two-bbbbbbbbbb", "worker:rpc"));
-  WorkerAuthenticator none("w1", config::WorkerAuth{}, clock);
-  EXPECT_FALSE(none.configured());
-  auto r = none.Check("w1", "anything", "worker:rpc");
-  ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("no worker credentials"), std::string::npos);
 }
 
 }  // namespace

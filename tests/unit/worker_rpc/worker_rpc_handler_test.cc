@@ -5,8 +5,8 @@
 
 #include <mutex>
 
+#include "agent/identity/worker_authenticator.h"
 #include "agent/identity/worker_token.h"
-#include "agent/worker_rpc/worker_auth.h"
 #include "agent/worker_rpc/worker_rpc_handler.h"
 #include "tests/support/fake_executor.h"
 #include "tests/support/manual_clock.h"
@@ -16,6 +16,7 @@ namespace edge::workerrpc {
 namespace {
 
 using edge::testing::WaitUntil;
+using identity::WorkerAuthenticator;
 using nlohmann::json;
 using sandbox::InvokeResult;
 using sandbox::Outcome;
