@@ -65,10 +65,9 @@ ControllerFixture::~ControllerFixture() {
 }
 
 CommandResult ControllerFixture::Cli(std::vector<std::string> args) {
-  std::vector<std::string> argv = {ControllerBin()};
+  // --config first: a command's trailing `-- ARGS…` (sandbox exec) must stay last.
+  std::vector<std::string> argv = {ControllerBin(), "--config", config_path_};
   argv.insert(argv.end(), args.begin(), args.end());
-  argv.push_back("--config");
-  argv.push_back(config_path_);
   return RunCommand(argv, {}, 20s);
 }
 

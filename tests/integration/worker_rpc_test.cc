@@ -20,6 +20,7 @@
 #include "http/client.h"
 #include "http/server.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/worker_tokens.h"
 
 namespace edge::testing {
 namespace {
@@ -33,46 +34,16 @@ constexpr const char* kShared = "shared-token-bbbbbbbbbbbb";
 constexpr const char* kKey = "signing-key-cccccccccccccccc";
 constexpr const char* kOldKey = "old-signing-key-dddddddddddd";
 
-std::string B64Url(std::string_view in) {
-  static const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63], a[v & 63]};
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += {a[v >> 18], a[(v >> 12) & 63]};
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += {a[v >> 18], a[(v >> 12) & 63], a[(v >> 6) & 63]};
-  }
-  return out;
-}
-
-// A signed worker token made with the openssl command line (the reference HMAC).
 std::string OpensslToken(const json& claims, const std::string& key) {
-  const std::string input = "stacyvm-worker-v1." + B64Url(claims.dump());
-  auto r =
-      RunCommand({"/usr/bin/openssl", "dgst", "-sha256", "-hmac", key, "-binary"}, {}, 30s, input);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.size(), 32u);
-  return input + "." + B64Url(r.out);
+  return OpensslWorkerToken(claims, key);
 }
 
 int64_t Now() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return NowSecs();
 }
 
 json Claims(std::string worker = kWorker, std::string aud = "worker:rpc") {
-  return {{"worker_id", worker},
-          {"jti", "jti-" + std::to_string(Now())},
-          {"aud", aud},
-          {"iat", Now()},
-          {"exp", Now() + 300}};
+  return WorkerClaims(worker, aud);
 }
 
 class WorkerRpcTest : public ::testing::Test {
