@@ -38,6 +38,7 @@ const std::vector<std::string> kScalarPaths = {
     "worker.heartbeat_interval",
     "worker.control_plane_url",
     "worker.max_body_bytes",
+    "worker.max_concurrent",
     "worker.rpc_tls.enabled",
     "worker.rpc_tls.server_cert_file",
     "worker.rpc_tls.server_key_file",
@@ -191,7 +192,7 @@ void ReadCompute(const YAML::Node& compute, YamlReader& r, ComputeConfig& cc) {
 void ReadWorker(const YAML::Node& worker, YamlReader& r, WorkerConfig& w) {
   if (!r.Map(worker, "worker",
              {"listen_addr", "worker_id", "heartbeat_interval", "control_plane_url", "rpc_tls",
-              "auth", "max_body_bytes"})) {
+              "auth", "max_body_bytes", "control_plane_tls", "max_concurrent"})) {
     return;
   }
   r.String(worker, "listen_addr", "worker.listen_addr", w.listen_addr);
@@ -206,6 +207,7 @@ void ReadWorker(const YAML::Node& worker, YamlReader& r, WorkerConfig& w) {
   r.String(worker, "control_plane_url", "worker.control_plane_url", w.control_plane_url);
   r.Size(worker, "max_body_bytes", "worker.max_body_bytes", w.max_body_bytes, 1ull << 10,
          4ull << 30);
+  r.Int(worker, "max_concurrent", "worker.max_concurrent", w.max_concurrent, 0, 100000);
   if (!w.control_plane_url.empty() && w.control_plane_url.rfind("http://", 0) != 0 &&
       w.control_plane_url.rfind("https://", 0) != 0) {
     r.Issue(worker["control_plane_url"], "worker.control_plane_url", w.control_plane_url,
@@ -226,9 +228,22 @@ void ReadWorker(const YAML::Node& worker, YamlReader& r, WorkerConfig& w) {
     }
   }
   ReadWorkerAuth(worker["auth"], r, "worker.auth", w.auth);
+  ReadClientTls(worker["control_plane_tls"], r, "worker.control_plane_tls", w.control_plane_tls);
 }
 
 }  // namespace
+
+void ReadClientTls(const YAML::Node& tls, YamlReader& r, const std::string& path,
+                   ClientTlsConfig& t) {
+  if (!r.Map(tls, path, {"ca_file", "cert_file", "key_file", "insecure_skip_verify"})) return;
+  r.String(tls, "ca_file", path + ".ca_file", t.ca_file);
+  r.String(tls, "cert_file", path + ".cert_file", t.cert_file);
+  r.String(tls, "key_file", path + ".key_file", t.key_file);
+  r.Bool(tls, "insecure_skip_verify", path + ".insecure_skip_verify", t.insecure_skip_verify);
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    r.Issue(tls, path, "", "cert_file and key_file go together");
+  }
+}
 
 void ReadWorkerAuth(const YAML::Node& auth, YamlReader& r, const std::string& path, WorkerAuth& a) {
   if (r.Map(auth, path,
@@ -529,6 +544,13 @@ AgentConfigResult ApplyDelta(const AgentConfig& base, std::string_view delta) {
   return result;
 }
 
+void EmitClientTls(YAML::Emitter& e, const char* key, const ClientTlsConfig& t) {
+  e << YAML::Key << key << YAML::Value << YAML::BeginMap << YAML::Key << "ca_file" << YAML::Value
+    << t.ca_file << YAML::Key << "cert_file" << YAML::Value << t.cert_file << YAML::Key
+    << "key_file" << YAML::Value << t.key_file << YAML::Key << "insecure_skip_verify" << YAML::Value
+    << t.insecure_skip_verify << YAML::EndMap;
+}
+
 void EmitWorkerAuthRedacted(YAML::Emitter& e, const WorkerAuth& a) {
   auto secret = [](const std::string& s) {
     return s.empty() ? std::string() : std::string("[REDACTED]");
@@ -595,11 +617,13 @@ std::string DumpRedacted(const AgentConfig& c) {
     << YAML::Value << w.listen_addr << YAML::Key << "worker_id" << YAML::Value << w.worker_id
     << YAML::Key << "heartbeat_interval" << YAML::Value << FormatDuration(w.heartbeat_interval)
     << YAML::Key << "control_plane_url" << YAML::Value << w.control_plane_url << YAML::Key
-    << "max_body_bytes" << YAML::Value << w.max_body_bytes << YAML::Key << "rpc_tls" << YAML::Value
-    << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value << w.rpc_tls.enabled << YAML::Key
-    << "server_cert_file" << YAML::Value << w.rpc_tls.server_cert_file << YAML::Key
-    << "server_key_file" << YAML::Value << w.rpc_tls.server_key_file << YAML::Key
-    << "client_ca_file" << YAML::Value << w.rpc_tls.client_ca_file << YAML::EndMap;
+    << "max_body_bytes" << YAML::Value << w.max_body_bytes << YAML::Key << "max_concurrent"
+    << YAML::Value << w.max_concurrent << YAML::Key << "rpc_tls" << YAML::Value << YAML::BeginMap
+    << YAML::Key << "enabled" << YAML::Value << w.rpc_tls.enabled << YAML::Key << "server_cert_file"
+    << YAML::Value << w.rpc_tls.server_cert_file << YAML::Key << "server_key_file" << YAML::Value
+    << w.rpc_tls.server_key_file << YAML::Key << "client_ca_file" << YAML::Value
+    << w.rpc_tls.client_ca_file << YAML::EndMap;
+  EmitClientTls(e, "control_plane_tls", w.control_plane_tls);
   EmitWorkerAuthRedacted(e, w.auth);
   e << YAML::EndMap;
   const auto& s = c.sandbox;

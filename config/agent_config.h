@@ -69,6 +69,15 @@ struct WorkerTls {
   std::string client_ca_file;
 };
 
+// How a client reaches an https:// server: the CA that verifies it ("" = the system's trust
+// store), an optional client certificate (mTLS) and, for tests only, no verification at all.
+struct ClientTlsConfig {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  bool insecure_skip_verify = false;
+};
+
 struct WorkerAuth {
   std::string worker_token;  // secret
   std::string worker_token_file;
@@ -82,6 +91,11 @@ struct WorkerAuth {
 // Reads a worker.auth map (the keys of wire.md §4.1) found at `path`: the agent's
 // worker.auth and the controller's worker.auth are the same section.
 void ReadWorkerAuth(const YAML::Node& auth, YamlReader& r, const std::string& path, WorkerAuth& a);
+// Reads a client TLS map (ca_file, cert_file, key_file, insecure_skip_verify) at `path`.
+void ReadClientTls(const YAML::Node& tls, YamlReader& r, const std::string& path,
+                   ClientTlsConfig& t);
+// Writes `key: {…}` for a client TLS map.
+void EmitClientTls(YAML::Emitter& e, const char* key, const ClientTlsConfig& t);
 // Writes `auth: {…}` with every secret shown as [REDACTED] (config dumps of both binaries).
 void EmitWorkerAuthRedacted(YAML::Emitter& e, const WorkerAuth& a);
 
@@ -92,7 +106,11 @@ struct WorkerConfig {
   std::string control_plane_url;
   // The largest /rpc request body; a larger one is answered 413 before it is read.
   uint64_t max_body_bytes = 64ull << 20;
+  // Commands running at once through /rpc (0 = only sandbox.max_concurrent applies).
+  int64_t max_concurrent = 64;
   WorkerTls rpc_tls;
+  // How the heartbeat and lease renewal reach an https:// control_plane_url.
+  ClientTlsConfig control_plane_tls;
   WorkerAuth auth;
 };
 

@@ -135,19 +135,7 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
               "must not exceed worker.max_lease_ttl (" + FormatDuration(w.max_lease_ttl) + ")");
     }
     ReadWorkerAuth(worker["auth"], r, "worker.auth", w.auth);
-    YAML::Node ct = worker["rpc_client_tls"];
-    if (r.Map(ct, "worker.rpc_client_tls",
-              {"ca_file", "cert_file", "key_file", "insecure_skip_verify"})) {
-      auto& t = w.rpc_client_tls;
-      r.String(ct, "ca_file", "worker.rpc_client_tls.ca_file", t.ca_file);
-      r.String(ct, "cert_file", "worker.rpc_client_tls.cert_file", t.cert_file);
-      r.String(ct, "key_file", "worker.rpc_client_tls.key_file", t.key_file);
-      r.Bool(ct, "insecure_skip_verify", "worker.rpc_client_tls.insecure_skip_verify",
-             t.insecure_skip_verify);
-      if (t.cert_file.empty() != t.key_file.empty()) {
-        r.Issue(ct, "worker.rpc_client_tls", "", "cert_file and key_file go together");
-      }
-    }
+    ReadClientTls(worker["rpc_client_tls"], r, "worker.rpc_client_tls", w.rpc_client_tls);
   }
   YAML::Node admin = root["admin"];
   if (r.Map(admin, "admin", {"socket"})) r.String(admin, "socket", "admin.socket", c.admin.socket);
@@ -298,11 +286,8 @@ std::string DumpRedacted(const ControllerConfig& c) {
     << FormatDuration(w.max_lease_ttl) << YAML::Key << "call_token_ttl" << YAML::Value
     << FormatDuration(w.call_token_ttl);
   EmitWorkerAuthRedacted(e, w.auth);
-  e << YAML::Key << "rpc_client_tls" << YAML::Value << YAML::BeginMap << YAML::Key << "ca_file"
-    << YAML::Value << w.rpc_client_tls.ca_file << YAML::Key << "cert_file" << YAML::Value
-    << w.rpc_client_tls.cert_file << YAML::Key << "key_file" << YAML::Value
-    << w.rpc_client_tls.key_file << YAML::Key << "insecure_skip_verify" << YAML::Value
-    << w.rpc_client_tls.insecure_skip_verify << YAML::EndMap << YAML::EndMap;
+  EmitClientTls(e, "rpc_client_tls", w.rpc_client_tls);
+  e << YAML::EndMap;
   e << YAML::Key << "admin" << YAML::Value << YAML::BeginMap << YAML::Key << "socket" << YAML::Value
     << c.admin.socket << YAML::EndMap;
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key

@@ -88,12 +88,7 @@ struct ControllerConfig {
     std::chrono::milliseconds call_token_ttl{300'000};
     WorkerAuth auth;
     // How `worker call` reaches a worker's https rpc_url.
-    struct ClientTls {
-      std::string ca_file;  // "" = the system's trust store
-      std::string cert_file;
-      std::string key_file;
-      bool insecure_skip_verify = false;
-    } rpc_client_tls;
+    ClientTlsConfig rpc_client_tls;
   } worker;
   // The compute-member service (CloudEventsService.startStreaming) on the gRPC port.
   struct Compute {

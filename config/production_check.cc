@@ -61,6 +61,20 @@ std::vector<ProductionFinding> ProductionFindings(const AgentConfig& c) {
                        " without TLS: tokens and commands cross the network in clear; enable "
                        "worker.rpc_tls with a client_ca_file (mTLS)"});
   }
+  if (w.control_plane_tls.insecure_skip_verify) {
+    out.push_back({"worker.control_plane_tls.insecure_skip_verify",
+                   "the control plane's certificate is not verified: anyone on the path can "
+                   "impersonate it and collect the worker's tokens; give its CA in "
+                   "worker.control_plane_tls.ca_file"});
+  }
+  if (!w.control_plane_url.empty() && w.control_plane_url.starts_with("http://") &&
+      !(w.control_plane_url.starts_with("http://127.") ||
+        w.control_plane_url.starts_with("http://localhost") ||
+        w.control_plane_url.starts_with("http://[::1]"))) {
+    out.push_back({"worker.control_plane_url",
+                   "heartbeats and lease renewals go to " + w.control_plane_url +
+                       " without TLS: their tokens cross the network in clear; use https://"});
+  }
   return out;
 }
 

@@ -40,11 +40,13 @@ Status WorkerRpcService::Start() {
   workerrpc::WorkerRpcOptions options;
   options.worker_id = w.worker_id;
   options.max_result_bytes = w.max_body_bytes;
+  options.max_concurrent = static_cast<size_t>(w.max_concurrent);
   std::shared_ptr<workerrpc::ControlPlaneClient> cp;
   if (!w.control_plane_url.empty()) {
     auto url = http::ParseUrl(w.control_plane_url, "worker.control_plane_url");
     if (!url) return std::unexpected(url.error());
-    cp = std::make_shared<workerrpc::ControlPlaneClient>(*url, w.worker_id, w.auth, clock_);
+    cp = std::make_shared<workerrpc::ControlPlaneClient>(
+        *url, w.worker_id, w.auth, clock_, std::chrono::seconds(10), w.control_plane_tls);
     options.renew_upstream = [cp](const sandbox::Lease& presented, std::string_view ttl) {
       return cp->RenewLease(presented, ttl);
     };

@@ -30,10 +30,12 @@ std::string Escape(std::string_view s) {
 
 ControlPlaneClient::ControlPlaneClient(ControlPlaneUrl url, std::string worker_id,
                                        const config::WorkerAuth& auth, Clock& clock,
-                                       std::chrono::milliseconds timeout)
+                                       std::chrono::milliseconds timeout,
+                                       config::ClientTlsConfig tls)
     : url_(std::move(url)),
       worker_id_(std::move(worker_id)),
       timeout_(timeout),
+      tls_(std::move(tls)),
       credentials_(auth, clock) {}
 
 Result<std::string> ControlPlaneClient::Token() const {
@@ -47,7 +49,13 @@ Result<json> ControlPlaneClient::Post(const std::string& path, const json& body)
   if (!token) return std::unexpected(token.error());
   http::ClientOptions o;
   o.timeout = timeout_;
-  if (url_.tls) o.tls = http::ClientTls{.server_name = url_.host};
+  if (url_.tls) {
+    o.tls = http::ClientTls{.ca_file = tls_.ca_file,
+                            .insecure_skip_verify = tls_.insecure_skip_verify,
+                            .cert_file = tls_.cert_file,
+                            .key_file = tls_.key_file,
+                            .server_name = url_.host};
+  }
   auto client = http::Client::Connect(url_.host, url_.port, o);
   if (!client) return std::unexpected(client.error());
   auto r = (*client)->Send({.method = "POST",

@@ -33,8 +33,10 @@ using ControlPlaneUrl = http::Url;
 
 class ControlPlaneClient {
  public:
+  // `tls` applies to an https:// URL (worker.control_plane_tls).
   ControlPlaneClient(ControlPlaneUrl url, std::string worker_id, const config::WorkerAuth& auth,
-                     Clock& clock, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                     Clock& clock, std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                     config::ClientTlsConfig tls = {});
 
   Result<sandbox::Lease> RenewLease(const sandbox::Lease& presented, std::string_view ttl);
   // POSTs `body` (the heartbeat document) and returns the control plane's answer.
@@ -49,6 +51,7 @@ class ControlPlaneClient {
   ControlPlaneUrl url_;
   std::string worker_id_;
   std::chrono::milliseconds timeout_;
+  config::ClientTlsConfig tls_;
   identity::WorkerCredentials credentials_;
 };
 

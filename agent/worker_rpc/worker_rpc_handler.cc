@@ -205,6 +205,12 @@ void WorkerRpcHandler::RunSync(const std::shared_ptr<Call>& call,
   });
 }
 
+std::optional<sandbox::InvokeRequest::DoorLimit> WorkerRpcHandler::DoorLimit() const {
+  if (options_.max_concurrent == 0) return std::nullopt;
+  return sandbox::InvokeRequest::DoorLimit{
+      .door = "worker", .key = "worker.max_concurrent", .max_concurrent = options_.max_concurrent};
+}
+
 void WorkerRpcHandler::RunTool(const std::shared_ptr<Call>& call, const std::string& tool,
                                json args, std::function<json(json payload)> shape) {
   auto sandbox_id = Str(call->request.params, "sandbox_id", true);
@@ -215,6 +221,7 @@ void WorkerRpcHandler::RunTool(const std::shared_ptr<Call>& call, const std::str
   req.sandbox_id = *sandbox_id;
   req.lease = call->request.lease;
   req.max_result_bytes = options_.max_result_bytes;
+  req.door_limit = DoorLimit();
   sandbox::CancelSource source;
   uint64_t key;
   {
@@ -257,6 +264,7 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
   req.sandbox_id = *sandbox_id;
   req.lease = call->request.lease;
   req.collect_output = !stream;
+  req.door_limit = DoorLimit();
   sandbox::CancelSource source;
   uint64_t key;
   {

@@ -37,6 +37,10 @@ struct WorkerRpcOptions {
   std::string worker_id;
   // The largest file_read answer (its base64 content) the door sends; 0 = no limit.
   uint64_t max_result_bytes = 64ull << 20;
+  // The door's concurrency cap (worker.max_concurrent): commands (exec, exec_stream, file_*)
+  // running at once through /rpc; past it the executor refuses with RESOURCE_EXHAUSTED → 429.
+  // 0 = only the executor-wide caps.
+  size_t max_concurrent = 0;
   // How worker.renew_lease asks the control plane for the renewed lease; unset = the
   // control plane is not configured and renew_lease fails with 409 after checking the lease.
   // Returns the renewed lease, or an error (its message is passed on).
@@ -62,6 +66,8 @@ class WorkerRpcHandler final : public http::Handler {
   void HandleRpc(const std::shared_ptr<http::Exchange>& exchange, http::Headers headers);
   void Dispatch(const std::shared_ptr<Call>& call);
   void RunSync(const std::shared_ptr<Call>& call, std::function<Result<nlohmann::json>()> work);
+  // The worker.max_concurrent cap as the executor counts it (nullopt when unlimited).
+  std::optional<sandbox::InvokeRequest::DoorLimit> DoorLimit() const;
   void RunTool(const std::shared_ptr<Call>& call, const std::string& tool, nlohmann::json args,
                std::function<nlohmann::json(nlohmann::json payload)> shape);
   void RunExec(const std::shared_ptr<Call>& call, bool stream, bool ndjson);

@@ -31,16 +31,17 @@ constexpr const char* kAud = "worker:control-plane";
 
 class WorkerControlPlaneTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartController("http: {listen: 127.0.0.1:0}\n"); }
+  void StartController(const std::string& http_yaml) {
     WriteText(dir_ / "cp.key", std::string(kKey) + "\n");
     ctl_ = std::make_unique<ControllerFixture>(
         dir_, "ctl",
-        "http: {listen: 127.0.0.1:0}\n"
-        "worker:\n"
-        "  heartbeat_interval: 1s\n"
-        "  lease_ttl: 2m\n"
-        "  auth:\n"
-        "    worker_signing_key_file: " +
+        http_yaml +
+            "worker:\n"
+            "  heartbeat_interval: 1s\n"
+            "  lease_ttl: 2m\n"
+            "  auth:\n"
+            "    worker_signing_key_file: " +
             dir_.path() + "/cp.key\n" + "    worker_token: " + kShared + "\n" +
             "    worker_tokens: {worker-p: " + kPerWorker + "}\n" +
             "    worker_revoked_token_ids: [revoked-jti]\n");
@@ -70,13 +71,13 @@ class WorkerControlPlaneTest : public ::testing::Test {
   // `edge-agent --listen` heartbeating every second to the controller, with the same signing
   // key (it mints its aud=worker:control-plane tokens, and verifies the controller's
   // aud=worker:rpc ones, with it).
-  void StartAgent() {
+  void StartAgent(const std::string& scheme = "http", const std::string& extra = "") {
     WriteText(dir_ / "agent.yaml",
               "node_id: " + std::string(kWorker) + "\ndata_dir: " + dir_.path() +
                   "/agent\nedge: {enabled: false}\nsandbox: {kill_grace: 1s}\nworker:\n"
-                  "  heartbeat_interval: 1s\n  control_plane_url: http://127.0.0.1:" +
-                  std::to_string(http_port_) +
-                  "\n  auth: {worker_signing_key_file: " + dir_.path() + "/cp.key}\n");
+                  "  heartbeat_interval: 1s\n  control_plane_url: " +
+                  scheme + "://127.0.0.1:" + std::to_string(http_port_) +
+                  "\n  auth: {worker_signing_key_file: " + dir_.path() + "/cp.key}\n" + extra);
     agent_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{AgentBin(), "--listen", "127.0.0.1:0", "--config",
                                  dir_ / "agent.yaml"},
@@ -413,6 +414,28 @@ TEST_F(WorkerControlPlaneTest, BadBodiesPathsAndMethodsGetPreciseErrors) {
   EXPECT_EQ(std::string(http::FindHeader(get->headers, "Allow").value_or("")), "POST");
   // Nothing of that was recorded.
   EXPECT_EQ(Workers()["workers"].size(), 0u);
+}
+
+class WorkerControlPlaneTlsTest : public WorkerControlPlaneTest {
+ protected:
+  void SetUp() override { StartController("http: {listen: 127.0.0.1:0, tls: {enabled: true}}\n"); }
+};
+
+TEST_F(WorkerControlPlaneTlsTest, HeartbeatsOverTlsVerifiedWithTheControllersCa) {
+  // The controller's own CA-issued server certificate; the worker verifies it with the CA.
+  StartAgent("https", "  control_plane_tls: {ca_file: " + ctl_->data_dir() + "/ca/ca.crt}\n");
+  EXPECT_EQ(WorkerState(kWorker), "online");
+  // Plain HTTP on the TLS port gets no answer; TLS without the CA fails verification.
+  auto plain = http::Client::Connect("127.0.0.1", http_port_, {.timeout = 5s});
+  if (plain) {
+    auto r = (*plain)->Send({.method = "POST", .target = "/api/v1/worker/x/heartbeat"});
+    EXPECT_FALSE(r && r->status == 200u);
+  }
+  auto unverified = http::Client::Connect(
+      "127.0.0.1", http_port_,
+      {.timeout = 5s,
+       .tls = http::ClientTls{.ca_file = dir_ / "cp.key", .server_name = "127.0.0.1"}});
+  EXPECT_FALSE(unverified) << "a certificate not from the given CA was accepted";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // config check --production: the worker RPC findings (inline secrets, a shared token beside
-// signed tokens, a signing key repeated in the rotation list, RPC in clear on the network).
+// signed tokens, a signing key repeated in the rotation list, RPC in clear on the network,
+// an unverified or clear-text control plane).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,6 +31,10 @@ TEST(WorkerProductionCheck, CleanWorkerConfigHasNoFinding) {
   EXPECT_TRUE(Keys(c).empty());
   c.worker.listen_addr = "0.0.0.0:7430";
   c.worker.rpc_tls.enabled = true;
+  c.worker.control_plane_url = "https://cp.example:8443";
+  c.worker.control_plane_tls.ca_file = "/etc/edge-agent/cp-ca.pem";
+  EXPECT_TRUE(Keys(c).empty());
+  c.worker.control_plane_url = "http://127.0.0.1:8443";
   EXPECT_TRUE(Keys(c).empty());
 }
 
@@ -40,7 +45,15 @@ TEST(WorkerProductionCheck, Findings) {
   c.worker.auth.worker_signing_keys = {"inline-key-bbbbbbbb", "old-1", "old-1"};
   c.worker.auth.worker_tokens = {{"w", "t"}};
   c.worker.listen_addr = "0.0.0.0:7430";
+  c.worker.control_plane_url = "http://cp.example:8080";
+  c.worker.control_plane_tls.insecure_skip_verify = true;
   auto f = Keys(c);
+  EXPECT_TRUE(Has(f,
+                  "worker.control_plane_tls.insecure_skip_verify: the control plane's "
+                  "certificate is not verified"));
+  EXPECT_TRUE(Has(f,
+                  "worker.control_plane_url: heartbeats and lease renewals go to "
+                  "http://cp.example:8080 without TLS"));
   EXPECT_TRUE(Has(f, "worker.auth.worker_token: an inline secret")) << f.size();
   EXPECT_TRUE(Has(f, "worker.auth.worker_signing_key: an inline secret"));
   EXPECT_TRUE(Has(f, "worker.auth.worker_tokens"));

@@ -469,6 +469,35 @@ TEST_F(WorkerRpcHandlerTest, ExecMapsParamsAndResult) {
   EXPECT_EQ(handler_->in_flight(), 0u);
 }
 
+TEST_F(WorkerRpcHandlerTest, WorkerMaxConcurrentTravelsAsTheDoorLimit) {
+  // Unlimited by default: only the executor-wide caps.
+  Call("worker.exec", {{"sandbox_id", "sb-1"}, {"command", "true"}});
+  ASSERT_EQ(exec_.fake.pending(), 1u);
+  EXPECT_FALSE(exec_.fake.requests().back().door_limit.has_value());
+  exec_.fake.Finish("", InvokeResult{});
+  Rebuild({.max_concurrent = 3});
+  for (const char* m : {"worker.exec", "worker.exec_stream", "worker.file_read"}) {
+    Call(m, {{"sandbox_id", "sb-1"}, {"command", "true"}, {"path", "a"}});
+    auto req = exec_.fake.requests().back();
+    ASSERT_TRUE(req.door_limit.has_value()) << m;
+    EXPECT_EQ(req.door_limit->door, "worker");
+    EXPECT_EQ(req.door_limit->key, "worker.max_concurrent");
+    EXPECT_EQ(req.door_limit->max_concurrent, 3u);
+  }
+  while (exec_.fake.pending() > 0)
+    exec_.fake.Finish("", InvokeResult{});
+  // The executor's refusal past the cap is 429.
+  InvokeResult refused;
+  refused.outcome = Outcome::kError;
+  refused.error = {ErrorCode::kResourceExhausted, "worker.max_concurrent (3) reached"};
+  auto ex = Call("worker.exec", {{"sandbox_id", "sb-1"}, {"command", "true"}});
+  exec_.fake.Finish("", refused);
+  AwaitAnswer(ex);
+  EXPECT_EQ(ex->response().status, 429u);
+  EXPECT_NE(ex->body()["error"].get<std::string>().find("worker.max_concurrent"),
+            std::string::npos);
+}
+
 TEST_F(WorkerRpcHandlerTest, ErrorTableMapsExecutorCodes) {
   const std::vector<std::pair<ErrorCode, unsigned>> table = {
       {ErrorCode::kInvalidArgument, 400},  {ErrorCode::kNotFound, 404},
