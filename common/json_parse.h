@@ -28,4 +28,10 @@ Status CheckJsonDepth(std::string_view text, std::string_view what,
 Result<nlohmann::json> ParseJsonBounded(std::string_view text, std::string_view what,
                                         size_t max_depth = kDefaultJsonMaxDepth);
 
+// Appends `s` as a quoted JSON string, escaped byte for byte as nlohmann::json::dump does
+// (\" \\ \b \f \n \r \t, other controls as \u00xx, everything else as is), without
+// building a json value: the hot path of streamed output. `s` must be valid UTF-8
+// (IsValidUtf8); the caller checks.
+void AppendJsonString(std::string& out, std::string_view s);
+
 }  // namespace edge

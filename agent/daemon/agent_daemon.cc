@@ -57,6 +57,7 @@ int AgentDaemon::Run() {
   if (auto wd = SdWatchdogInterval(); wd) {
     interval = std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(*wd / 2));
   }
+  bool withholding_watchdog = false;
   while (true) {
     auto sig = WaitForTerminationSignal(interval);
     if (sig && *sig == SIGHUP) {
@@ -80,7 +81,16 @@ int AgentDaemon::Run() {
     }
     services_.RetryFailed();
     WriteStatus("running");
-    SdNotify("WATCHDOG=1");
+    // The watchdog is fed only while every service works or legitimately waits: a wedged
+    // stream stops feeding it and systemd restarts the agent (WatchdogSec=).
+    if (auto stuck = services_.FirstStuck(ToEpochMillis(clock_.Now()))) {
+      if (!withholding_watchdog) log->error("not feeding the watchdog: {}", *stuck);
+      withholding_watchdog = true;
+    } else {
+      if (withholding_watchdog) log->info("service healthy again: feeding the watchdog");
+      withholding_watchdog = false;
+      SdNotify("WATCHDOG=1");
+    }
   }
   SdNotify("STOPPING=1");
   WriteStatus("stopping");

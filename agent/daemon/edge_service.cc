@@ -57,6 +57,11 @@ void EdgeService::Stop() {
   if (session_) session_->Stop();
 }
 
+std::optional<std::string> EdgeService::Stuck(int64_t now_ms) const {
+  if (!session_) return std::nullopt;
+  return agentedge::SessionStuck(session_->status(), now_ms);
+}
+
 std::map<std::string, std::string> EdgeService::Details() const {
   if (!session_) return {};
   const agentedge::SessionStatus s = session_->status();

@@ -31,6 +31,7 @@ class EdgeService final : public Service {
   Status Start() override;
   void Stop() override;
   std::map<std::string, std::string> Details() const override;
+  std::optional<std::string> Stuck(int64_t now_ms) const override;
 
  private:
   config::AgentConfig config_;

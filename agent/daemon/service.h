@@ -3,7 +3,9 @@
 // promptly. The ServiceRegistry owns them; a failing service is reported, never fatal.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/error.h"
@@ -23,6 +25,11 @@ class Service {
   // SIGHUP: reload what can change without a restart (certificates). Errors are logged by
   // the service; the old state stays. Default: nothing to reload.
   virtual void Reload() {}
+  // Why the service is not doing its job at `now_ms` (wedged: e.g. connected but no
+  // heartbeat has left for three intervals), nullopt while it works or legitimately waits
+  // (backing off, enrollment pending). The daemon feeds systemd's watchdog only while no
+  // service is stuck, so a wedged agent is restarted. Default: never stuck.
+  virtual std::optional<std::string> Stuck(int64_t /*now_ms*/) const { return std::nullopt; }
 };
 
 }  // namespace edge::daemon

@@ -101,6 +101,15 @@ void ServiceRegistry::ReloadAll() {
   }
 }
 
+std::optional<std::string> ServiceRegistry::FirstStuck(int64_t now_ms) const {
+  std::lock_guard lock(mu_);
+  for (const auto& e : entries_) {
+    if (e.status.state != ServiceState::kRunning) continue;
+    if (auto why = e.service->Stuck(now_ms)) return e.service->Name() + ": " + *why;
+  }
+  return std::nullopt;
+}
+
 std::vector<ServiceStatus> ServiceRegistry::Snapshot() const {
   std::lock_guard lock(mu_);
   std::vector<ServiceStatus> out;

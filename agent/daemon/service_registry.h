@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ class ServiceRegistry {
   void StopAll();
   // Service::Reload of every running service (SIGHUP).
   void ReloadAll();
+  // "<service>: <why>" for the first running service that is stuck, nullopt when none is.
+  std::optional<std::string> FirstStuck(int64_t now_ms) const;
   std::vector<ServiceStatus> Snapshot() const;
 
  private:

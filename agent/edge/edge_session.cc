@@ -86,6 +86,20 @@ void EdgeSession::Stop() {
   status_.state = "stopped";
 }
 
+std::optional<std::string> SessionStuck(const SessionStatus& s, int64_t now_ms) {
+  if (s.state != "connected") return std::nullopt;
+  const int64_t interval_ms =
+      (s.heartbeat_interval_secs > 0 ? s.heartbeat_interval_secs : 30) * 1000;
+  // Counted from the later of the last heartbeat and this stream's start (the first
+  // heartbeat of a new stream is due one interval after it).
+  const int64_t since = std::max(s.last_heartbeat_ms, s.connected_since_ms);
+  if (since == 0) return std::nullopt;
+  const int64_t silent = now_ms - since;
+  if (silent <= 3 * interval_ms) return std::nullopt;
+  return "edge stream connected but no heartbeat sent for " + std::to_string(silent / 1000) +
+         " s (interval " + std::to_string(interval_ms / 1000) + " s)";
+}
+
 SessionStatus EdgeSession::status() const {
   SessionStatus s;
   {
@@ -292,6 +306,7 @@ void EdgeSession::OpenStreamLocked() {
   ++status_.streams;
   status_.stream_id = sid;
   status_.state = "connected";
+  status_.connected_since_ms = ToEpochMillis(deps_.clock.Now());
   // Scheduled before the Hello goes out, so the first heartbeat is due one interval after it.
   ScheduleHeartbeatLocked();
   // A controller with no work for this node sends nothing, so a stream that has stayed up

@@ -70,6 +70,12 @@ struct SessionOptions {
   std::chrono::milliseconds close_timeout{std::chrono::seconds(5)};
 };
 
+struct SessionStatus;
+// Why a session is wedged at `now_ms`: connected, but no heartbeat has left for three
+// heartbeat intervals (30 s when the controller named none). Every other state is a bounded
+// wait (attestation and stream calls have deadlines; backoff ends) and never stuck.
+std::optional<std::string> SessionStuck(const SessionStatus& s, int64_t now_ms);
+
 struct SessionStatus {
   std::string state;  // starting | attesting | connected | backoff | shutting_down | stopped
   std::string controller;
@@ -79,6 +85,7 @@ struct SessionStatus {
   std::chrono::milliseconds last_backoff{0};
   std::string last_error;
   int64_t last_heartbeat_ms = 0;
+  int64_t connected_since_ms = 0;  // when the current stream opened
   int64_t token_expires_at_ms = 0;
   std::string tenant_id;
   int64_t heartbeat_interval_secs = 0;

@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "common/json_parse.h"
+#include "common/utf8.h"
 
 namespace edge::workerrpc {
 namespace {
@@ -109,6 +110,26 @@ unsigned HttpStatus(ErrorCode code) {
       return 500;
   }
   return 500;
+}
+
+std::optional<std::string> NdjsonChunkLine(std::string_view id, std::string_view worker_id,
+                                           std::string_view stream, std::string_view data) {
+  if (!IsValidUtf8(data) || !IsValidUtf8(id) || !IsValidUtf8(worker_id) || !IsValidUtf8(stream)) {
+    return std::nullopt;
+  }
+  // Keys in nlohmann's (sorted) order, so the bytes equal the json path's.
+  std::string line;
+  line.reserve(data.size() + id.size() + worker_id.size() + 64);
+  line += "{\"id\":";
+  AppendJsonString(line, id);
+  line += ",\"result\":{\"data\":";
+  AppendJsonString(line, data);
+  line += ",\"stream\":";
+  AppendJsonString(line, stream);
+  line += "},\"worker_id\":";
+  AppendJsonString(line, worker_id);
+  line += "}\n";
+  return line;
 }
 
 json ResultEnvelope(std::string_view id, std::string_view worker_id, json result) {

@@ -46,6 +46,12 @@ nlohmann::json LeaseToJson(const sandbox::Lease& lease);
 unsigned HttpStatus(ErrorCode code);
 
 // {"id", "worker_id", "result"}.
+// One NDJSON line of a streamed exec, "\n" included: the bytes of
+// Dump(ResultEnvelope(id, worker_id, {"data": data, "stream": stream})) + "\n", written
+// straight into a string (the hot path of exec_stream). nullopt when a part is not valid
+// UTF-8: the caller then builds the line through json (PutBytes adds data_base64).
+std::optional<std::string> NdjsonChunkLine(std::string_view id, std::string_view worker_id,
+                                           std::string_view stream, std::string_view data);
 nlohmann::json ResultEnvelope(std::string_view id, std::string_view worker_id,
                               nlohmann::json result);
 // {"id", "worker_id", "error": "<message>", "code": "<CODE>"}.

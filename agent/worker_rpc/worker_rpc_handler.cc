@@ -289,9 +289,16 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
   sandbox::ChunkSink sink;
   if (stream) {
     sink = [call, state, ndjson, line](sandbox::OutputChunk chunk, std::function<void()> ack) {
+      std::optional<std::string> fast;
+      if (ndjson) {
+        fast = NdjsonChunkLine(call->request.id, call->worker_id,
+                               sandbox::OutputStreamName(chunk.stream), chunk.data);
+      }
       json c = json::object();
-      c["stream"] = sandbox::OutputStreamName(chunk.stream);
-      sandbox::PutBytes(c, "data", chunk.data);
+      if (!fast) {
+        c["stream"] = sandbox::OutputStreamName(chunk.stream);
+        sandbox::PutBytes(c, "data", chunk.data);
+      }
       if (!ndjson) {
         {
           std::lock_guard lock(state->mu);
@@ -311,7 +318,9 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
       }
       // Back-pressure with a small window: the next chunk is read from the process at once
       // while less than kStreamWindowBytes wait for the socket, else when this one is written.
-      std::string text = line(ResultEnvelope(call->request.id, call->worker_id, std::move(c)));
+      std::string text =
+          fast ? std::move(*fast)
+               : line(ResultEnvelope(call->request.id, call->worker_id, std::move(c)));
       const size_t n = text.size();
       bool ack_now;
       {

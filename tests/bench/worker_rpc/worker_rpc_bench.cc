@@ -9,7 +9,8 @@
 //      client reads and discards) versus a raw pipe read of the same command. MiB/s.
 //   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size.
 //
-// Usage: worker_rpc_bench [--runs N] [--mib M]
+// Usage: worker_rpc_bench [--runs N] [--mib M] [--file-mib F]
+//   M MiB for the stream (default 256), F MiB for the files (default: M).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include "agent/identity/worker_authenticator.h"
 #include "agent/worker_rpc/worker_rpc_handler.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "sandbox/executor.h"
@@ -88,15 +90,21 @@ double RawPipeMiBs(size_t mib) {
 
 int main(int argc, char** argv) {
   int runs = 200;
-  size_t mib = 256;
+  size_t mib = 256, file_mib = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--mib") == 0) mib = std::strtoull(argv[i + 1], nullptr, 10);
+    if (std::strcmp(argv[i], "--file-mib") == 0) {
+      file_mib = std::strtoull(argv[i + 1], nullptr, 10);
+    }
   }
+  if (file_mib == 0) file_mib = mib;
   if (runs < 1 || mib < 1) {
-    std::fprintf(stderr, "usage: worker_rpc_bench [--runs N>0] [--mib M>0]\n");
+    std::fprintf(stderr, "usage: worker_rpc_bench [--runs N>0] [--mib M>0] [--file-mib F>0]\n");
     return 2;
   }
+  // The door logs every call at info: keep the figures readable.
+  edge::log::Init({.level = spdlog::level::warn});
   char tmpl[] = "/tmp/edge-wbench-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
 
@@ -120,11 +128,13 @@ int main(int argc, char** argv) {
   edge::workerrpc::WorkerRpcHandler handler(**ex, authn,
                                             {.worker_id = "bench", .max_result_bytes = 0});
   edge::http::ServerOptions so;
-  so.max_body_bytes = (mib * 2 + 16) << 20;
+  const size_t biggest = std::max(mib, file_mib);
+  so.max_body_bytes = (biggest * 2 + 16) << 20;
   edge::http::Server server(io, so, handler);
   if (!server.Listen("127.0.0.1:0")) return 1;
-  auto client =
-      edge::http::Client::Connect("127.0.0.1", server.port(), {.timeout = std::chrono::minutes(5)});
+  auto client = edge::http::Client::Connect(
+      "127.0.0.1", server.port(),
+      {.timeout = std::chrono::minutes(5), .max_response_bytes = (biggest * 3 + 16) << 20});
   if (!client) return 1;
   const edge::http::Headers hdr = {{"X-Worker-ID", "bench"},
                                    {"X-Worker-Token", "bench-token-0123456789"}};
@@ -194,13 +204,13 @@ int main(int argc, char** argv) {
   {
     std::ofstream f(src, std::ios::binary);
     std::string block(1 << 20, 'x');
-    for (size_t i = 0; i < mib; ++i)
+    for (size_t i = 0; i < file_mib; ++i)
       f.write(block.data(), static_cast<std::streamsize>(block.size()));
   }
   auto c0 = SteadyClock::now();
   if (std::system(("cp " + src + " " + dst).c_str()) != 0) std::fprintf(stderr, "cp failed\n");
   const double cp = Seconds(SteadyClock::now() - c0);
-  std::string content(mib << 20, 'x');
+  std::string content(file_mib << 20, 'x');
   auto w0 = SteadyClock::now();
   auto wr = rpc("worker.file_write", {{"sandbox_id", "sb"},
                                       {"path", "big.bin"},
@@ -209,7 +219,7 @@ int main(int argc, char** argv) {
   auto r0 = SteadyClock::now();
   auto rd = rpc("worker.file_read", {{"sandbox_id", "sb"}, {"path", "big.bin"}});
   const double rsecs = Seconds(SteadyClock::now() - r0);
-  std::printf("file %zu MiB: file_write %.2f s (%s), file_read %.2f s (%s) | cp %.2f s\n", mib,
+  std::printf("file %zu MiB: file_write %.2f s (%s), file_read %.2f s (%s) | cp %.2f s\n", file_mib,
               wsecs, wr && wr->status == 200 ? "ok" : "failed", rsecs,
               rd && rd->status == 200 ? "ok" : "failed", cp);
 

@@ -79,5 +79,29 @@ TEST(JsonParse, ParseErrorsNameWhatAndTheBytePosition) {
   EXPECT_FALSE(ParseJsonBounded("[1] trailing", "x"));
 }
 
+TEST(AppendJsonString, EscapesExactlyAsNlohmannDumps) {
+  // Every byte that needs care, valid multi-byte UTF-8 (2, 3 and 4 bytes), DEL, and long
+  // runs; the oracle is nlohmann::json::dump, another implementation.
+  std::vector<std::string> cases = {"",
+                                    "plain",
+                                    "quote\" back\\ slash",
+                                    std::string("\0\x01\x1f\x7f", 4),
+                                    "\b\f\n\r\t",
+                                    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+                                    std::string(100000, 'x') + "\n" + std::string(3, '"')};
+  std::string all;
+  for (int c = 0; c < 0x80; ++c)
+    all.push_back(static_cast<char>(c));
+  cases.push_back(all);
+  for (const auto& s : cases) {
+    std::string out = "prefix:";
+    AppendJsonString(out, s);
+    EXPECT_EQ(out, "prefix:" + nlohmann::json(s).dump()) << nlohmann::json(s).dump();
+  }
+  std::string out;
+  AppendJsonString(out, "\x01");
+  EXPECT_EQ(out, "\"\\u0001\"");  // by hand: lowercase hex, four digits
+}
+
 }  // namespace
 }  // namespace edge

@@ -23,7 +23,9 @@ class FlakyService : public Service {
     return OkStatus();
   }
   void Stop() override { ++stops; }
+  std::optional<std::string> Stuck(int64_t) const override { return stuck; }
   int starts = 0, stops = 0;
+  std::optional<std::string> stuck;
 
  private:
   std::string name_;
@@ -34,6 +36,26 @@ ServiceStatus Find(const ServiceRegistry& r, const std::string& name) {
   for (const auto& s : r.Snapshot())
     if (s.name == name) return s;
   return {};
+}
+
+TEST(ServiceRegistryTest, FirstStuckNamesTheWedgedRunningServiceOnly) {
+  ManualClock clock;
+  ServiceRegistry registry(clock);
+  auto a = std::make_unique<FlakyService>("executor", 0);
+  auto b = std::make_unique<FlakyService>("edge", 0);
+  auto c = std::make_unique<FlakyService>("compute", 5);  // fails to start: not running
+  FlakyService *pb = b.get(), *pc = c.get();
+  registry.Add(std::move(a));
+  registry.Add(std::move(b));
+  registry.Add(std::move(c));
+  registry.StartAll();
+  EXPECT_FALSE(registry.FirstStuck(0).has_value());
+  pc->stuck = "never started";  // a failed service does not hold the watchdog back
+  EXPECT_FALSE(registry.FirstStuck(0).has_value());
+  pb->stuck = "no heartbeat for 95 s";
+  EXPECT_EQ(registry.FirstStuck(0).value_or(""), "edge: no heartbeat for 95 s");
+  pb->stuck.reset();
+  EXPECT_FALSE(registry.FirstStuck(0).has_value());
 }
 
 TEST(ServiceRegistryTest, AFailedServiceIsRetriedWithBackoffAndTheOthersRun) {

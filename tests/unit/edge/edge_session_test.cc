@@ -227,6 +227,29 @@ class EdgeSessionTest : public ::testing::Test {
   std::vector<std::string> exit_reasons_;
 };
 
+// The watchdog's view of a session (issue 13): only a connected stream that has sent no
+// heartbeat for three intervals is stuck; backoff, attestation and a fresh stream are not.
+TEST(SessionStuckTest, ConnectedWithoutHeartbeatsForThreeIntervalsOnly) {
+  SessionStatus s;
+  s.heartbeat_interval_secs = 10;
+  s.state = "backoff";
+  s.last_heartbeat_ms = 1'000;
+  EXPECT_FALSE(SessionStuck(s, 1'000'000).has_value()) << "waiting to reconnect is legitimate";
+  s.state = "connected";
+  EXPECT_FALSE(SessionStuck(s, 31'000).has_value());
+  auto why = SessionStuck(s, 31'001);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("no heartbeat sent for 30 s (interval 10 s)"), std::string::npos) << *why;
+  // A stream that opened after a long backoff counts from its start.
+  s.connected_since_ms = 500'000;
+  EXPECT_FALSE(SessionStuck(s, 520'000).has_value());
+  EXPECT_TRUE(SessionStuck(s, 530'001).has_value());
+  // No interval from the controller yet: 30 s.
+  s.heartbeat_interval_secs = 0;
+  EXPECT_FALSE(SessionStuck(s, 590'000).has_value());
+  EXPECT_TRUE(SessionStuck(s, 590'001).has_value());
+}
+
 TEST_F(EdgeSessionTest, HelloFirstWithCapabilitiesThenHeartbeatsAllSealedAndVerified) {
   StartController();
   StartSession();

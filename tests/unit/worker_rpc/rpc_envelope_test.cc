@@ -87,5 +87,22 @@ TEST(RpcEnvelope, ErrorTable) {
                    {{"id", "i"}, {"worker_id", "w"}, {"error", "gone"}, {"code", "NOT_FOUND"}}));
 }
 
+TEST(NdjsonChunkLine, SameBytesAsTheJsonPathAndNulloptForBinary) {
+  for (const std::string& data : {std::string("hello\n"), std::string("a\"b\\c\x01\t"),
+                                  std::string("caf\xc3\xa9"), std::string(70000, 'y')}) {
+    auto line = NdjsonChunkLine("req-1", "worker-a", "stdout", data);
+    ASSERT_TRUE(line.has_value());
+    const std::string want =
+        ResultEnvelope("req-1", "worker-a", {{"stream", "stdout"}, {"data", data}}).dump() + "\n";
+    EXPECT_EQ(*line, want);
+  }
+  // By hand, for one small chunk.
+  EXPECT_EQ(
+      *NdjsonChunkLine("7", "w", "stderr", "x\n"),
+      "{\"id\":\"7\",\"result\":{\"data\":\"x\\n\",\"stream\":\"stderr\"},\"worker_id\":\"w\"}\n");
+  EXPECT_FALSE(NdjsonChunkLine("1", "w", "stdout", "\xff\xfe").has_value());
+  EXPECT_FALSE(NdjsonChunkLine("1", "w", "stdout", "ok\xc3").has_value());  // cut character
+}
+
 }  // namespace
 }  // namespace edge::workerrpc
