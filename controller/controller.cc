@@ -300,6 +300,16 @@ Status Controller::StartHttp() {
   return OkStatus();
 }
 
+void Controller::Reload() {
+  if (!http_server_) return;
+  if (auto st = http_server_->ReloadTls(); !st) {
+    log::Get("controller")
+        ->error("HTTP certificates not reloaded (keeping the old ones): {}", st.error().message);
+  } else if (config_.http.tls.enabled) {
+    log::Get("controller")->info("HTTP certificates reloaded");
+  }
+}
+
 void Controller::StopHttp() {
   if (http_server_) http_server_->Stop();
   http_io_.stop();

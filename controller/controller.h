@@ -50,6 +50,9 @@ class Controller {
   Status Start();
   // Stops promptly: in-flight RPCs get a short grace, then are cancelled.
   void Stop();
+  // SIGHUP: loads the HTTP server's certificate files again for new connections (errors are
+  // logged; the old ones stay). The gRPC server's certificate is reissued only at start.
+  void Reload();
   int grpc_port() const { return grpc_port_; }
   // The bound HTTP port (http.listen), 0 when HTTP is off.
   int http_port() const { return http_port_; }

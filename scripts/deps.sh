@@ -15,7 +15,7 @@ pkgs=(
   clang-format bubblewrap procps iproute2 passwd
 )
 if [[ "${1:-}" == "--packaging" ]]; then
-  pkgs+=(dpkg-dev rpm file)
+  pkgs+=(dpkg-dev rpm file lintian systemd adduser)
 fi
 
 missing=()

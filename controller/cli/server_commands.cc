@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -42,6 +43,12 @@ int Serve(const edge::cli::GlobalOptions& opts) {
   }
   log->info("edge-controller {} serving (pid {})", EDGE_VERSION, ::getpid());
   int sig = *WaitForTerminationSignal();
+  while (sig == SIGHUP) {
+    // systemctl reload: certificates of the HTTP server, without a restart.
+    log->info("SIGHUP received: reloading");
+    controller.Reload();
+    sig = *WaitForTerminationSignal();
+  }
   log->info("signal {} received: stopping", sig);
   // Stopping is bounded: if something (a peer that never reads, a stuck call) keeps it
   // longer than kStopLimit, the process leaves anyway rather than hang.

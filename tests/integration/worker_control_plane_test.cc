@@ -436,6 +436,15 @@ TEST_F(WorkerControlPlaneTlsTest, HeartbeatsOverTlsVerifiedWithTheControllersCa)
       {.timeout = 5s,
        .tls = http::ClientTls{.ca_file = dir_ / "cp.key", .server_name = "127.0.0.1"}});
   EXPECT_FALSE(unverified) << "a certificate not from the given CA was accepted";
+  // systemctl reload (SIGHUP) reloads the certificates and keeps serving.
+  ctl_->process().Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return ctl_->process().Stderr().find("HTTP certificates reloaded") != std::string::npos;
+      },
+      10s));
+  EXPECT_TRUE(ctl_->process().Running());
+  EXPECT_EQ(ctl_->Cli({"status"}).exit_code, 0);
 }
 
 }  // namespace
