@@ -122,7 +122,20 @@ int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
     log->warn("INSECURE: {}: {}", f.key, f.message);
   }
   edge::Clock& clock = edge::SystemClock::Instance();
-  edge::daemon::AgentDaemon daemon(*cfg, {.version = EDGE_VERSION}, clock);
+  edge::daemon::DaemonOptions daemon_options{.version = EDGE_VERSION};
+  // SIGHUP (systemctl reload): the same file and environment again.
+  daemon_options.load_config = [&opts]() -> edge::Result<edge::config::AgentConfig> {
+    auto c = edge::config::LoadAgentConfig(opts.config_path, edge::cli::GetEnv);
+    if (!c) return edge::MakeError(edge::ErrorCode::kInvalidArgument, c.error().ToString());
+    return std::move(*c);
+  };
+  daemon_options.apply_log = [&opts](const edge::config::LogConfig& l) -> edge::Status {
+    if (!edge::cli::InitLogging(opts, l.level, l.format)) {
+      return edge::MakeError(edge::ErrorCode::kInvalidArgument, "bad log.level or log.format");
+    }
+    return edge::OkStatus();
+  };
+  edge::daemon::AgentDaemon daemon(*cfg, std::move(daemon_options), clock);
   auto host = std::make_unique<edge::daemon::ExecutorHost>(*cfg, EDGE_VERSION, clock);
   edge::daemon::ExecutorHost& executor = *host;
   daemon.services().Add(std::move(host));

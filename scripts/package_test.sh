@@ -8,7 +8,10 @@
 #   passes `config check` and enrolls, as its user, against a controller started here, leaving
 #   certs/ 0700 and the keystore 0600 owned by it; reinstall (an upgrade) keeps an edited
 #   config; remove keeps /var/lib/<pkg> (keys), purge deletes it and the user.
-# Also checks the .rpm (rpm -qlp, -qip, --scripts, requires, %config(noreplace)). Needs root; refuses to
+# Also checks the .rpm (rpm -qlp, -qip, --scripts, requires, %config(noreplace)).
+# Not checkable here, because no systemd runs as PID 1 in CI: that the unit is enabled but not
+# *started* on install, try-restart on upgrade and stop on remove (the scripts call systemctl
+# only when /run/systemd/system exists); the enablement symlink itself is checked. Needs root; refuses to
 # touch a machine where either package is already installed. Called by scripts/test.sh when
 # it runs as root (EDGE_PACKAGE_TEST=0 skips it).
 # Usage: scripts/package_test.sh BUILD_DIR
@@ -72,6 +75,7 @@ for pkg in edge-agent edge-controller; do
   check "bash completion" test -s /usr/share/bash-completion/completions/$pkg
   check "doc + example config" test -s /usr/share/doc/$pkg/$conf
   check "unit installed" test -s /usr/lib/systemd/system/$pkg.service
+  check "unit enabled on install" test -L /etc/systemd/system/multi-user.target.wants/$pkg.service
   check "$pkg --version as $pkg" runuser -u "$pkg" -- /usr/bin/$pkg --version
   if [[ $pkg == edge-agent ]]; then
     check "config check as edge-agent" runuser -u edge-agent -- edge-agent config check --config /etc/edge-agent/agent.yaml
@@ -102,6 +106,7 @@ for pkg in edge-agent edge-controller; do
   dpkg -P "$pkg" >/dev/null 2>&1 || fail "dpkg -P $pkg"
   check "purge deletes /var/lib/$pkg" test ! -e /var/lib/$pkg
   check "purge deletes the user" sh -c "! getent passwd $pkg"
+  check "purge drops the enablement" test ! -e /etc/systemd/system/multi-user.target.wants/$pkg.service
   echo "== $(basename "$rpm")"
   check "rpm -qip" sh -c "rpm -qip '$rpm' | grep -q '^License *: Apache-2.0'"
   check "rpm holds the binary and unit" sh -c "rpm -qlp '$rpm' | grep -qx /usr/bin/$pkg && rpm -qlp '$rpm' | grep -qx /usr/lib/systemd/system/$pkg.service"

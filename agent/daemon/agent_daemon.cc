@@ -8,6 +8,11 @@
 #include "common/log.h"
 #include "common/signals.h"
 
+#include <map>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
 namespace edge::daemon {
 
 AgentDaemon::AgentDaemon(config::AgentConfig config, DaemonOptions options, Clock& clock)
@@ -41,6 +46,65 @@ void AgentDaemon::RequestExit(const std::string& reason) {
   ::kill(::getpid(), SIGTERM);
 }
 
+namespace {
+
+// The top-level sections of two configs that differ, except those applied live.
+std::vector<std::string> SectionsNeedingRestart(config::AgentConfig before,
+                                                config::AgentConfig after) {
+  // The agent removes its redeemed join token from the file itself: not a change.
+  before.controller.join_token.clear();
+  after.controller.join_token.clear();
+  auto sections = [](const config::AgentConfig& c) {
+    std::map<std::string, std::string> out;
+    YAML::Node root = YAML::Load(config::DumpRedacted(c));
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      if (key == "tools" || key == "security_contexts" || key == "log") continue;
+      YAML::Emitter e;
+      e << kv.second;
+      out[key] = e.c_str();
+    }
+    return out;
+  };
+  auto a = sections(before), b = sections(after);
+  std::vector<std::string> changed;
+  for (const auto& [k, v] : b) {
+    if (a[k] != v) changed.push_back(k);
+  }
+  return changed;
+}
+
+}  // namespace
+
+void AgentDaemon::Reload() {
+  auto log = log::Get("daemon");
+  if (options_.load_config) {
+    auto next = options_.load_config();
+    if (!next) {
+      log->error("config not reloaded (the running one stays): {}", next.error().message);
+    } else {
+      if (options_.apply_log) {
+        if (auto st = options_.apply_log(next->log); !st) {
+          log->error("log settings not reloaded: {}", st.error().message);
+        }
+      }
+      auto errors = services_.ReconfigureAll(*next);
+      for (const auto& e : errors)
+        log->error("config not applied to {}", e);
+      auto restart = SectionsNeedingRestart(config_, *next);
+      if (!restart.empty()) {
+        std::string list;
+        for (const auto& s : restart)
+          list += (list.empty() ? "" : ", ") + s;
+        log->warn("config reloaded; changes in {} take effect at the next restart", list);
+      } else if (errors.empty()) {
+        log->info("config reloaded: tools, security contexts and log settings applied");
+      }
+    }
+  }
+  services_.ReloadAll();  // certificates (the worker RPC server's TLS)
+}
+
 int AgentDaemon::Run() {
   auto log = log::Get("daemon");
   started_at_ms_ = ToEpochMillis(clock_.Now());
@@ -61,9 +125,8 @@ int AgentDaemon::Run() {
   while (true) {
     auto sig = WaitForTerminationSignal(interval);
     if (sig && *sig == SIGHUP) {
-      // Reload, not stop (certificates of the worker RPC server).
       log->info("SIGHUP received: reloading");
-      services_.ReloadAll();
+      Reload();
       continue;
     }
     if (sig) {

@@ -1,9 +1,11 @@
 // The edge-agent process: wires the services (design.md §2) from the config, runs them
-// until SIGTERM/SIGINT, reports health (status file, sd_notify READY/WATCHDOG/STOPPING)
-// and stops every service in reverse order. Owns the ServiceRegistry.
+// until SIGTERM/SIGINT, reloads on SIGHUP, reports health (status file, sd_notify
+// READY/WATCHDOG/STOPPING) and stops every service in reverse order. Owns the
+// ServiceRegistry.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +20,11 @@ struct DaemonOptions {
   std::string version;
   // How often the status file is refreshed (and the watchdog fed).
   std::chrono::milliseconds status_interval{5000};
+  // SIGHUP re-reads the config through this (the same file and environment as at start);
+  // unset = SIGHUP reloads certificates only.
+  std::function<Result<config::AgentConfig>()> load_config;
+  // Applies a reloaded log level and format (unset = unchanged).
+  std::function<Status(const config::LogConfig&)> apply_log;
 };
 
 class AgentDaemon {
@@ -38,6 +45,9 @@ class AgentDaemon {
 
  private:
   void WriteStatus(const std::string& state);
+  // SIGHUP: the config file again (tools, security contexts, log level and format apply at
+  // once; other changes are named as needing a restart), then the certificates.
+  void Reload();
 
   config::AgentConfig config_;
   DaemonOptions options_;

@@ -50,6 +50,8 @@ class ExecutorHost final : public Service {
   boost::asio::io_context* io_context() const;
   // Applies a pushed config's tools and security contexts (the edge door's PushConfig).
   Status ApplyConfig(const config::AgentConfig& config);
+  // SIGHUP: the reloaded file's tools and security contexts (ApplyConfig).
+  Status Reconfigure(const config::AgentConfig& config) override { return ApplyConfig(config); }
 
  private:
   // Schedules the next tick (mu_ held).

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "config/agent_config.h"
 
 namespace edge::daemon {
 
@@ -25,6 +26,10 @@ class Service {
   // SIGHUP: reload what can change without a restart (certificates). Errors are logged by
   // the service; the old state stays. Default: nothing to reload.
   virtual void Reload() {}
+  // SIGHUP with a config file that loaded and validated: apply what can change without a
+  // restart (the executor: tools and security contexts). An error is logged by the daemon;
+  // the service keeps its old settings. Default: nothing applies live.
+  virtual Status Reconfigure(const config::AgentConfig& /*config*/) { return OkStatus(); }
   // Why the service is not doing its job at `now_ms` (wedged: e.g. connected but no
   // heartbeat has left for three intervals), nullopt while it works or legitimately waits
   // (backing off, enrollment pending). The daemon feeds systemd's watchdog only while no

@@ -101,6 +101,18 @@ void ServiceRegistry::ReloadAll() {
   }
 }
 
+std::vector<std::string> ServiceRegistry::ReconfigureAll(const config::AgentConfig& config) {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> errors;
+  for (auto& e : entries_) {
+    if (e.status.state != ServiceState::kRunning) continue;
+    if (auto st = e.service->Reconfigure(config); !st) {
+      errors.push_back(e.service->Name() + ": " + st.error().message);
+    }
+  }
+  return errors;
+}
+
 std::optional<std::string> ServiceRegistry::FirstStuck(int64_t now_ms) const {
   std::lock_guard lock(mu_);
   for (const auto& e : entries_) {

@@ -49,6 +49,8 @@ class ServiceRegistry {
   void StopAll();
   // Service::Reload of every running service (SIGHUP).
   void ReloadAll();
+  // Service::Reconfigure of every running service; the errors, each "<service>: <message>".
+  std::vector<std::string> ReconfigureAll(const config::AgentConfig& config);
   // "<service>: <why>" for the first running service that is stuck, nullopt when none is.
   std::optional<std::string> FirstStuck(int64_t now_ms) const;
   std::vector<ServiceStatus> Snapshot() const;

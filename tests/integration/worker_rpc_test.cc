@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/atomic_file.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "tests/integration/harness.h"
@@ -530,6 +531,33 @@ TEST_F(WorkerRpcTest, ShutdownDrains) {
   // Existing sandboxes keep working.
   auto [s2, b2] = Call("worker.status", {{"sandbox_id", "sb-d"}});
   EXPECT_EQ(s2, 200u) << b2.dump();
+}
+
+// systemctl reload (SIGHUP): the config file is read again; what cannot change live is named,
+// a broken file changes nothing, and the agent keeps serving throughout.
+TEST_F(WorkerRpcTest, SighupReloadsTheConfigAndKeepsServing) {
+  auto original = ReadFile(dir_ / "agent.yaml", 1 << 20);
+  ASSERT_TRUE(original);
+  WriteText(dir_ / "agent.yaml", *original + "  max_body_bytes: 2097152\n");  // under worker:
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return agent_->Stderr().find("changes in worker take effect at the next restart") !=
+               std::string::npos;
+      },
+      20s))
+      << agent_->Stderr();
+  WriteText(dir_ / "agent.yaml", "node_id: [not, a, string\n");
+  agent_->Signal(SIGHUP);
+  EXPECT_TRUE(WaitUntil(
+      [&] { return agent_->Stderr().find("config not reloaded") != std::string::npos; }, 20s))
+      << agent_->Stderr();
+  EXPECT_TRUE(agent_->Running());
+  auto c = Connect();
+  auto h = c->Send({.method = "GET", .target = "/health"});
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200u);
+  WriteText(dir_ / "agent.yaml", *original);  // TearDown's SIGTERM stops it as usual
 }
 
 // A control plane on loopback (in this process): records heartbeats, renews leases.
