@@ -102,11 +102,13 @@ for pkg in edge-agent edge-controller; do
   check "remove drops the binary" test ! -e /usr/bin/$pkg
   check "remove keeps /var/lib/$pkg" test -e /var/lib/$pkg/keep-me
   check "remove keeps the config" test -e /etc/$pkg/$conf
+  check "remove masks the unit" test "$(readlink /etc/systemd/system/$pkg.service)" = /dev/null
   if [[ $pkg == edge-agent ]]; then check "remove keeps the keys" test -e /var/lib/edge-agent/certs/node.p12; fi
   dpkg -P "$pkg" >/dev/null 2>&1 || fail "dpkg -P $pkg"
   check "purge deletes /var/lib/$pkg" test ! -e /var/lib/$pkg
   check "purge deletes the user" sh -c "! getent passwd $pkg"
   check "purge drops the enablement" test ! -e /etc/systemd/system/multi-user.target.wants/$pkg.service
+  check "purge leaves no mask" test ! -e /etc/systemd/system/$pkg.service
   echo "== $(basename "$rpm")"
   check "rpm -qip" sh -c "rpm -qip '$rpm' | grep -q '^License *: Apache-2.0'"
   check "rpm holds the binary and unit" sh -c "rpm -qlp '$rpm' | grep -qx /usr/bin/$pkg && rpm -qlp '$rpm' | grep -qx /usr/lib/systemd/system/$pkg.service"
