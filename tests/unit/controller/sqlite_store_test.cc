@@ -76,27 +76,15 @@ TEST_F(SqliteStoreTest, ConsumeFollowsTheContractTable) {
 TEST_F(SqliteStoreTest, ConcurrentRedemptionsOnSeparateConnectionsHaveExactlyOneWinner) {
   OpenStore()->InsertJoinToken(Token("race"));
   constexpr int kRacers = 8;
-  std::vector<std::unique_ptr<SqliteStore>> stores;
-  for (int i = 0; i < kRacers; ++i)
-    stores.push_back(OpenStore());
   std::atomic<int> wins{0}, refused{0};
-  std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kRacers; ++i) {
-    threads.emplace_back([&, i] {
-      while (!go)
-        std::this_thread::yield();
-      auto r = stores[i]->ConsumeJoinToken("hash-race", "node-" + std::to_string(i), 2000);
-      if (r) {
-        ++wins;
-      } else if (r.error().code == ErrorCode::kFailedPrecondition) {
-        ++refused;
-      }
-    });
-  }
-  go = true;
-  for (auto& t : threads)
-    t.join();
+  Race(kRacers, [&](int i, SqliteStore& store) {
+    auto r = store.ConsumeJoinToken("hash-race", "node-" + std::to_string(i), 2000);
+    if (r) {
+      ++wins;
+    } else if (r.error().code == ErrorCode::kFailedPrecondition) {
+      ++refused;
+    }
+  });
   EXPECT_EQ(wins.load(), 1);
   EXPECT_EQ(refused.load(), kRacers - 1);
 }

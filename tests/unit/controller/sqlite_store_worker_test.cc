@@ -103,29 +103,17 @@ TEST_F(LeaseStoreTest, ReleaseOnlyByTheHolderAndTheGenerationNeverGoesBack) {
 TEST_F(LeaseStoreTest, ConcurrentAcquiresOfAFreeLeaseHaveExactlyOneWinner) {
   constexpr int kRacers = 12;
   for (const int64_t now : {1'000, 200'000}) {  // a lease never held, then an expired one
-    std::vector<std::unique_ptr<SqliteStore>> stores;
-    for (int i = 0; i < kRacers; ++i)
-      stores.push_back(OpenStore());
     std::atomic<int> wins{0}, aborted{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kRacers; ++i) {
-      threads.emplace_back([&, i] {
-        while (!go)
-          std::this_thread::yield();
-        auto r = stores[i]->AcquireLease("sb-race", "worker-" + std::to_string(i), kTtl, now);
-        if (r) {
-          ++wins;
-        } else if (r.error().code == ErrorCode::kAborted) {
-          ++aborted;
-        } else {
-          ADD_FAILURE() << r.error().ToString();
-        }
-      });
-    }
-    go = true;
-    for (auto& t : threads)
-      t.join();
+    Race(kRacers, [&](int i, SqliteStore& store) {
+      auto r = store.AcquireLease("sb-race", "worker-" + std::to_string(i), kTtl, now);
+      if (r) {
+        ++wins;
+      } else if (r.error().code == ErrorCode::kAborted) {
+        ++aborted;
+      } else {
+        ADD_FAILURE() << r.error().ToString();
+      }
+    });
     EXPECT_EQ(wins.load(), 1) << "at " << now;
     EXPECT_EQ(aborted.load(), kRacers - 1) << "at " << now;
     EXPECT_EQ((*OpenStore()->GetLease("sb-race"))->generation, now == 1'000 ? 1 : 2);
@@ -135,27 +123,19 @@ TEST_F(LeaseStoreTest, ConcurrentAcquiresOfAFreeLeaseHaveExactlyOneWinner) {
 TEST_F(LeaseStoreTest, ConcurrentRenewsByTheHolderNeverReuseAGeneration) {
   ASSERT_TRUE(OpenStore()->AcquireLease("sb-1", "worker-a", kTtl, 1'000));
   constexpr int kThreads = 6, kEach = 25;
-  std::vector<std::unique_ptr<SqliteStore>> stores;
-  for (int i = 0; i < kThreads; ++i)
-    stores.push_back(OpenStore());
   std::mutex mu;
   std::set<int64_t> seen;
   std::atomic<int> renewed{0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      for (int k = 0; k < kEach; ++k) {
-        // Without an expected generation: every renew by the holder succeeds, one at a time.
-        auto r = stores[i]->RenewLease("sb-1", "worker-a", std::nullopt, kTtl, 2'000);
-        ASSERT_TRUE(r) << r.error().ToString();
-        std::lock_guard lock(mu);
-        EXPECT_TRUE(seen.insert(r->generation).second) << "generation reused: " << r->generation;
-        ++renewed;
-      }
-    });
-  }
-  for (auto& t : threads)
-    t.join();
+  Race(kThreads, [&](int, SqliteStore& store) {
+    for (int k = 0; k < kEach; ++k) {
+      // Without an expected generation: every renew by the holder succeeds, one at a time.
+      auto r = store.RenewLease("sb-1", "worker-a", std::nullopt, kTtl, 2'000);
+      ASSERT_TRUE(r) << r.error().ToString();
+      std::lock_guard lock(mu);
+      EXPECT_TRUE(seen.insert(r->generation).second) << "generation reused: " << r->generation;
+      ++renewed;
+    }
+  });
   EXPECT_EQ(renewed.load(), kThreads * kEach);
   EXPECT_EQ((*OpenStore()->GetLease("sb-1"))->generation, 1 + kThreads * kEach);
 }

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "controller/sqlite_store.h"
 #include "tests/support/temp_dir.h"
@@ -22,6 +25,27 @@ class StoreTestBase : public ::testing::Test {
     auto s = SqliteStore::Open(path_);
     EXPECT_TRUE(s) << s.error().ToString();
     return s ? std::move(*s) : nullptr;
+  }
+
+  // Runs body(i, store_i) for i in [0, n) on n threads, each with its own connection to the
+  // database (as separate controller processes would have), released at the same moment.
+  template <typename Body>
+  void Race(int n, Body body) {
+    std::vector<std::unique_ptr<SqliteStore>> stores;
+    for (int i = 0; i < n; ++i)
+      stores.push_back(OpenStore());
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        while (!go)
+          std::this_thread::yield();
+        body(i, *stores[i]);
+      });
+    }
+    go = true;
+    for (auto& t : threads)
+      t.join();
   }
 
   edge::testing::TempDir tmp_{"store"};
