@@ -54,7 +54,7 @@ Result<std::string> Str(const json& p, const char* key, bool required) {
 
 // Copies the keys of `params` named in `keys` (present and not null) into an args object,
 // renaming where the executor's name differs (wire → tool).
-json Pick(const json& params, std::initializer_list<std::pair<const char*, const char*>> keys) {
+json Pick(const json& params, const std::vector<std::pair<const char*, const char*>>& keys) {
   json out = json::object();
   for (const auto& [wire, tool] : keys) {
     auto it = params.find(wire);
@@ -393,151 +393,184 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
       });
 }
 
+Result<json> WorkerRpcHandler::Spawn(const Call& call) {
+  const json& p = call.request.params;
+  sandbox::SpawnRequest s;
+  auto id = Str(p, "sandbox_id", true);
+  if (!id) return std::unexpected(id.error());
+  s.id = *id;
+  auto provider = Str(p, "provider", false);
+  if (!provider) return std::unexpected(provider.error());
+  s.provider = *provider;
+  auto owner = Str(p, "owner_id", false);
+  if (!owner) return std::unexpected(owner.error());
+  s.owner = *owner;
+  for (const char* k : {"image"}) {
+    if (auto v = Str(p, k, false); !v) return std::unexpected(v.error());
+  }
+  for (const char* k : {"memory_mb", "vcpus"}) {
+    auto it = p.find(k);
+    if (it != p.end() && !it->is_null() && !it->is_number_integer()) {
+      return Bad(std::string("params.") + k + " must be an integer, got " + it->type_name());
+    }
+  }
+  if (auto it = p.find("ttl"); it != p.end() && !it->is_null()) {
+    auto ttl = sandbox::ParseDurationArg(*it, "params.ttl");
+    if (!ttl) return std::unexpected(ttl.error());
+    s.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+  }
+  if (auto it = p.find("metadata"); it != p.end() && !it->is_null()) {
+    if (!it->is_object()) {
+      return Bad(std::string("params.metadata must be an object of strings, got ") +
+                 it->type_name());
+    }
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string()) return Bad("params.metadata." + k + " must be a string");
+      s.metadata[k] = v.get<std::string>();
+    }
+  }
+  const sandbox::Lease* lease = call.request.lease ? &*call.request.lease : nullptr;
+  auto info = executor_.Spawn(s, lease);
+  if (!info) return std::unexpected(info.error());
+  return SandboxJson(*info, options_.worker_id);
+}
+
+Result<json> WorkerRpcHandler::Destroy(const Call& call) {
+  auto id = Str(call.request.params, "sandbox_id", true);
+  if (!id) return std::unexpected(id.error());
+  const sandbox::Lease* lease = call.request.lease ? &*call.request.lease : nullptr;
+  auto info = executor_.Destroy(*id, lease);
+  if (!info) return std::unexpected(info.error());
+  return SandboxJson(*info, options_.worker_id);
+}
+
+Result<json> WorkerRpcHandler::SandboxStatus(const Call& call) {
+  auto id = Str(call.request.params, "sandbox_id", true);
+  if (!id) return std::unexpected(id.error());
+  auto info = executor_.Status(*id);
+  if (!info) return std::unexpected(info.error());
+  json out = SandboxJson(*info, options_.worker_id);
+  out["error"] = "";
+  return out;
+}
+
+Result<json> WorkerRpcHandler::Logs(const Call& call) {
+  const json& p = call.request.params;
+  auto id = Str(p, "sandbox_id", true);
+  if (!id) return std::unexpected(id.error());
+  int64_t n = 100;
+  if (auto it = p.find("lines"); it != p.end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxLogLines) {
+      return Bad("params.lines must be an integer between 0 and " + std::to_string(kMaxLogLines));
+    }
+    n = it->get<int64_t>();
+    if (n == 0) n = 100;
+  }
+  auto lines = executor_.Logs(*id, static_cast<size_t>(n));
+  if (!lines) return std::unexpected(lines.error());
+  json arr = json::array();
+  for (const auto& l : *lines) {
+    json holder = json::object();
+    sandbox::PutBytes(holder, "l", l);
+    arr.push_back(holder["l"]);
+  }
+  return json{{"sandbox_id", *id}, {"lines", std::move(arr)}};
+}
+
+Result<json> WorkerRpcHandler::RenewLease(const Call& call) {
+  const json& p = call.request.params;
+  auto rid = Str(p, "resource_id", false);
+  if (!rid) return std::unexpected(rid.error());
+  std::string ttl;
+  if (auto it = p.find("ttl"); it != p.end() && !it->is_null()) {
+    if (!it->is_string() && !it->is_number()) {
+      return Bad(std::string("params.ttl must be a duration such as \"5m\", got ") +
+                 it->type_name());
+    }
+    ttl = it->is_string() ? it->get<std::string>() : it->dump() + "s";
+  }
+  if (!call.request.lease) {
+    return MakeError(ErrorCode::kLeaseRejected, "worker.renew_lease requires a lease");
+  }
+  sandbox::Lease presented = *call.request.lease;
+  if (!rid->empty() && *rid != presented.resource_id) {
+    return MakeError(ErrorCode::kLeaseRejected, "lease.resource_id \"" + presented.resource_id +
+                                                    "\" does not match params.resource_id \"" +
+                                                    *rid + "\"");
+  }
+  // The executor checks the presented lease (holder, expiry, generation, a current
+  // lease to renew) before the control plane is asked.
+  if (auto st = executor_.RenewLease(presented); !st) return std::unexpected(st.error());
+  if (!options_.renew_upstream) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "the lease is valid but cannot be renewed: worker.control_plane_url is "
+                     "not configured");
+  }
+  auto renewed = options_.renew_upstream(presented, ttl);
+  if (!renewed) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "the control plane did not renew the lease: " + renewed.error().message);
+  }
+  auto recorded = executor_.RenewLease(*renewed);
+  if (!recorded) return std::unexpected(recorded.error());
+  return json{{"lease", LeaseToJson(*recorded)}};
+}
+
+namespace {
+
+// The file methods: each one executor tool, its params renamed for the tool, and how its
+// payload becomes the result.
+struct FileMethod {
+  const char* method;
+  const char* tool;
+  std::vector<std::pair<const char*, const char*>> params;  // wire name → tool argument
+  bool size_only = false;                                   // file_write answers {path, size} only
+};
+
+const FileMethod* FindFileMethod(std::string_view method) {
+  static const std::vector<FileMethod> kMethods = {
+      {"worker.file_write",
+       "file.write",
+       {{"path", "path"}, {"content", "content"}, {"mode", "mode"}},
+       true},
+      {"worker.file_read",
+       "file.read",
+       {{"path", "path"}, {"offset", "offset"}, {"length", "length"}}},
+      {"worker.file_list", "file.list", {{"path", "path"}}},
+      {"worker.file_delete", "file.delete", {{"path", "path"}, {"recursive", "recursive"}}},
+      {"worker.file_move", "file.move", {{"old_path", "old_path"}, {"new_path", "new_path"}}},
+      {"worker.file_chmod", "file.chmod", {{"path", "path"}, {"mode", "mode"}}},
+      {"worker.file_stat", "file.stat", {{"path", "path"}}},
+      {"worker.file_glob", "file.glob", {{"pattern", "pattern"}}},
+  };
+  for (const auto& f : kMethods)
+    if (method == f.method) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
 void WorkerRpcHandler::Dispatch(const std::shared_ptr<Call>& call) {
   const std::string& m = call->request.method;
-  const json& p = call->request.params;
-  const std::string& me = options_.worker_id;
-  auto identity = [](json payload) { return payload; };
-
-  if (m == "worker.spawn") {
-    return RunSync(call, [this, call]() -> Result<json> {
-      const json& p = call->request.params;
-      sandbox::SpawnRequest s;
-      auto id = Str(p, "sandbox_id", true);
-      if (!id) return std::unexpected(id.error());
-      s.id = *id;
-      auto provider = Str(p, "provider", false);
-      if (!provider) return std::unexpected(provider.error());
-      s.provider = *provider;
-      auto owner = Str(p, "owner_id", false);
-      if (!owner) return std::unexpected(owner.error());
-      s.owner = *owner;
-      for (const char* k : {"image"}) {
-        if (auto v = Str(p, k, false); !v) return std::unexpected(v.error());
-      }
-      for (const char* k : {"memory_mb", "vcpus"}) {
-        auto it = p.find(k);
-        if (it != p.end() && !it->is_null() && !it->is_number_integer()) {
-          return Bad(std::string("params.") + k + " must be an integer, got " + it->type_name());
-        }
-      }
-      if (auto it = p.find("ttl"); it != p.end() && !it->is_null()) {
-        auto ttl = sandbox::ParseDurationArg(*it, "params.ttl");
-        if (!ttl) return std::unexpected(ttl.error());
-        s.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
-      }
-      if (auto it = p.find("metadata"); it != p.end() && !it->is_null()) {
-        if (!it->is_object()) {
-          return Bad(std::string("params.metadata must be an object of strings, got ") +
-                     it->type_name());
-        }
-        for (const auto& [k, v] : it->items()) {
-          if (!v.is_string()) return Bad("params.metadata." + k + " must be a string");
-          s.metadata[k] = v.get<std::string>();
-        }
-      }
-      const sandbox::Lease* lease = call->request.lease ? &*call->request.lease : nullptr;
-      auto info = executor_.Spawn(s, lease);
-      if (!info) return std::unexpected(info.error());
-      return SandboxJson(*info, options_.worker_id);
-    });
+  using Sync = Result<json> (WorkerRpcHandler::*)(const Call&);
+  static const std::map<std::string, Sync, std::less<>> kSync = {
+      {"worker.spawn", &WorkerRpcHandler::Spawn},
+      {"worker.destroy", &WorkerRpcHandler::Destroy},
+      {"worker.status", &WorkerRpcHandler::SandboxStatus},
+      {"worker.logs", &WorkerRpcHandler::Logs},
+      {"worker.renew_lease", &WorkerRpcHandler::RenewLease},
+  };
+  if (auto it = kSync.find(m); it != kSync.end()) {
+    return RunSync(call, [this, call, fn = it->second] { return (this->*fn)(*call); });
   }
-  if (m == "worker.destroy") {
-    return RunSync(call, [this, call]() -> Result<json> {
-      auto id = Str(call->request.params, "sandbox_id", true);
-      if (!id) return std::unexpected(id.error());
-      const sandbox::Lease* lease = call->request.lease ? &*call->request.lease : nullptr;
-      auto info = executor_.Destroy(*id, lease);
-      if (!info) return std::unexpected(info.error());
-      return SandboxJson(*info, options_.worker_id);
-    });
-  }
-  if (m == "worker.status") {
-    return RunSync(call, [this, call]() -> Result<json> {
-      auto id = Str(call->request.params, "sandbox_id", true);
-      if (!id) return std::unexpected(id.error());
-      auto info = executor_.Status(*id);
-      if (!info) return std::unexpected(info.error());
-      json out = SandboxJson(*info, options_.worker_id);
-      out["error"] = "";
-      return out;
-    });
-  }
-  if (m == "worker.logs") {
-    return RunSync(call, [this, call]() -> Result<json> {
-      const json& p = call->request.params;
-      auto id = Str(p, "sandbox_id", true);
-      if (!id) return std::unexpected(id.error());
-      int64_t n = 100;
-      if (auto it = p.find("lines"); it != p.end() && !it->is_null()) {
-        if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
-            it->get<int64_t>() > kMaxLogLines) {
-          return Bad("params.lines must be an integer between 0 and " +
-                     std::to_string(kMaxLogLines));
-        }
-        n = it->get<int64_t>();
-        if (n == 0) n = 100;
-      }
-      auto lines = executor_.Logs(*id, static_cast<size_t>(n));
-      if (!lines) return std::unexpected(lines.error());
-      json arr = json::array();
-      for (const auto& l : *lines) {
-        json holder = json::object();
-        sandbox::PutBytes(holder, "l", l);
-        arr.push_back(holder["l"]);
-      }
-      return json{{"sandbox_id", *id}, {"lines", std::move(arr)}};
-    });
-  }
-  if (m == "worker.renew_lease") {
-    return RunSync(call, [this, call]() -> Result<json> {
-      const json& p = call->request.params;
-      auto rid = Str(p, "resource_id", false);
-      if (!rid) return std::unexpected(rid.error());
-      std::string ttl;
-      if (auto it = p.find("ttl"); it != p.end() && !it->is_null()) {
-        if (!it->is_string() && !it->is_number()) {
-          return Bad(std::string("params.ttl must be a duration such as \"5m\", got ") +
-                     it->type_name());
-        }
-        ttl = it->is_string() ? it->get<std::string>() : it->dump() + "s";
-      }
-      if (!call->request.lease) {
-        return MakeError(ErrorCode::kLeaseRejected, "worker.renew_lease requires a lease");
-      }
-      sandbox::Lease presented = *call->request.lease;
-      if (!rid->empty() && *rid != presented.resource_id) {
-        return MakeError(ErrorCode::kLeaseRejected, "lease.resource_id \"" + presented.resource_id +
-                                                        "\" does not match params.resource_id \"" +
-                                                        *rid + "\"");
-      }
-      // The executor checks the presented lease (holder, expiry, generation, a current
-      // lease to renew) before the control plane is asked.
-      if (auto st = executor_.RenewLease(presented); !st) return std::unexpected(st.error());
-      if (!options_.renew_upstream) {
-        return MakeError(ErrorCode::kFailedPrecondition,
-                         "the lease is valid but cannot be renewed: worker.control_plane_url is "
-                         "not configured");
-      }
-      auto renewed = options_.renew_upstream(presented, ttl);
-      if (!renewed) {
-        return MakeError(ErrorCode::kFailedPrecondition,
-                         "the control plane did not renew the lease: " + renewed.error().message);
-      }
-      auto recorded = executor_.RenewLease(*renewed);
-      if (!recorded) return std::unexpected(recorded.error());
-      return json{{"lease", LeaseToJson(*recorded)}};
-    });
-  }
-  if (m == "worker.shutdown") {
-    executor_.DrainSpawns();
-    Log()->warn("worker.shutdown: draining (new spawns are refused, sandboxes keep working)");
-    return call->Ok({{"worker_id", me}, {"status", "draining"}});
-  }
-  if (m == "worker.heartbeat") {
-    return call->Fail({ErrorCode::kInvalidArgument,
-                       "worker.heartbeat is sent by a worker to the control plane; this worker "
-                       "does not serve it"});
+  if (const FileMethod* f = FindFileMethod(m)) {
+    std::function<json(json)> shape = [](json payload) { return payload; };
+    if (f->size_only) {
+      shape = [](json payload) {
+        return json{{"path", payload.value("path", "")}, {"size", payload.value("size", 0)}};
+      };
+    }
+    return RunTool(call, f->tool, Pick(call->request.params, f->params), std::move(shape));
   }
   if (m == "worker.exec") return RunExec(call, false, false);
   if (m == "worker.exec_stream") {
@@ -545,37 +578,15 @@ void WorkerRpcHandler::Dispatch(const std::shared_ptr<Call>& call) {
     bool ndjson = mode && (*mode == "ndjson" || *mode == "NDJSON");
     return RunExec(call, true, ndjson);
   }
-  if (m == "worker.file_write") {
-    return RunTool(
-        call, "file.write", Pick(p, {{"path", "path"}, {"content", "content"}, {"mode", "mode"}}),
-        [](json payload) {
-          return json{{"path", payload.value("path", "")}, {"size", payload.value("size", 0)}};
-        });
+  if (m == "worker.shutdown") {
+    executor_.DrainSpawns();
+    Log()->warn("worker.shutdown: draining (new spawns are refused, sandboxes keep working)");
+    return call->Ok({{"worker_id", options_.worker_id}, {"status", "draining"}});
   }
-  if (m == "worker.file_read") {
-    return RunTool(call, "file.read",
-                   Pick(p, {{"path", "path"}, {"offset", "offset"}, {"length", "length"}}),
-                   identity);
-  }
-  if (m == "worker.file_list") {
-    return RunTool(call, "file.list", Pick(p, {{"path", "path"}}), identity);
-  }
-  if (m == "worker.file_delete") {
-    return RunTool(call, "file.delete", Pick(p, {{"path", "path"}, {"recursive", "recursive"}}),
-                   identity);
-  }
-  if (m == "worker.file_move") {
-    return RunTool(call, "file.move", Pick(p, {{"old_path", "old_path"}, {"new_path", "new_path"}}),
-                   identity);
-  }
-  if (m == "worker.file_chmod") {
-    return RunTool(call, "file.chmod", Pick(p, {{"path", "path"}, {"mode", "mode"}}), identity);
-  }
-  if (m == "worker.file_stat") {
-    return RunTool(call, "file.stat", Pick(p, {{"path", "path"}}), identity);
-  }
-  if (m == "worker.file_glob") {
-    return RunTool(call, "file.glob", Pick(p, {{"pattern", "pattern"}}), identity);
+  if (m == "worker.heartbeat") {
+    return call->Fail({ErrorCode::kInvalidArgument,
+                       "worker.heartbeat is sent by a worker to the control plane; this worker "
+                       "does not serve it"});
   }
   call->Fail({ErrorCode::kInvalidArgument, "unknown worker method: " + log::Escape(m, 64)});
 }

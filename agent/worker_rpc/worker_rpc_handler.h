@@ -64,7 +64,14 @@ class WorkerRpcHandler final : public http::Handler {
  private:
   struct Call;
   void HandleRpc(const std::shared_ptr<http::Exchange>& exchange, http::Headers headers);
+  // Sends a call to its method: the synchronous sandbox calls below, a file tool, exec.
   void Dispatch(const std::shared_ptr<Call>& call);
+  // The synchronous methods (run on the door's pool, never on an HTTP thread).
+  Result<nlohmann::json> Spawn(const Call& call);
+  Result<nlohmann::json> Destroy(const Call& call);
+  Result<nlohmann::json> SandboxStatus(const Call& call);
+  Result<nlohmann::json> Logs(const Call& call);
+  Result<nlohmann::json> RenewLease(const Call& call);
   void RunSync(const std::shared_ptr<Call>& call, std::function<Result<nlohmann::json>()> work);
   // The worker.max_concurrent cap as the executor counts it (nullopt when unlimited).
   std::optional<sandbox::InvokeRequest::DoorLimit> DoorLimit() const;
