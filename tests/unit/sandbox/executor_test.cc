@@ -631,8 +631,12 @@ TEST_F(ExecutorTest, DrainRefusesNewWorkAndFinishesInFlight) {
 
 TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
   Open();
-  auto running = Start(Exec("trap '' TERM; sleep 30", "long"));
+  // The shell must have ignored TERM before the shutdown begins (else TERM ends it, under a
+  // loaded machine's scheduling): it says so through a file.
+  const std::string ready = dir_ + "/trap.ready";
+  auto running = Start(Exec("trap '' TERM; : > " + ready + "; sleep 30", "long"));
   WaitRunning(1);
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return ::access(ready.c_str(), F_OK) == 0; }));
   std::promise<void> idle;
   ex_->Shutdown(50ms, [&] { idle.set_value(); });
   auto idle_future = idle.get_future();
