@@ -189,7 +189,8 @@ void ComputeMember::OpenStreamLocked(const std::string& token) {
   join.id = NewUuidV4();
   join.tags = config_.tags;
   join.joined_legal_entity_id = config_.legal_entity_id;
-  SendLocked(gen, kJoinEvent, ToJson(join));
+  // Armed before the join goes out, so the greet timeout counts from the join on the injected
+  // clock whatever the thread scheduling (the clock cannot move between send and arm).
   greet_timer_ = timers_.After(options_.greet_timeout, [this, gen] {
     std::lock_guard lock(mu_);
     if (gen != gen_ || greeted_ || !StreamUpLocked()) return;
@@ -198,6 +199,7 @@ void ComputeMember::OpenStreamLocked(const std::string& token) {
                               options_.greet_timeout.count());
     stream_->Cancel();
   });
+  SendLocked(gen, kJoinEvent, ToJson(join));
 }
 
 bool ComputeMember::StreamUpLocked() const {
