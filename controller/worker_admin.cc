@@ -50,7 +50,9 @@ grpc::ServerUnaryReactor* WorkerAdminImpl::PrepareWorkerCall(
     apb::PrepareWorkerCallResponse* resp) {
   auto* r = ctx->DefaultReactor();
   if (req->lease_ttl_ms() < 0) {
-    r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "lease ttl must be positive"));
+    r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                           "lease_ttl_ms " + std::to_string(req->lease_ttl_ms()) +
+                               ": must be 0 (worker.lease_ttl) or a positive number of ms"));
     return r;
   }
   auto plan = fleet_.PrepareCall(req->worker_id(), req->lease_resource(),
