@@ -673,7 +673,17 @@ TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
     (*ex)->Invoke(std::move(req), {}, {}, [](InvokeResult) { ::_exit(4); });
     while ((*ex)->running() < 1)
       io.run_one_for(std::chrono::seconds(1));
-    io.run_for(200ms);  // let sh start its background sleep
+    // The shell dies with the agent (PDEATHSIG); what must survive it is the background
+    // sleep, so wait until the shell has forked it (a fixed 200 ms was too short once under
+    // the CI's load: the group died whole with the agent).
+    auto forked = [&] {
+      pid_t group = 0;
+      for (const auto& e : fs::directory_iterator(options_.data_dir + "/state/process-groups"))
+        std::ifstream(e.path()) >> group;
+      return group > 0 && edge::testing::GroupMembers(group).size() >= 2;
+    };
+    for (int i = 0; i < 2000 && !forked(); ++i)
+      if (io.run_one_for(5ms) == 0) std::this_thread::sleep_for(5ms);
     ready();
     io.run_for(std::chrono::seconds(60));
   });
