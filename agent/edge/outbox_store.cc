@@ -1,6 +1,7 @@
 #include "agent/edge/outbox_store.h"
 
 #include "common/log.h"
+#include "common/utf8.h"
 
 #include <algorithm>
 
@@ -125,9 +126,19 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_
   std::vector<Entry> out;
   out.reserve(rows->size());
   std::vector<std::pair<std::string, std::string>> replaced;  // command id, why
+  std::vector<std::string> dropped;  // rows no controller could match to a command
   for (const auto& row : *rows) {
     Entry e;
     const bool readable = EntryFromRow(row, e);
+    if (!IsValidUtf8(e.command_id)) {
+      // Command ids come from a protobuf string field: valid UTF-8 by construction. A row
+      // without one was damaged on disk; its result cannot even be addressed on the wire.
+      if (auto st = txn->Exec("DELETE FROM edge_outbox WHERE seq = ?", {e.seq}); !st) {
+        return std::unexpected(st.error());
+      }
+      dropped.push_back(ToValidUtf8(e.command_id));
+      continue;
+    }
     const size_t bytes = row.Text(2).size();
     ++e.attempts;
     std::string why, code;
@@ -165,6 +176,11 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_
     return std::unexpected(st.error());
   }
   if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  for (const auto& id : dropped) {
+    log::Get("edge")->error(
+        "outbox: an entry with a damaged command id ({}) was dropped: no command can match it",
+        log::Escape(id));
+  }
   for (const auto& [id, why] : replaced) {
     log::Get("edge")->error(
         "outbox: the result of command {} could not be delivered ({}); an "

@@ -61,7 +61,9 @@ class OutboxStore {
   // The entries to send again on a new stream, fewest attempts first, then oldest; counts
   // this attempt for each. One tried max_attempts times already, or whose result is larger
   // than `max_result_bytes` (0 = no limit), is first replaced (stored and returned) by
-  // Err{code "RESOURCE_EXHAUSTED" or "UNAVAILABLE", message naming the command and why}.
+  // Err{code "RESOURCE_EXHAUSTED" or "UNAVAILABLE", message naming the command and why}. A
+  // row whose command id is not UTF-8 (damaged on disk: ids come from a protobuf string) is
+  // deleted with an error logged; no controller could match its result.
   Result<std::vector<Entry>> TakeForResend(uint64_t max_result_bytes);
   Result<std::optional<aegis::cluster::v1::EdgeResult>> Get(const std::string& command_id) const;
   // The write of `command_id` on `stream_id` completed now.
