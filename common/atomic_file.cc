@@ -74,45 +74,68 @@ Status MakeDirs(const std::string& path, mode_t mode) {
   return OkStatus();
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data, AtomicWriteOptions options) {
-  const std::string dir = DirName(path);
-  if (options.create_parents_mode != 0) {
-    if (auto st = MakeDirs(dir, options.create_parents_mode); !st) return st;
+std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& name,
+                                                  std::string_view data, mode_t mode) {
+  const std::string tmp = "." + name.substr(0, 200) + ".tmp." + NewUuidV4().substr(0, 8);
+  bool named = false;  // true once `tmp` exists in the directory
+  int fd = ::openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    // No O_TMPFILE on this filesystem (or kernel): a named temporary file.
+    fd = ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    named = fd >= 0;
   }
-  std::string tmp = path + ".tmp." + NewUuidV4().substr(0, 8);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, options.mode);
-  if (fd < 0) {
-    int err = errno;
-    return MakeError(CodeForErrno(err), "create " + tmp + ": " + Errno(err));
-  }
-  auto fail = [&](const std::string& what, int err) -> Status {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return MakeError(CodeForErrno(err), what + " " + tmp + ": " + Errno(err));
+  if (fd < 0) return std::unexpected(ReplaceFailure{errno, "create"});
+  auto fail = [&](int err, const char* step) {
+    if (fd >= 0) ::close(fd);
+    if (named) ::unlinkat(dirfd, tmp.c_str(), 0);
+    return std::unexpected(ReplaceFailure{err, step});
   };
   // The umask may have narrowed the mode; set it exactly.
-  if (::fchmod(fd, options.mode) != 0) return fail("chmod", errno);
+  if (::fchmod(fd, mode) != 0) return fail(errno, "chmod");
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = ::write(fd, data.data() + off, data.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail("write", errno);
+      return fail(errno, "write");
     }
     off += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) return fail("fsync", errno);
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return MakeError(CodeForErrno(err), "close " + tmp + ": " + Errno(err));
+  if (::fsync(fd) != 0) return fail(errno, "fsync");
+  if (!named) {
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    if (::linkat(AT_FDCWD, proc.c_str(), dirfd, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+      return fail(errno, "link");
+    }
+    named = true;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return MakeError(CodeForErrno(err), "rename " + tmp + " -> " + path + ": " + Errno(err));
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) return fail(errno, "close");
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) return fail(errno, "rename");
+  ::fsync(dirfd);
+  return {};
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data, AtomicWriteOptions options) {
+  const std::string dir = DirName(path);
+  if (options.create_parents_mode != 0) {
+    if (auto st = MakeDirs(dir, options.create_parents_mode); !st) return st;
   }
-  return SyncDirectory(dir);
+  int dirfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) {
+    int err = errno;
+    return MakeError(CodeForErrno(err), "open directory " + dir + ": " + Errno(err));
+  }
+  auto replaced =
+      ReplaceFileAt(dirfd, std::filesystem::path(path).filename().string(), data, options.mode);
+  ::close(dirfd);
+  if (!replaced) {
+    return MakeError(
+        CodeForErrno(replaced.error().err),
+        std::string(replaced.error().step) + " " + path + ": " + Errno(replaced.error().err));
+  }
+  return OkStatus();
 }
 
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {

@@ -1,10 +1,16 @@
-// Crash-safe file replacement (design.md §5): write a temp file in the same directory
-// with the final mode, fsync it, rename it over the target, fsync the directory.
-// On any failure the temp file is removed and the target is untouched.
+// Crash-safe file replacement (design.md §5): the data goes to an unnamed file in the same
+// directory (O_TMPFILE) with the final mode, is fsynced, linked in under a temporary name,
+// renamed over the target, and the directory is fsynced. On any failure the target is
+// untouched and nothing is left behind; a crash (kill -9, power) before the link leaves
+// nothing either, and after it the complete new file under its temporary name for at most
+// the instant before the rename. On filesystems without O_TMPFILE the temporary file is a
+// named one (".<name>.tmp.<random>") from the start, removed on every failure and left behind
+// only by a crash. Needs /proc (the link goes through /proc/self/fd).
 #pragma once
 
 #include <sys/types.h>
 
+#include <expected>
 #include <string>
 #include <string_view>
 
@@ -20,6 +26,19 @@ struct AtomicWriteOptions {
 
 Status WriteFileAtomic(const std::string& path, std::string_view data,
                        AtomicWriteOptions options = {});
+
+// Why ReplaceFileAt failed: errno and the step ("create", "chmod", "write", "fsync", "link",
+// "close", "rename"), for callers that word their own errors (the file tools name the wire
+// path).
+struct ReplaceFailure {
+  int err = 0;
+  const char* step = "";
+};
+
+// The same replacement of `name` (one path component) in the open directory `dirfd`, with
+// mode exactly `mode`. WriteFileAtomic and the file tools both write through it.
+std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& name,
+                                                  std::string_view data, mode_t mode);
 
 // Reads a whole regular file; refuses anything larger than max_bytes.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = 64 << 20);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "common/atomic_file.h"
 #include "common/random.h"
 
 namespace edge::sandbox {
@@ -151,30 +152,9 @@ Status FileService::Write(std::string_view path, std::string_view content,
   auto& [dirfd, name] = *parent;
   UniqueFd dir(::openat(dirfd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return std::unexpected(PathError(errno, path, "open directory of"));
-  const std::string tmp = "." + name.substr(0, 200) + ".tmp." + NewUuidV4().substr(0, 8);
-  UniqueFd fd(::openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       *mode));
-  if (!fd) return std::unexpected(PathError(errno, path, "create"));
-  auto fail = [&](int err, const char* what) -> Status {
-    fd.Reset();
-    ::unlinkat(dir.get(), tmp.c_str(), 0);
-    return std::unexpected(PathError(err, path, what));
-  };
-  if (::fchmod(fd.get(), *mode) != 0) return fail(errno, "chmod");
-  size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno, "write");
-    }
-    off += static_cast<size_t>(n);
+  if (auto replaced = ReplaceFileAt(dir.get(), name, content, *mode); !replaced) {
+    return std::unexpected(PathError(replaced.error().err, path, replaced.error().step));
   }
-  if (::fsync(fd.get()) != 0) return fail(errno, "fsync");
-  fd.Reset();
-  if (::renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) != 0)
-    return fail(errno, "replace");
-  ::fsync(dir.get());
   return OkStatus();
 }
 

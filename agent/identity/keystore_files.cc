@@ -22,7 +22,7 @@ Status KeystoreFiles::CheckWritable(const std::string& data_dir) {
     return MakeError(st.error().code, "cannot create " + dir + ": " + st.error().message);
   }
   const std::string probe = dir + "/.write-probe-" + NewUuidV4().substr(0, 8);
-  auto st = WriteFileAtomic(probe, std::string(4096, 'x'), {.mode = 0600});
+  auto st = WriteFileAtomic(probe, std::string(kWriteProbeBytes, 'x'), {.mode = 0600});
   ::unlink(probe.c_str());
   if (!st) return MakeError(st.error().code, "cannot write to " + dir + ": " + st.error().message);
   return OkStatus();

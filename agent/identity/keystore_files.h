@@ -20,7 +20,12 @@ class KeystoreFiles {
  public:
   static std::string CertsDir(const std::string& data_dir) { return data_dir + "/certs"; }
   static bool Exists(const std::string& data_dir);
-  // Checks before a join token is spent that certs/ can be created and written.
+  // How much the write check writes (and removes): more than a keystore, its password, the
+  // CA and the node key together (a few KiB), so a disk with room for the check has room
+  // for the enrollment.
+  static constexpr size_t kWriteProbeBytes = 64 * 1024;
+  // Checks before a join token is spent that certs/ can be created and written (a full disk
+  // or a read-only one fails here, not after the token is spent).
   static Status CheckWritable(const std::string& data_dir);
   static Status Write(const std::string& data_dir, const std::string& pkcs12_der,
                       const std::string& password, const std::string& ca_pem);

@@ -1,11 +1,18 @@
 #include "common/atomic_file.h"
+#include "tests/support/small_disk.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait_until.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace edge {
 namespace {
@@ -79,6 +86,61 @@ TEST_F(AtomicFileTest, ReadFileRefusesOversizeAndNonRegular) {
   auto d = ReadFile(dir_);
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().code, ErrorCode::kInvalidArgument);
+}
+
+// Issue 16: a disk that fills up mid-write — a real ENOSPC on a small tmpfs — fails with
+// RESOURCE_EXHAUSTED naming the file, keeps the old file whole and leaves nothing behind;
+// once there is room again, the same write succeeds.
+TEST(AtomicFileFaults, ADiskFullWriteKeepsTheOldFileAndLeavesNothing) {
+  edge::testing::SmallDisk disk(256 * 1024);
+  if (!disk.available()) GTEST_SKIP() << "no tmpfs here: " << disk.why_not();
+  const std::string path = disk / "settings";
+  ASSERT_TRUE(WriteFileAtomic(path, "old"));
+  disk.Fill();
+  auto st = WriteFileAtomic(path, std::string(64 * 1024, 'n'));
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(st.error().message, "write " + path + ": No space left on device");
+  EXPECT_EQ(*ReadFile(path), "old");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(disk.path()))
+    names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{".filler", "settings"}));
+  disk.Free();
+  ASSERT_TRUE(WriteFileAtomic(path, std::string(64 * 1024, 'n')));
+  EXPECT_EQ(ReadFile(path)->size(), 64u * 1024);
+}
+
+// Issue 16: the writer is killed with -9 in the middle of a write. The data goes to an unnamed
+// file until it is complete, so the directory holds the old file, whole, and nothing else.
+TEST_F(AtomicFileTest, AKillMidWriteLeavesTheOldFileAndNothingElse) {
+  const std::string path = dir_ + "/big";
+  ASSERT_TRUE(WriteFileAtomic(path, "old"));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string data(512u << 20, 'x');  // long enough to be caught in the middle
+    (void)WriteFileAtomic(path, data);
+    ::_exit(0);
+  }
+  // The unnamed file shows in the writer's fd table as "<dir>/#<inode> (deleted)".
+  auto writing = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(child) + "/fd", ec)) {
+      std::string target = fs::read_symlink(e.path(), ec);
+      if (!ec && target.rfind(dir_ + "/", 0) == 0) return true;
+    }
+    return false;
+  };
+  const bool caught = edge::testing::WaitUntil(writing, std::chrono::seconds(20));
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(caught) << "the writer was never seen writing";
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the write ended before the kill";
+  EXPECT_EQ(*ReadFile(path), "old");
+  EXPECT_EQ(EntryCount(), 1u) << "nothing but the old file";
 }
 
 }  // namespace

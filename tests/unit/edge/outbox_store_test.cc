@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "tests/support/manual_clock.h"
+#include "tests/support/small_disk.h"
 #include "tests/unit/edge/test_support.h"
 
 namespace edge::agentedge::testing {
@@ -300,6 +301,34 @@ TEST_F(OutboxStoreTest, ZeroBoundIsRejected) {
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(store.error().message.find("max_entries"), std::string::npos) << store.error().message;
+}
+
+// Issue 16: the disk fills up while results are written (a real ENOSPC on a small tmpfs).
+// The Put that cannot be stored fails with an error naming the disk (the door then sends
+// that result without a copy on disk, and says so); the entries already stored are intact;
+// once there is room again the store works on the same connection.
+TEST(OutboxStoreFaults, ADiskFullPutFailsAndLosesNothingStored) {
+  edge::testing::SmallDisk disk(1 << 20);
+  if (!disk.available()) GTEST_SKIP() << "no tmpfs here: " << disk.why_not();
+  ManualClock clock;
+  auto store = OutboxStore::Open(disk.path(), clock);
+  ASSERT_TRUE(store) << store.error().ToString();
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE((*store)->Put("before-" + std::to_string(i), OkResult(i)));
+  disk.Fill();
+  auto full = (*store)->Put("during", ErrResult("X", std::string(256 * 1024, 'r')));
+  ASSERT_FALSE(full) << "a 256 KiB result was stored on a full disk";
+  EXPECT_NE(full.error().message.find("full"), std::string::npos) << full.error().message;
+  auto all = (*store)->All();
+  ASSERT_TRUE(all) << all.error().ToString();
+  EXPECT_EQ(Ids(*all), (std::vector<std::string>{"before-0", "before-1", "before-2"}));
+  disk.Free();
+  ASSERT_TRUE((*store)->Put("after", OkResult(9)));
+  EXPECT_EQ(Ids(*(*store)->All()),
+            (std::vector<std::string>{"before-0", "before-1", "before-2", "after"}));
+  auto got = (*store)->Get("before-1");
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->ok().exit_code(), 1);
 }
 
 }  // namespace
