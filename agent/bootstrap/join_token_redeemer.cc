@@ -1,11 +1,14 @@
 #include "agent/bootstrap/join_token_redeemer.h"
 
+#include <unistd.h>
+
 #include "agent/identity/certificate_authority.h"
 #include "agent/identity/channel_factory.h"
 #include "agent/identity/join_token_claims.h"
 #include "agent/identity/keystore_files.h"
 #include "agent/identity/pkcs12.h"
 #include "bootstrap.grpc.pb.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/secure_compare.h"
 #include "config/join_token_remover.h"
@@ -90,6 +93,24 @@ Result<EnrollResult> JoinTokenRedeemer::Target(const EnrollRequest& req) const {
   }
 
   return result;
+}
+
+std::string JoinTokenRedeemer::SavedExchangePath(const std::string& data_dir) {
+  return identity::KeystoreFiles::CertsDir(data_dir) + "/exchange.pending";
+}
+
+// The answer an interrupted enrollment stored; an error when there is none (or it does not
+// parse, when it is removed).
+Result<JoinTokenRedeemer::ExchangeResponse> JoinTokenRedeemer::LoadSavedExchange(
+    const std::string& path) {
+  auto bytes = ReadFile(path, 1 << 20);
+  if (!bytes) return std::unexpected(bytes.error());
+  ExchangeResponse resp;
+  if (!resp.ParseFromString(*bytes)) {
+    ::unlink(path.c_str());
+    return MakeError(ErrorCode::kInternal, path + " does not parse; removed");
+  }
+  return resp;
 }
 
 // Everything that can fail locally fails now, before the single-use token is spent.
@@ -201,10 +222,26 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
   auto target = Target(req);
   if (!target) return target;
   if (auto st = CheckLocal(req); !st) return std::unexpected(st.error());
-  auto resp = Exchange(req, *target);
-  if (!resp) return std::unexpected(resp.error());
+  // The token is spent the moment the controller answers; its answer is stored before
+  // anything else (checking it takes a while), so an agent killed after that resumes from
+  // the stored answer instead of finding its token spent and nothing in hand.
+  const std::string saved_path = SavedExchangePath(req.data_dir);
+  Result<ExchangeResponse> resp = LoadSavedExchange(saved_path);
+  if (resp) {
+    log->info("resuming an interrupted enrollment from the controller's stored answer");
+  } else {
+    resp = Exchange(req, *target);
+    if (!resp) return std::unexpected(resp.error());
+    if (auto st = WriteFileAtomic(saved_path, resp->SerializeAsString(), {.mode = 0600}); !st) {
+      log->warn("the controller's answer could not be kept while it is checked: {}",
+                st.error().message);
+    }
+  }
   auto returned_pin = CheckResponse(req, *target, *resp);
-  if (!returned_pin) return std::unexpected(returned_pin.error());
+  if (!returned_pin) {
+    ::unlink(saved_path.c_str());  // a wrong answer is not worth resuming from
+    return std::unexpected(returned_pin.error());
+  }
   EnrollResult result = std::move(*target);
   result.ca_pin = *returned_pin;
   if (auto st = identity::KeystoreFiles::Write(req.data_dir, resp->pkcs12(),
@@ -216,6 +253,7 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
                          "): free space or fix permissions, then ask the "
                          "operator for a new token");
   }
+  ::unlink(saved_path.c_str());
   if (!req.config_path.empty()) {
     auto removed = config::JoinTokenRemover::RemoveJoinToken(req.config_path);
     if (!removed) {

@@ -65,6 +65,12 @@ class JoinTokenRedeemer {
   // Errors carry one message naming the cause and the next step for the operator.
   Result<EnrollResult> Enroll(const EnrollRequest& request);
 
+  // certs/exchange.pending (0600, beside the keystore it becomes): the controller's answer,
+  // kept from the moment it arrives until the keystore is stored, so an enrollment killed
+  // in between resumes from it (the token is spent by then). Removed once the keystore is
+  // stored, or when it does not parse or does not pass the checks of a fresh answer.
+  static std::string SavedExchangePath(const std::string& data_dir);
+
  private:
   using ExchangeResponse = me::prexorjustin::prexorcloud::protocol::ExchangeJoinTokenResponse;
   // The phases of Enroll, in order: what to contact, what must hold locally before the token
@@ -72,6 +78,7 @@ class JoinTokenRedeemer {
   Result<EnrollResult> Target(const EnrollRequest& req) const;
   Status CheckLocal(const EnrollRequest& req) const;
   Result<ExchangeResponse> Exchange(const EnrollRequest& req, const EnrollResult& target);
+  static Result<ExchangeResponse> LoadSavedExchange(const std::string& path);
   static Result<std::string> CheckResponse(const EnrollRequest& req, const EnrollResult& target,
                                            const ExchangeResponse& resp);
 

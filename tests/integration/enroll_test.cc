@@ -18,6 +18,7 @@
 #include "agent/identity/keystore_files.h"
 #include "node_cluster.grpc.pb.h"
 #include "tests/integration/controller_fixture.h"
+#include "tests/support/small_disk.h"
 
 namespace edge::testing {
 namespace {
@@ -336,6 +337,89 @@ TEST_F(EnrollTest, RunEnrollsFirstThenServes) {
   agent.Signal(SIGTERM);
   EXPECT_EQ(agent.Wait(10s), 0);
   EXPECT_EQ(agent.Stderr().find(token), std::string::npos);
+}
+
+// Issue 16: a full disk under data_dir (a real ENOSPC: a small tmpfs). The enrollment stops
+// before the single-use token is spent, says why, and leaves nothing; once there is room the
+// same token enrolls.
+TEST_F(EnrollTest, AFullDiskStopsEnrollmentBeforeTheTokenIsSpent) {
+  SmallDisk disk(1 << 20);
+  if (!disk.available()) GTEST_SKIP() << "no tmpfs here: " << disk.why_not();
+  auto [id, token] = ctl_->CreateToken();
+  const std::string data = disk / "agent", cfg = dir_ / "agent.yaml";
+  fs::create_directories(data);
+  WriteText(cfg, AgentConfig(data, token));
+  disk.Fill();
+  auto r = Enroll({}, cfg);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("not writable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(data + "/certs/node.p12"));
+  EXPECT_FALSE(fs::exists(data + "/certs/node.p12.pass"));
+  EXPECT_EQ(ReadText(cfg), AgentConfig(data, token));
+  EXPECT_EQ(TokenState(id), "active");
+  disk.Free();
+  auto again = Enroll({}, cfg);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_TRUE(identity::KeystoreFiles::Exists(data));
+  EXPECT_EQ(TokenState(id), "used by edge-01");
+}
+
+// Issue 16: `edge-agent run` SIGKILLed at moments spread over its first start (enrollment,
+// then the first attestation), then started again. Each time the restarted agent either
+// finishes and connects with the identity it enrolled with — resuming from the controller's
+// stored answer when the kill fell after the token was spent — or, when even that answer
+// had not been stored yet, says that the token was used; it never connects with half a
+// keystore.
+TEST_F(EnrollTest, AKillMidEnrollmentCompletesOnRestartOrSaysTheTokenIsSpent) {
+  auto connected = [&](const std::string& node) {
+    auto r = ctl_->Cli({"nodes", "--format", "json"});
+    if (r.exit_code != 0) return false;
+    for (const auto& n : nlohmann::json::parse(r.out))
+      if (n.value("node_id", "") == node) return n.value("connected", false);
+    return false;
+  };
+  int completed = 0;
+  std::string spent;    // the kill delays after which the token was spent
+  std::string resumed;  // ... after which the restart resumed from the stored answer
+  for (int delay_ms : {0, 30, 60, 100, 150, 250, 400, 700}) {
+    const std::string node = "edge-k" + std::to_string(delay_ms);
+    auto [id, token] = ctl_->CreateToken(node);
+    const std::string data = dir_ / node, cfg = dir_ / (node + ".yaml");
+    WriteText(cfg, AgentConfig(data, token, node));
+    {
+      ChildProcess first({AgentBin(), "--config", cfg, "run"}, dir_.path());
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+      first.Signal(SIGKILL);
+      ASSERT_TRUE(first.Wait(10s).has_value());
+    }
+    const std::string key_before = ReadText(data + "/keys/node.ed25519");
+    ChildProcess second({AgentBin(), "--config", cfg, "run"}, dir_.path());
+    const bool up =
+        WaitUntil([&] { return connected(node) || !second.Running(); }, 60s) && second.Running();
+    if (up) {
+      ++completed;
+      if (second.Stderr().find("resuming an interrupted enrollment") != std::string::npos)
+        resumed += " " + std::to_string(delay_ms) + " ms";
+      EXPECT_TRUE(identity::KeystoreFiles::Exists(data)) << node;
+      EXPECT_EQ(ReadText(cfg), AgentConfigWithoutToken(data, node)) << node;
+      if (!key_before.empty()) {
+        EXPECT_EQ(ReadText(data + "/keys/node.ed25519"), key_before)
+            << node << ": the same identity";
+      }
+    } else {
+      spent += " " + std::to_string(delay_ms) + " ms";
+      EXPECT_NE(second.Stderr().find("join token already used"), std::string::npos)
+          << node << ": " << second.Stderr();
+      EXPECT_NE(TokenState(id), "active") << node;
+    }
+    second.Signal(SIGTERM);
+    second.Wait(10s);
+  }
+  std::cout << "kill mid-enrollment: " << completed << " completed on restart (resumed from the "
+            << "controller's stored answer after a kill at:" << resumed
+            << "); the token was reported spent after a kill at:" << spent << "\n";
+  EXPECT_GT(completed, 0);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "agent/identity/keystore_files.h"
 #include "agent/identity/pkcs12.h"
 #include "bootstrap.grpc.pb.h"
+#include "common/atomic_file.h"
 #include "controller/peer_identity.h"
 #include "tests/support/temp_dir.h"
 
@@ -122,6 +123,39 @@ TEST_F(RedeemerTest, GoodResponseIsStored) {
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, ErrorCode::kAlreadyExists);
   EXPECT_EQ(service_->calls, 1) << "an enrolled node does not spend another token";
+}
+
+// Issue 16: the agent was killed after the controller answered (the token is spent) and
+// before the keystore was stored. The answer was kept in certs/exchange.pending; the next
+// enrollment resumes from it without asking the controller again, and removes it.
+TEST_F(RedeemerTest, AnInterruptedEnrollmentResumesFromTheStoredAnswer) {
+  const std::string data = dir_ + "/agent";
+  {
+    // What the killed agent left: the controller's answer, nothing else.
+    pb::ExchangeJoinTokenRequest req;
+    req.set_node_id("edge-01");
+    pb::ExchangeJoinTokenResponse answer;
+    ASSERT_TRUE(service_->ExchangeJoinToken(nullptr, &req, &answer).ok());
+    ASSERT_TRUE(WriteFileAtomic(JoinTokenRedeemer::SavedExchangePath(data),
+                                answer.SerializeAsString(),
+                                {.mode = 0600, .create_parents_mode = 0700}));
+  }
+  service_->calls = 0;
+  service_->mode = Mode::kWrongCa;  // a second exchange would be refused: none may happen
+  auto r = Enroll(Token(ca_->Pin()));
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(service_->calls, 0) << "the spent token is not presented again";
+  EXPECT_TRUE(identity::KeystoreFiles::Exists(data));
+  EXPECT_FALSE(std::filesystem::exists(JoinTokenRedeemer::SavedExchangePath(data)));
+
+  // A stored answer that is not what was asked for is refused, removed, and not used again.
+  std::filesystem::remove_all(data);
+  ASSERT_TRUE(WriteFileAtomic(JoinTokenRedeemer::SavedExchangePath(data), "not a response",
+                              {.mode = 0600, .create_parents_mode = 0700}));
+  service_->mode = Mode::kGood;
+  auto fresh = Enroll(Token(ca_->Pin()));
+  ASSERT_TRUE(fresh) << fresh.error().ToString();
+  EXPECT_EQ(service_->calls, 1) << "an unreadable stored answer is replaced by an exchange";
 }
 
 TEST_F(RedeemerTest, TruncatedKeystoreIsRefusedAndNothingWritten) {
