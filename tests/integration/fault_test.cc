@@ -72,6 +72,8 @@ TEST_F(FaultTest, AnAgentKilledMidCommandEndsItWithAgentRestarted) {
       Detach("edge-01", "echo started >> " + started + "; sleep 271 & sleep 271");
   ASSERT_FALSE(id.empty());
   ASSERT_TRUE(WaitUntil([] { return ProcessWithMarker("sleep 271"); })) << agent.Stderr();
+  const std::string identity = Node("edge-01").value("public_key_sha256", "");
+  ASSERT_FALSE(identity.empty());
   agent.Signal(SIGKILL);
   ASSERT_TRUE(agent.Wait(10s).has_value());
   ASSERT_TRUE(WaitConnected("edge-01", false));
@@ -88,6 +90,7 @@ TEST_F(FaultTest, AnAgentKilledMidCommandEndsItWithAgentRestarted) {
       << message;
   EXPECT_NE(message.find("process group"), std::string::npos) << message;
   EXPECT_FALSE(ProcessWithMarker("sleep 271")) << "no survivor of the killed agent";
+  EXPECT_EQ(Node("edge-01").value("public_key_sha256", ""), identity) << "the same identity";
   // Exactly one result: the controller's resend on the reconnect was answered from the
   // stored result, not run again.
   EXPECT_EQ(ReadText(started), "started\n");
