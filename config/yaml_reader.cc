@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdio>
+#include <optional>
 
 #include "common/atomic_file.h"
+#include "common/utf8.h"
 #include "config/duration.h"
 
 namespace edge::config {
@@ -315,11 +318,49 @@ std::pair<size_t, size_t> FlowDepth(std::string_view text) {
   return {deepest, deepest_line};
 }
 
+// YAML text is Unicode (YAML 1.2 §5.1): valid UTF-8 and no control characters but tab,
+// line feed and carriage return. yaml-cpp takes any bytes, and what it keeps of them does
+// not survive its own emitter (a PushConfig delta merged twice gave two different keys) nor a
+// protobuf string (labels travel in the node's capabilities). The first offending byte, or
+// nullopt.
+std::optional<ConfigIssue> CheckYamlText(const std::string& text, const std::string& source,
+                                         const std::string& what) {
+  const size_t valid = ValidUtf8Prefix(text);
+  size_t bad = valid;
+  std::string rule = what + " is not valid UTF-8";
+  for (size_t i = 0; i < valid; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      bad = i;
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02X", c);
+      rule = what + " holds the control character " + hex + " (YAML allows tab, LF and CR only)";
+      break;
+    }
+  }
+  if (bad == text.size()) return std::nullopt;
+  int line = 1, column = 1;
+  for (size_t i = 0; i < bad; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;  // columns count characters, not bytes
+    }
+  }
+  return ConfigIssue{source, line, column, "", "", rule};
+}
+
 }  // namespace
 
 std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
                                                   const std::string& source,
                                                   const std::string& what) {
+  if (auto issue = CheckYamlText(text, source, what)) {
+    ConfigErrors errs;
+    errs.issues.push_back(std::move(*issue));
+    return std::unexpected(errs);
+  }
   constexpr size_t kMaxFlowDepth = 64;
   if (auto [depth, line] = FlowDepth(text); depth > kMaxFlowDepth) {
     ConfigErrors errs;

@@ -89,7 +89,8 @@ void SetPath(YAML::Node root, const std::string& path, const std::string& value)
 void ApplyEnvOverrides(YAML::Node root, const std::vector<std::string>& scalar_paths,
                        const std::string& prefix, const EnvLookup& env, YamlReader& reader);
 
-// Parses `text`; a syntax error becomes ConfigErrors naming `source`, line and column.
+// Parses `text`; a syntax error, text that is not UTF-8 or a control character other than
+// tab, LF and CR becomes ConfigErrors naming `source`, line and column.
 std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
                                                   const std::string& source,
                                                   const std::string& what = "YAML");

@@ -260,6 +260,30 @@ TEST(ApplyDelta, MergesMapsReplacesScalarsAndValidates) {
   EXPECT_EQ(json->cluster.heartbeat_interval_secs, 9);
 }
 
+// Found by config_delta_fuzz (issue 16): yaml-cpp took a label key holding a NUL and bytes
+// that are not UTF-8; merging the same delta twice then gave two different keys, and such a
+// label could not travel in a protobuf string. YAML text is Unicode: refused, with where.
+TEST(ApplyDelta, TextThatIsNotUnicodeIsRefusedWithItsPosition) {
+  auto base = LoadOk("node_id: a\n");
+  auto nul = ApplyDelta(base, std::string("labels:\n  ke\0y: v\n", 18));
+  ASSERT_FALSE(nul);
+  EXPECT_EQ(nul.error().ToString(),
+            "config delta:2:5: YAML/JSON holds the control character 0x00 (YAML allows tab, LF "
+            "and CR only)");
+  auto latin1 = ApplyDelta(base, "labels:\n  site: caf\xe9\n");
+  ASSERT_FALSE(latin1);
+  EXPECT_EQ(latin1.error().ToString(), "config delta:2:12: YAML/JSON is not valid UTF-8");
+  auto file = LoadAgentConfigFromString("node_id: a\nlabels: { s\xc3\xa9: \"x\x1by\" }\n",
+                                        "agent.yaml", NoEnv());
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().ToString(),
+            "agent.yaml:2:17: YAML holds the control character 0x1B (YAML allows tab, LF and CR "
+            "only)");
+  auto ok = ApplyDelta(base, "labels:\n  site: \"caf\xc3\xa9\"\r\n");
+  ASSERT_TRUE(ok) << ok.error().ToString();
+  EXPECT_EQ(ok->labels.at("site"), "caf\xc3\xa9");
+}
+
 TEST(ApplyDelta, RejectsUnknownKeysBadValuesAndNonMaps) {
   auto base = LoadOk("node_id: a\n");
   auto unknown = ApplyDelta(base, "clustr: { heartbeat_interval_secs: 5 }\n");
