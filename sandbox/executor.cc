@@ -678,7 +678,7 @@ Result<FileService> Executor::Files(std::string_view sandbox_id) const {
 }
 
 edge::Status Executor::AcceptLease(const Lease* lease, std::string_view resource_id) const {
-  return leases_->Accept(lease, options_.own_id, resource_id, clock_.Now());
+  return leases_->Accept(lease, options_.own_id, resource_id, clock_);
 }
 
 std::shared_ptr<LogBuffer> Executor::ConsoleLog(const std::string& sandbox_id) {
@@ -747,7 +747,7 @@ Result<std::vector<SandboxInfo>> Executor::List() const {
 }
 
 Result<Lease> Executor::RenewLease(const Lease& renewed) {
-  if (auto st = leases_->Renew(renewed, options_.own_id, clock_.Now()); !st) {
+  if (auto st = leases_->Renew(renewed, options_.own_id, clock_); !st) {
     return std::unexpected(st.error());
   }
   return renewed;
@@ -914,7 +914,7 @@ void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
 }
 
 size_t Executor::Tick(Clock::WallTime now) {
-  auto expired = leases_->ExpiredLeases(now);
+  auto expired = leases_->ExpiredLeases(clock_);
   size_t cancelled = 0;
   if (expired && !expired->empty()) {
     std::vector<std::pair<std::shared_ptr<Inflight>, std::string>> victims;

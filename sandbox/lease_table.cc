@@ -25,9 +25,8 @@ Error Rejected(std::string message) {
   return Error{ErrorCode::kLeaseRejected, std::move(message)};
 }
 
-// The rules that need no stored state.
-Status CheckShape(const Lease* lease, std::string_view own_id, std::string_view resource_id,
-                  Clock::WallTime now) {
+// The rules that need no stored state and no clock.
+Status CheckShape(const Lease* lease, std::string_view own_id, std::string_view resource_id) {
   if (lease == nullptr) {
     return std::unexpected(Rejected("lease is missing; resource " + Quote(resource_id) +
                                     " needs a lease for this call"));
@@ -43,12 +42,6 @@ Status CheckShape(const Lease* lease, std::string_view own_id, std::string_view 
   if (lease->resource_id != resource_id) {
     return std::unexpected(Rejected("lease.resource_id " + Quote(lease->resource_id) +
                                     " does not match the call's resource " + Quote(resource_id)));
-  }
-  if (lease->expires_at <= now) {
-    return std::unexpected(Rejected("lease for " + Quote(resource_id) + " expired at " +
-                                    std::to_string(ToEpochMillis(lease->expires_at)) + " ms (now " +
-                                    std::to_string(ToEpochMillis(now)) +
-                                    " ms); expires_at must be in the future"));
   }
   if (lease->generation < 0) {
     return std::unexpected(Rejected("lease.generation " + std::to_string(lease->generation) +
@@ -88,9 +81,43 @@ Result<std::unique_ptr<LeaseTable>> LeaseTable::Open(StateDb& db) {
   return std::unique_ptr<LeaseTable>(new LeaseTable(db));
 }
 
+bool LeaseTable::Expired(const Lease& lease, const Clock& clock) const {
+  {
+    std::lock_guard lock(mu_);
+    auto it = anchors_.find(lease.resource_id);
+    if (it != anchors_.end() && it->second.generation == lease.generation &&
+        ToEpochMillis(it->second.expires_at) == ToEpochMillis(lease.expires_at)) {
+      return clock.Monotonic() >= it->second.deadline;
+    }
+  }
+  return lease.expires_at <= clock.Now();
+}
+
+Status LeaseTable::CheckExpiry(const Lease& lease, const Clock& clock) const {
+  if (!Expired(lease, clock)) return OkStatus();
+  return std::unexpected(Rejected("lease for " + Quote(lease.resource_id) + " expired at " +
+                                  std::to_string(ToEpochMillis(lease.expires_at)) + " ms (now " +
+                                  std::to_string(ToEpochMillis(clock.Now())) +
+                                  " ms); expires_at must be in the future"));
+}
+
+void LeaseTable::AnchorLease(const Lease& lease, const Clock& clock) {
+  const auto left = lease.expires_at - clock.Now();
+  std::lock_guard lock(mu_);
+  auto it = anchors_.find(lease.resource_id);
+  if (it != anchors_.end() && it->second.generation == lease.generation &&
+      ToEpochMillis(it->second.expires_at) == ToEpochMillis(lease.expires_at)) {
+    return;  // the same lease presented again keeps the deadline it was given first
+  }
+  anchors_[lease.resource_id] =
+      Anchor{lease.generation, lease.expires_at,
+             clock.Monotonic() + std::chrono::duration_cast<Clock::MonoTime::duration>(left)};
+}
+
 Status LeaseTable::Check(const Lease* lease, std::string_view own_id, std::string_view resource_id,
-                         Clock::WallTime now) const {
-  if (auto st = CheckShape(lease, own_id, resource_id, now); !st) return st;
+                         const Clock& clock) const {
+  if (auto st = CheckShape(lease, own_id, resource_id); !st) return st;
+  if (auto st = CheckExpiry(*lease, clock); !st) return st;
   auto rows = db_.Query("SELECT highest_generation FROM leases WHERE resource_id = ?",
                         {std::string(resource_id)});
   if (!rows) return std::unexpected(rows.error());
@@ -98,8 +125,9 @@ Status LeaseTable::Check(const Lease* lease, std::string_view own_id, std::strin
 }
 
 Status LeaseTable::Accept(const Lease* lease, std::string_view own_id, std::string_view resource_id,
-                          Clock::WallTime now) {
-  if (auto st = CheckShape(lease, own_id, resource_id, now); !st) return st;
+                          const Clock& clock) {
+  if (auto st = CheckShape(lease, own_id, resource_id); !st) return st;
+  if (auto st = CheckExpiry(*lease, clock); !st) return st;
   auto txn = db_.Begin();
   if (!txn) return std::unexpected(txn.error());
   auto rows = txn->Query("SELECT highest_generation FROM leases WHERE resource_id = ?",
@@ -118,11 +146,14 @@ Status LeaseTable::Accept(const Lease* lease, std::string_view own_id, std::stri
       !st) {
     return st;
   }
-  return txn->Commit();
+  auto committed = txn->Commit();
+  if (committed) AnchorLease(*lease, clock);
+  return committed;
 }
 
-Status LeaseTable::Renew(const Lease& renewed, std::string_view own_id, Clock::WallTime now) {
-  if (auto st = CheckShape(&renewed, own_id, renewed.resource_id, now); !st) return st;
+Status LeaseTable::Renew(const Lease& renewed, std::string_view own_id, const Clock& clock) {
+  if (auto st = CheckShape(&renewed, own_id, renewed.resource_id); !st) return st;
+  if (auto st = CheckExpiry(renewed, clock); !st) return st;
   auto txn = db_.Begin();
   if (!txn) return std::unexpected(txn.error());
   auto rows = txn->Query(kSelect, {renewed.resource_id});
@@ -146,7 +177,9 @@ Status LeaseTable::Renew(const Lease& renewed, std::string_view own_id, Clock::W
       !st) {
     return st;
   }
-  return txn->Commit();
+  auto committed = txn->Commit();
+  if (committed) AnchorLease(renewed, clock);
+  return committed;
 }
 
 Result<LeaseRecord> LeaseTable::Get(std::string_view resource_id) const {
@@ -181,18 +214,24 @@ Status LeaseTable::Release(std::string_view resource_id, std::string_view holder
       !st) {
     return st;
   }
-  return txn->Commit();
+  auto committed = txn->Commit();
+  if (committed) {
+    std::lock_guard lock(mu_);
+    anchors_.erase(std::string(resource_id));
+  }
+  return committed;
 }
 
-Result<std::vector<Lease>> LeaseTable::ExpiredLeases(Clock::WallTime now) const {
+Result<std::vector<Lease>> LeaseTable::ExpiredLeases(const Clock& clock) const {
   auto rows = db_.Query(
       "SELECT resource_id, highest_generation, holder_id, generation, expires_at_ms FROM leases"
-      " WHERE holder_id IS NOT NULL AND expires_at_ms <= ? ORDER BY expires_at_ms, resource_id",
-      {ToEpochMillis(now)});
+      " WHERE holder_id IS NOT NULL ORDER BY expires_at_ms, resource_id");
   if (!rows) return std::unexpected(rows.error());
   std::vector<Lease> out;
-  for (const auto& row : *rows)
-    out.push_back(*FromRow(row).current);
+  for (const auto& row : *rows) {
+    Lease lease = *FromRow(row).current;
+    if (Expired(lease, clock)) out.push_back(std::move(lease));
+  }
   return out;
 }
 

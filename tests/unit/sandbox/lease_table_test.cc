@@ -55,10 +55,10 @@ class LeaseTableTest : public ::testing::Test {
 
 TEST_F(LeaseTableTest, AcceptsAValidLeaseAndRecordsIt) {
   Lease lease = Make(3);
-  ASSERT_TRUE(table_->Check(&lease, "worker-a", "sbx-1", clock_.Now()));
+  ASSERT_TRUE(table_->Check(&lease, "worker-a", "sbx-1", clock_));
   // Check alone records nothing.
   EXPECT_EQ(table_->Get("sbx-1").error().code, ErrorCode::kNotFound);
-  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_));
   auto rec = table_->Get("sbx-1");
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->highest_generation, 3);
@@ -67,11 +67,11 @@ TEST_F(LeaseTableTest, AcceptsAValidLeaseAndRecordsIt) {
   EXPECT_EQ(rec->current->generation, 3);
   EXPECT_EQ(ToEpochMillis(rec->current->expires_at), ToEpochMillis(lease.expires_at));
   // The same generation again is fine (not lower than the highest).
-  EXPECT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+  EXPECT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_));
 }
 
 TEST_F(LeaseTableTest, EachRuleRejectsWithItsOwnMessage) {
-  const auto now = clock_.Now();
+  const Clock& now = clock_;
   ExpectRejected(table_->Check(nullptr, "worker-a", "sbx-1", now), {"lease is missing", "sbx-1"});
 
   Lease foreign = Make(1, "sbx-1", "worker-b");
@@ -88,9 +88,9 @@ TEST_F(LeaseTableTest, EachRuleRejectsWithItsOwnMessage) {
                  {"\"sbx-2\"", "does not match", "\"sbx-1\""});
 
   Lease expired = Make(1);
-  expired.expires_at = now;  // expires_at <= now is expired
+  expired.expires_at = clock_.Now();  // expires_at <= now is expired
   ExpectRejected(table_->Check(&expired, "worker-a", "sbx-1", now), {"expired", "sbx-1"});
-  expired.expires_at = now - seconds(1);
+  expired.expires_at = clock_.Now() - seconds(1);
   ExpectRejected(table_->Accept(&expired, "worker-a", "sbx-1", now), {"expired"});
 
   Lease negative = Make(-1);
@@ -111,14 +111,14 @@ TEST_F(LeaseTableTest, EachRuleRejectsWithItsOwnMessage) {
 
 TEST_F(LeaseTableTest, GenerationsAreTrackedPerResource) {
   Lease a = Make(10, "sbx-a");
-  ASSERT_TRUE(table_->Accept(&a, "worker-a", "sbx-a", clock_.Now()));
+  ASSERT_TRUE(table_->Accept(&a, "worker-a", "sbx-a", clock_));
   Lease b = Make(1, "sbx-b");
-  EXPECT_TRUE(table_->Accept(&b, "worker-a", "sbx-b", clock_.Now()));
+  EXPECT_TRUE(table_->Accept(&b, "worker-a", "sbx-b", clock_));
 }
 
 TEST_F(LeaseTableTest, HighestGenerationSurvivesReopen) {
   Lease lease = Make(5);
-  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_));
   Reopen();
   auto rec = table_->Get("sbx-1");
   ASSERT_TRUE(rec);
@@ -126,13 +126,13 @@ TEST_F(LeaseTableTest, HighestGenerationSurvivesReopen) {
   ASSERT_TRUE(rec->current);
   EXPECT_EQ(rec->current->generation, 5);
   Lease stale = Make(4);
-  ExpectRejected(table_->Accept(&stale, "worker-a", "sbx-1", clock_.Now()),
+  ExpectRejected(table_->Accept(&stale, "worker-a", "sbx-1", clock_),
                  {"generation 4", "highest accepted generation 5"});
 }
 
 TEST_F(LeaseTableTest, ReleaseKeepsTheFenceAndOnlyTheHolderReleases) {
   Lease lease = Make(2);
-  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now()));
+  ASSERT_TRUE(table_->Accept(&lease, "worker-a", "sbx-1", clock_));
   ExpectRejected(table_->Release("sbx-1", "worker-b"), {"held by \"worker-a\"", "\"worker-b\""});
   ASSERT_TRUE(table_->Release("sbx-1", "worker-a"));
   auto rec = table_->Get("sbx-1");
@@ -145,26 +145,26 @@ TEST_F(LeaseTableTest, ReleaseKeepsTheFenceAndOnlyTheHolderReleases) {
   EXPECT_NE(again.error().message.find("sbx-1"), std::string::npos);
   // A released resource still fences lower generations.
   Lease old = Make(1);
-  ExpectRejected(table_->Accept(&old, "worker-a", "sbx-1", clock_.Now()), {"generation 1"});
+  ExpectRejected(table_->Accept(&old, "worker-a", "sbx-1", clock_), {"generation 1"});
 }
 
 TEST_F(LeaseTableTest, RenewNeedsACurrentLeaseAndExtendsIt) {
   Lease renewed = Make(1);
-  ExpectRejected(table_->Renew(renewed, "worker-a", clock_.Now()), {"no current lease to renew"});
-  ASSERT_TRUE(table_->Accept(&renewed, "worker-a", "sbx-1", clock_.Now()));
+  ExpectRejected(table_->Renew(renewed, "worker-a", clock_), {"no current lease to renew"});
+  ASSERT_TRUE(table_->Accept(&renewed, "worker-a", "sbx-1", clock_));
   clock_.Advance(seconds(20));
   renewed.expires_at = clock_.Now() + seconds(60);
-  ASSERT_TRUE(table_->Renew(renewed, "worker-a", clock_.Now()));
+  ASSERT_TRUE(table_->Renew(renewed, "worker-a", clock_));
   clock_.Advance(seconds(30));  // past the first expiry, before the renewed one
-  auto expired = table_->ExpiredLeases(clock_.Now());
+  auto expired = table_->ExpiredLeases(clock_);
   ASSERT_TRUE(expired);
   EXPECT_TRUE(expired->empty());
   Lease stale = renewed;
   stale.generation = 0;
-  ExpectRejected(table_->Renew(stale, "worker-a", clock_.Now()), {"generation 0"});
+  ExpectRejected(table_->Renew(stale, "worker-a", clock_), {"generation 0"});
   Lease foreign = renewed;
   foreign.holder_id = "worker-b";
-  ExpectRejected(table_->Renew(foreign, "worker-a", clock_.Now()), {"\"worker-b\""});
+  ExpectRejected(table_->Renew(foreign, "worker-a", clock_), {"\"worker-b\""});
 }
 
 TEST_F(LeaseTableTest, ExpiredLeasesListsOnlyCurrentLeasesPastExpiry) {
@@ -175,23 +175,63 @@ TEST_F(LeaseTableTest, ExpiredLeasesListsOnlyCurrentLeasesPastExpiry) {
   Lease released = Make(1, "sbx-released");
   released.expires_at = clock_.Now() + seconds(1);
   for (auto* l : {&soon, &later, &released})
-    ASSERT_TRUE(table_->Accept(l, "worker-a", l->resource_id, clock_.Now()));
+    ASSERT_TRUE(table_->Accept(l, "worker-a", l->resource_id, clock_));
   ASSERT_TRUE(table_->Release("sbx-released", "worker-a"));
 
-  auto none = table_->ExpiredLeases(clock_.Now());
+  auto none = table_->ExpiredLeases(clock_);
   ASSERT_TRUE(none);
   EXPECT_TRUE(none->empty());
   clock_.Advance(seconds(5));  // exactly at sbx-soon's expiry
-  auto one = table_->ExpiredLeases(clock_.Now());
+  auto one = table_->ExpiredLeases(clock_);
   ASSERT_TRUE(one);
   ASSERT_EQ(one->size(), 1u);
   EXPECT_EQ((*one)[0].resource_id, "sbx-soon");
   clock_.Advance(seconds(100));
-  auto two = table_->ExpiredLeases(clock_.Now());
+  auto two = table_->ExpiredLeases(clock_);
   ASSERT_TRUE(two);
   ASSERT_EQ(two->size(), 2u);
   EXPECT_EQ((*two)[0].resource_id, "sbx-soon");
   EXPECT_EQ((*two)[1].resource_id, "sbx-later");
+}
+
+// Issue 16: the wall clock stepped an hour either way after a lease was accepted. The lease
+// keeps the real time it had left: not expired at once by a jump forward, not kept an hour
+// too long by a jump back. A lease this table never accepted is judged by the wall clock.
+TEST_F(LeaseTableTest, AWallClockJumpNeitherEndsALeaseEarlyNorKeepsItLate) {
+  Lease ahead = Make(3, "sbx-ahead");  // 30 s left
+  ASSERT_TRUE(table_->Accept(&ahead, "worker-a", "sbx-ahead", clock_));
+  clock_.SetWall(clock_.Now() + std::chrono::hours(1));
+  EXPECT_TRUE(table_->ExpiredLeases(clock_)->empty()) << "a jump forward ends nothing";
+  EXPECT_TRUE(table_->Check(&ahead, "worker-a", "sbx-ahead", clock_));
+  EXPECT_TRUE(table_->Accept(&ahead, "worker-a", "sbx-ahead", clock_))
+      << "the same lease presented again keeps its deadline";
+  Lease unknown = Make(1, "sbx-new");
+  unknown.expires_at = ahead.expires_at;  // by the jumped wall clock: an hour ago
+  ExpectRejected(table_->Check(&unknown, "worker-a", "sbx-new", clock_), {"expired"});
+  clock_.Advance(seconds(29));
+  EXPECT_TRUE(table_->ExpiredLeases(clock_)->empty());
+  clock_.Advance(seconds(1));  // 30 s of real time: its time is up
+  auto expired = table_->ExpiredLeases(clock_);
+  ASSERT_TRUE(expired);
+  ASSERT_EQ(expired->size(), 1u);
+  EXPECT_EQ((*expired)[0].resource_id, "sbx-ahead");
+  ExpectRejected(table_->Check(&ahead, "worker-a", "sbx-ahead", clock_), {"expired"});
+
+  Lease behind = Make(1, "sbx-behind");  // 30 s left
+  ASSERT_TRUE(table_->Accept(&behind, "worker-a", "sbx-behind", clock_));
+  clock_.SetWall(clock_.Now() - std::chrono::hours(2));
+  clock_.Advance(seconds(30));  // the wall clock says an hour and more is left; it is not
+  auto both = table_->ExpiredLeases(clock_);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->size(), 2u);
+  ExpectRejected(table_->Check(&behind, "worker-a", "sbx-behind", clock_), {"expired"});
+
+  // A renewal anchors the new expiry afresh.
+  clock_.SetWall(clock_.Now() + std::chrono::hours(2));
+  Lease renewed = Make(2, "sbx-behind");
+  ASSERT_TRUE(table_->Renew(renewed, "worker-a", clock_));
+  clock_.SetWall(clock_.Now() + std::chrono::hours(1));
+  EXPECT_TRUE(table_->Check(&renewed, "worker-a", "sbx-behind", clock_));
 }
 
 TEST_F(LeaseTableTest, ConcurrentAcceptsNeverTakeALowerGenerationAfterAHigherOne) {
@@ -212,7 +252,7 @@ TEST_F(LeaseTableTest, ConcurrentAcceptsNeverTakeALowerGenerationAfterAHigherOne
         const int64_t g = gens[static_cast<size_t>(t * kPerThread + i)];
         Lease lease = Make(g);
         const int64_t floor = committed.load();
-        auto st = table_->Accept(&lease, "worker-a", "sbx-1", clock_.Now());
+        auto st = table_->Accept(&lease, "worker-a", "sbx-1", clock_);
         if (st) {
           ++accepted;
           if (g < floor) ++violations;
