@@ -260,6 +260,7 @@ void EdgeSession::InstallToken(NodeToken token, std::optional<identity::NodeKey>
 
 void EdgeSession::ScheduleRenewalLocked(milliseconds delay) {
   if (renew_timer_ != 0) timers_.Cancel(renew_timer_);
+  renew_at_ = deps_.clock.Monotonic() + delay;
   renew_timer_ = timers_.After(delay, [this] {
     std::lock_guard lock(mu_);
     renew_timer_ = 0;
@@ -488,6 +489,27 @@ void EdgeSession::OnHeartbeat(uint64_t gen) {
   heartbeat_timer_ = 0;
   ScheduleHeartbeatLocked();
   const Clock::WallTime now = deps_.clock.Now();
+  // The renewal timer runs on monotonic time; token lifetimes are wall time. A wall clock
+  // that jumped forward (NTP stepping it, a VM resumed) can put the token past its renewal
+  // point, or its expiry, long before that timer fires: renew now, once (a retry after a
+  // failed renewal is near and is left alone). A jump backwards needs nothing: the timer
+  // still fires on time.
+  const auto interval =
+      std::chrono::seconds(std::max<int64_t>(config_.cluster.heartbeat_interval_secs, 1));
+  if (token_ && token_->OverdueAt(now) && !renew_due_ && renew_timer_ != 0 &&
+      renew_at_ - deps_.clock.Monotonic() > interval) {
+    log::Get("edge")->warn(
+        "the wall clock reads {}, past the token's renewal point (it expires {}): the clock "
+        "jumped; renewing now",
+        IsoTime(now), IsoTime(token_->expires_at));
+    timers_.Cancel(renew_timer_);
+    renew_timer_ = 0;
+    renew_due_ = true;
+    cv_.notify_all();
+  }
+  // A heartbeat sealed with a token that has expired by the wall clock would be refused;
+  // the next one carries the renewed token.
+  if (token_ && !token_->FreshAt(now, milliseconds(0))) return;
   pb::EdgeEvent hb;
   *hb.mutable_heartbeat()->mutable_sent_at() =
       TimeUtil::MillisecondsToTimestamp(ToEpochMillis(now));

@@ -185,6 +185,7 @@ class EdgeSession final : public DispatcherHost {
   TimerQueue::TimerId heartbeat_timer_ = 0;
   TimerQueue::TimerId stable_timer_ = 0;  // the stream stayed up kStableStream: reset backoff
   TimerQueue::TimerId renew_timer_ = 0;
+  Clock::MonoTime renew_at_{};  // when renew_timer_ fires (monotonic)
   SessionStatus status_;
 };
 

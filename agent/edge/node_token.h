@@ -36,6 +36,10 @@ struct NodeToken {
   bool FreshAt(Clock::WallTime now, std::chrono::milliseconds margin) const {
     return now + margin < expires_at;
   }
+  // True once `now` is past the latest moment RenewalDelay can pick (90 % of the lifetime):
+  // a renewal due by the wall clock that the monotonic timer has not fired (the wall clock
+  // jumped forward).
+  bool OverdueAt(Clock::WallTime now) const { return now > issued_at + Lifetime() * 9 / 10; }
 };
 
 // When to renew a token of `lifetime`: uniformly jittered between 70 % and 90 % of it

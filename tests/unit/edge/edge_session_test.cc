@@ -854,6 +854,48 @@ TEST_F(EdgeSessionTest, TokenIsRenewedAt70To90PercentAndTheNextEnvelopeCarriesTh
   EXPECT_EQ(fake_->Calls("AttestNode"), attests + 1);
 }
 
+// Issue 16: the wall clock jumps an hour either way (injected clock; the fake controller
+// shares it, as a host whose clock was stepped). Forward: the token is past its expiry by the
+// wall clock long before the monotonic renewal timer fires; the next heartbeat tick renews it
+// once, on the same stream, and no event is ever sealed with the expired token. Backward:
+// nothing changes; the renewal comes when its timer says. Never a reconnect.
+TEST_F(EdgeSessionTest, AWallClockJumpOfAnHourRenewsTheTokenOnceAndNeverReconnects) {
+  StartController({.token_ttl = 600s});
+  StartSession();
+  ASSERT_EQ(fake_->IssuedTokens().size(), 1u);
+  const int attests = fake_->Calls("AttestNode");
+
+  clock_.SetWall(clock_.Now() + 1h);
+  Advance(30s);  // the heartbeat tick sees the token expired by the wall clock
+  ASSERT_TRUE(WaitUntil([&] { return fake_->IssuedTokens().size() == 2; }));
+  ASSERT_TRUE(WaitUntil([&] {
+    return session_->status().token_expires_at_ms == ToEpochMillis(clock_.Now()) + 600'000;
+  }));
+  EXPECT_EQ(CountEvents(pb::EdgeEvent::kHeartbeat), 0u) << "not sealed with the expired token";
+  Advance(30s);
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, 1));
+  EXPECT_EQ(fake_->Streams()[0].envelope_tokens.back(), fake_->IssuedTokens().back());
+  // Each heartbeat schedules the next when it runs: wait for it before moving time again
+  // (and so every heartbeat sealed before the jump back below has arrived: the fake judges
+  // timestamps by the shared clock when it receives them).
+  for (size_t i = 2; i <= 5; ++i) {
+    Advance(30s);
+    ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, i));
+  }
+  EXPECT_EQ(fake_->IssuedTokens().size(), 2u) << "renewed once, not on every tick";
+
+  clock_.SetWall(clock_.Now() - 1h);
+  const size_t heartbeats = CountEvents(pb::EdgeEvent::kHeartbeat);
+  for (int i = 0; i < 4; ++i) {
+    Advance(30s);
+    ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kHeartbeat, heartbeats + i + 1));
+  }
+  EXPECT_EQ(fake_->IssuedTokens().size(), 2u) << "a jump back renews nothing early";
+  EXPECT_EQ(fake_->Streams().size(), 1u) << "no reconnect, either way";
+  EXPECT_EQ(fake_->Calls("AttestNode") + fake_->Calls("RotateEdgeKey"), attests + 1);
+  ExpectAllVerified();
+}
+
 TEST_F(EdgeSessionTest, PendingJoinTokenIsTheFirstProofAndIsDeletedAfterTheChallenge) {
   StartController({.join_token = "aGVhZA.Y2xhaW1z.c2ln"}, /*register_key=*/false);
   ASSERT_TRUE(EnrollmentFiles::WritePendingToken(data_, "aGVhZA.Y2xhaW1z.c2ln"));
