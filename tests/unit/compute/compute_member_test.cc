@@ -448,6 +448,10 @@ TEST_F(ComputeMemberTest, NoGreetWithinTheTimeoutReconnects) {
   Advance(5s);
   ASSERT_TRUE(engine_.WaitFor([](const auto& l) { return l[0].done; }));
   ASSERT_TRUE(WaitUntil([&] { return backoff_.nexts == 1; }));
+  // The delay is drawn before its timer is armed; the state says "backoff" once it is (the
+  // clock moved in between left the timer a second in the future, and the test waited for
+  // ever: seen once in 60 runs under two CPU hogs).
+  ASSERT_TRUE(WaitUntil([&] { return member_->status().state == "backoff"; }));
   Advance(1s);
   EXPECT_EQ(engine_.Event(1, 0).type, kJoinEvent);
 }
@@ -456,6 +460,7 @@ TEST_F(ComputeMemberTest, NoTokenWaitsAndRetries) {
   SetToken("");
   StartMember();
   ASSERT_TRUE(WaitUntil([&] { return backoff_.nexts == 1; }));
+  ASSERT_TRUE(WaitUntil([&] { return member_->status().state == "backoff"; }));  // armed
   EXPECT_TRUE(engine_.Logs().empty());
   EXPECT_NE(member_->status().last_error.find("no bearer token"), std::string::npos);
   SetToken("tok-3");
