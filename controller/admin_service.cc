@@ -5,10 +5,6 @@
 #include "agent/identity/encoding.h"
 #include "common/grpc_status.h"
 #include "common/grpc_write_queue.h"
-#include "common/json_parse.h"
-#include "common/log.h"
-#include "config/agent_config.h"
-#include "controller/edge_codec.h"
 
 namespace edge::controller {
 
@@ -19,6 +15,10 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx, const grpc::Sta
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(st);
   return reactor;
+}
+
+grpc::Status StatusOf(const edge::Status& st) {
+  return st ? grpc::Status::OK : ToGrpcStatus(st.error());
 }
 
 void FillOutcome(const CommandOutcomeRecord& r, pb::CommandOutcome* out) {
@@ -162,52 +162,34 @@ grpc::ServerUnaryReactor* AdminServiceImpl::Status(grpc::CallbackServerContext* 
   resp->set_advertise(info_.advertise);
   resp->set_ca_pin(info_.ca_pin);
   resp->set_data_dir(info_.data_dir);
-  if (auto nodes = store_.ListNodes()) resp->set_nodes(static_cast<uint32_t>(nodes->size()));
-  if (auto toks = store_.ListJoinTokens(false, ToEpochMillis(clock_.Now()))) {
-    resp->set_active_join_tokens(static_cast<uint32_t>(toks->size()));
-  }
+  const FleetSummary summary = fleet_.Summary();
+  resp->set_nodes(static_cast<uint32_t>(summary.nodes));
+  resp->set_active_join_tokens(static_cast<uint32_t>(summary.active_join_tokens));
   return Done(ctx, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::CreateJoinToken(grpc::CallbackServerContext* ctx,
                                                             const pb::CreateJoinTokenRequest* req,
                                                             pb::CreateJoinTokenResponse* resp) {
-  auto minted = tokens_.Create(req->node_id(), req->tenant_id(),
-                               std::chrono::seconds(req->ttl_seconds()), req->replace());
+  auto minted = fleet_.CreateJoinToken(req->node_id(), req->tenant_id(),
+                                       std::chrono::seconds(req->ttl_seconds()), req->replace());
   if (!minted) return Done(ctx, ToGrpcStatus(minted.error()));
   resp->set_token_id(minted->token_id);
   resp->set_join_token(minted->token);
   resp->set_expires_at_epoch_ms(minted->expires_at_ms);
-  log::Get("admin")->info("join token {} created (node \"{}\", tenant \"{}\")", minted->token_id,
-                          log::Escape(req->node_id()), log::Escape(req->tenant_id()));
-  if (req->replace()) {
-    std::string state = "not known yet";
-    if (auto node = store_.GetNode(req->node_id()); node && *node) state = (*node)->state;
-    log::Get("audit")->warn(
-        "join token {} created with --replace: it may replace the identity of node {} "
-        "(currently {}) and lift a revocation",
-        minted->token_id, log::Escape(req->node_id()), state);
-  }
   return Done(ctx, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::RevokeJoinToken(grpc::CallbackServerContext* ctx,
                                                             const pb::RevokeJoinTokenRequest* req,
                                                             pb::RevokeJoinTokenResponse*) {
-  if (req->token_id().empty()) {
-    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "token_id is required"));
-  }
-  if (auto st = store_.RevokeJoinToken(req->token_id(), ToEpochMillis(clock_.Now())); !st) {
-    return Done(ctx, ToGrpcStatus(st.error()));
-  }
-  log::Get("admin")->info("join token {} revoked", log::Escape(req->token_id()));
-  return Done(ctx, grpc::Status::OK);
+  return Done(ctx, StatusOf(fleet_.RevokeJoinToken(req->token_id())));
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListJoinTokens(grpc::CallbackServerContext* ctx,
                                                            const pb::ListJoinTokensRequest* req,
                                                            pb::ListJoinTokensResponse* resp) {
-  auto toks = store_.ListJoinTokens(req->include_inactive(), ToEpochMillis(clock_.Now()));
+  auto toks = fleet_.ListJoinTokens(req->include_inactive());
   if (!toks) return Done(ctx, ToGrpcStatus(toks.error()));
   for (const auto& t : *toks) {
     auto* out = resp->add_tokens();
@@ -227,9 +209,10 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListJoinTokens(grpc::CallbackServerC
 grpc::ServerUnaryReactor* AdminServiceImpl::ListNodes(grpc::CallbackServerContext* ctx,
                                                       const pb::ListNodesRequest*,
                                                       pb::ListNodesResponse* resp) {
-  auto nodes = store_.ListNodes();
+  auto nodes = fleet_.ListNodes();
   if (!nodes) return Done(ctx, ToGrpcStatus(nodes.error()));
-  for (const auto& n : *nodes) {
+  for (const auto& v : *nodes) {
+    const NodeRecord& n = v.node;
     auto* out = resp->add_nodes();
     out->set_node_id(n.node_id);
     out->set_tenant_id(n.tenant_id);
@@ -237,17 +220,15 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListNodes(grpc::CallbackServerContex
     out->set_cert_serial_hex(n.cert_serial_hex);
     out->set_enrolled_at_epoch_ms(n.enrolled_at_ms);
     out->set_last_seen_epoch_ms(n.last_seen_ms);
-    out->set_connected(dispatcher_.IsConnected(n.node_id));
-    auto edge = store_.GetEdgeNode(n.node_id);
-    if (!edge) return Done(ctx, ToGrpcStatus(edge.error()));
-    if (*edge) {
-      const auto& e = **edge;
+    out->set_connected(v.connected);
+    if (v.edge) {
+      const auto& e = *v.edge;
       out->set_edge_enrolled(true);
       out->set_edge_enrolled_at_epoch_ms(e.edge_enrolled_at_ms);
       out->set_last_heartbeat_epoch_ms(e.last_heartbeat_ms);
       out->set_public_key_sha256(identity::HexEncode(identity::Sha256(e.public_key)));
       out->set_config_version(e.config_version);
-      const auto caps = CapabilitiesFromJson(e.capabilities_json);
+      const auto& caps = v.capabilities;
       auto* c = out->mutable_capabilities();
       c->set_os(caps.os());
       c->set_arch(caps.arch());
@@ -267,10 +248,8 @@ grpc::ServerWriteReactor<pb::InvokeEvent>* AdminServiceImpl::Invoke(grpc::Callba
                   .args_json = req->args_json(),
                   .security_context = req->security_context(),
                   .deadline = std::chrono::milliseconds(req->deadline_ms())};
-  auto id = dispatcher_.Invoke(spec, req->detach() ? nullptr : reactor);
+  auto id = fleet_.Invoke(spec, req->detach() ? nullptr : reactor);
   if (!id) {
-    log::Get("admin")->warn("invoke {} on node {} refused: {}", log::Escape(req->tool()),
-                            log::Escape(req->node_id()), log::Escape(id.error().ToString(), 512));
     reactor->FinishAfterDrain(ToGrpcStatus(id.error()));
     return reactor.get();
   }
@@ -284,27 +263,16 @@ grpc::ServerWriteReactor<pb::InvokeEvent>* AdminServiceImpl::Invoke(grpc::Callba
 grpc::ServerUnaryReactor* AdminServiceImpl::GetCommand(grpc::CallbackServerContext* ctx,
                                                        const pb::GetCommandRequest* req,
                                                        pb::CommandInfo* resp) {
-  if (req->command_id().empty()) {
-    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "command_id is required"));
-  }
-  auto c = store_.GetCommand(req->command_id());
+  auto c = fleet_.GetCommand(req->command_id());
   if (!c) return Done(ctx, ToGrpcStatus(c.error()));
-  if (!*c) {
-    return Done(ctx, grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                  "command " + req->command_id() + " not found"));
-  }
-  FillCommand(**c, resp);
+  FillCommand(*c, resp);
   return Done(ctx, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListCommands(grpc::CallbackServerContext* ctx,
                                                          const pb::ListCommandsRequest* req,
                                                          pb::ListCommandsResponse* resp) {
-  if (req->limit() < 0) {
-    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                  "limit " + std::to_string(req->limit()) + " is negative"));
-  }
-  auto list = store_.ListCommands(req->node_id(), req->limit());
+  auto list = fleet_.ListCommands(req->node_id(), req->limit());
   if (!list) return Done(ctx, ToGrpcStatus(list.error()));
   for (const auto& c : *list)
     FillCommand(c, resp->add_commands());
@@ -314,73 +282,35 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListCommands(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* AdminServiceImpl::CancelCommand(grpc::CallbackServerContext* ctx,
                                                           const pb::CancelCommandRequest* req,
                                                           pb::CancelCommandResponse*) {
-  auto st = dispatcher_.Cancel(req->command_id(), req->reason());
-  return Done(ctx, st ? grpc::Status::OK : ToGrpcStatus(st.error()));
+  return Done(ctx, StatusOf(fleet_.CancelCommand(req->command_id(), req->reason())));
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::DrainNode(grpc::CallbackServerContext* ctx,
                                                       const pb::DrainNodeRequest* req,
                                                       pb::DrainNodeResponse*) {
-  auto st = dispatcher_.Drain(req->node_id());
-  return Done(ctx, st ? grpc::Status::OK : ToGrpcStatus(st.error()));
+  return Done(ctx, StatusOf(fleet_.DrainNode(req->node_id())));
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ShutdownNode(grpc::CallbackServerContext* ctx,
                                                          const pb::ShutdownNodeRequest* req,
                                                          pb::ShutdownNodeResponse*) {
-  auto st = dispatcher_.Shutdown(req->node_id(), std::chrono::milliseconds(req->grace_ms()));
-  return Done(ctx, st ? grpc::Status::OK : ToGrpcStatus(st.error()));
-}
-
-edge::Status AdminServiceImpl::ValidateConfigDelta(const std::string& delta) {
-  if (delta.empty()) return MakeError(ErrorCode::kInvalidArgument, "config delta is empty");
-  // YAML flow collections and JSON nest with [ and {: bound them before a recursive parser.
-  if (auto st = CheckJsonDepth(delta, "config delta"); !st) return st;
-  // A minimal agent config stands in for the node's own; problems that depend on it
-  // (references to tools or contexts the node may define) are left to the node.
-  static const auto base = config::LoadAgentConfigFromString(
-      "node_id: delta-check\n", "", [](const std::string&) { return std::nullopt; });
-  if (!base) return MakeError(ErrorCode::kInternal, "base config: " + base.error().ToString());
-  auto merged = config::ApplyDelta(*base, delta);
-  if (merged) return OkStatus();
-  auto issues = merged.error().issues;
-  std::erase_if(issues, [](const config::ConfigIssue& i) { return i.cross_reference; });
-  if (issues.empty()) return OkStatus();
-  config::ConfigErrors errs;
-  errs.issues = std::move(issues);
-  return MakeError(ErrorCode::kInvalidArgument, errs.ToString());
+  return Done(ctx, StatusOf(fleet_.ShutdownNode(req->node_id(),
+                                                std::chrono::milliseconds(req->grace_ms()))));
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::PushConfig(grpc::CallbackServerContext* ctx,
                                                        const pb::PushConfigRequest* req,
                                                        pb::PushConfigResponse* resp) {
-  if (auto st = ValidateConfigDelta(req->delta()); !st) {
-    return Done(ctx, ToGrpcStatus(st.error()));
-  }
-  const std::string version =
-      req->version().empty() ? "v" + std::to_string(ToEpochMillis(clock_.Now())) : req->version();
-  auto st = dispatcher_.PushConfig(req->node_id(), req->delta(), version);
-  if (!st) return Done(ctx, ToGrpcStatus(st.error()));
-  resp->set_version(version);
+  auto version = fleet_.PushConfig(req->node_id(), req->delta(), req->version());
+  if (!version) return Done(ctx, ToGrpcStatus(version.error()));
+  resp->set_version(*version);
   return Done(ctx, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::RevokeNode(grpc::CallbackServerContext* ctx,
                                                        const pb::RevokeNodeRequest* req,
                                                        pb::RevokeNodeResponse*) {
-  if (req->node_id().empty()) {
-    return Done(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "node_id is required"));
-  }
-  if (auto st = store_.RevokeNode(req->node_id(), ToEpochMillis(clock_.Now())); !st) {
-    return Done(ctx, ToGrpcStatus(st.error()));
-  }
-  dispatcher_.Disconnect(req->node_id(), grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                                                      "node " + req->node_id() + " was revoked"));
-  log::Get("audit")->warn(
-      "node {} revoked by the operator: it stays revoked until a join token created with "
-      "`token create --node {} --replace` re-enrolls it",
-      log::Escape(req->node_id()), log::Escape(req->node_id()));
-  return Done(ctx, grpc::Status::OK);
+  return Done(ctx, StatusOf(fleet_.RevokeNode(req->node_id())));
 }
 
 }  // namespace edge::controller

@@ -1,7 +1,8 @@
-// The controller's AdminService (proto/admin.proto) on the gRPC callback API: translates
-// operator calls into the controller's parts (Store, JoinTokenIssuer, Dispatcher). Owns
-// nothing; references outlive it. Invoke is a server-streaming reactor that observes its
-// command through the Dispatcher (one write in flight, an outbound queue).
+// The controller's AdminService (proto/admin.proto) on the gRPC callback API: a door that
+// only translates — each call to an EdgeFleet operation (which holds the rules) and its
+// result or error to the proto (errors through ToGrpcStatus). Owns nothing; references
+// outlive it. Invoke is a server-streaming reactor that observes its command through the
+// Dispatcher (one write in flight, an outbound queue).
 #pragma once
 
 #include <string>
@@ -9,8 +10,7 @@
 #include "admin.grpc.pb.h"
 #include "common/clock.h"
 #include "controller/dispatcher.h"
-#include "controller/join_token_issuer.h"
-#include "controller/store.h"
+#include "controller/edge_fleet.h"
 
 namespace edge::controller {
 
@@ -25,9 +25,8 @@ struct ControllerInfo {
 
 class AdminServiceImpl final : public edge::admin::v1::AdminService::CallbackService {
  public:
-  AdminServiceImpl(const ControllerInfo& info, Store& store, JoinTokenIssuer& tokens,
-                   Dispatcher& dispatcher, Clock& clock)
-      : info_(info), store_(store), tokens_(tokens), dispatcher_(dispatcher), clock_(clock) {}
+  AdminServiceImpl(const ControllerInfo& info, EdgeFleet& fleet, Dispatcher& dispatcher)
+      : info_(info), fleet_(fleet), dispatcher_(dispatcher) {}
 
   grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx,
                                    const edge::admin::v1::StatusRequest* req,
@@ -69,17 +68,10 @@ class AdminServiceImpl final : public edge::admin::v1::AdminService::CallbackSer
                                        const edge::admin::v1::RevokeNodeRequest* req,
                                        edge::admin::v1::RevokeNodeResponse* resp) override;
 
-  // OK when `delta` is a partial agent config the agent would accept on its own (keys,
-  // types and ranges; references to tools or contexts defined only on the node are not
-  // checked); INVALID_ARGUMENT listing the problems otherwise.
-  static edge::Status ValidateConfigDelta(const std::string& delta);
-
  private:
   const ControllerInfo& info_;
-  Store& store_;
-  JoinTokenIssuer& tokens_;
-  Dispatcher& dispatcher_;
-  Clock& clock_;
+  EdgeFleet& fleet_;
+  Dispatcher& dispatcher_;  // the Invoke stream's subscription
 };
 
 }  // namespace edge::controller

@@ -184,8 +184,8 @@ Status Controller::Start() {
                         .endpoint = info_.advertise,
                         .ca_pin = info_.ca_pin,
                         .default_ttl = config_.tokens.default_ttl});
-  admin_service_ =
-      std::make_unique<AdminServiceImpl>(info_, *store_, *tokens_, *dispatcher_, clock_);
+  edge_fleet_ = std::make_unique<EdgeFleet>(*store_, *tokens_, *dispatcher_, clock_);
+  admin_service_ = std::make_unique<AdminServiceImpl>(info_, *edge_fleet_, *dispatcher_);
   // The admin API carries a whole InvokeTool's args in, and a whole result out.
   const size_t admin_max = static_cast<size_t>(config_.grpc.max_message_bytes) + (1u << 20);
   compute_admin_ = std::make_unique<ComputeAdminImpl>(*compute_tokens_, *compute_hub_);

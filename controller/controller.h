@@ -91,6 +91,7 @@ class Controller {
   std::unique_ptr<NodeClusterServiceImpl> node_cluster_;
   std::unique_ptr<RefusalLog> refusals_;  // refused streams and over-limit calls
   std::unique_ptr<UnauthenticatedCalls> unauthenticated_;
+  std::unique_ptr<EdgeFleet> edge_fleet_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
   AdminServer admin_server_;
   std::unique_ptr<grpc::Server> grpc_server_;

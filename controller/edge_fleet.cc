@@ -1,0 +1,149 @@
+#include "controller/edge_fleet.h"
+
+#include "common/json_parse.h"
+#include "common/log.h"
+#include "config/agent_config.h"
+#include "controller/edge_codec.h"
+
+namespace edge::controller {
+
+FleetSummary EdgeFleet::Summary() const {
+  FleetSummary s;
+  if (auto nodes = store_.ListNodes()) s.nodes = nodes->size();
+  if (auto toks = store_.ListJoinTokens(false, ToEpochMillis(clock_.Now()))) {
+    s.active_join_tokens = toks->size();
+  }
+  return s;
+}
+
+Result<MintedJoinToken> EdgeFleet::CreateJoinToken(const std::string& node_id,
+                                                   const std::string& tenant_id,
+                                                   std::chrono::seconds ttl, bool replace) {
+  auto minted = tokens_.Create(node_id, tenant_id, ttl, replace);
+  if (!minted) return minted;
+  log::Get("admin")->info("join token {} created (node \"{}\", tenant \"{}\")", minted->token_id,
+                          log::Escape(node_id), log::Escape(tenant_id));
+  if (replace) {
+    std::string state = "not known yet";
+    if (auto node = store_.GetNode(node_id); node && *node) state = (*node)->state;
+    log::Get("audit")->warn(
+        "join token {} created with --replace: it may replace the identity of node {} "
+        "(currently {}) and lift a revocation",
+        minted->token_id, log::Escape(node_id), state);
+  }
+  return minted;
+}
+
+Status EdgeFleet::RevokeJoinToken(const std::string& token_id) {
+  if (token_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "token_id is required");
+  if (auto st = store_.RevokeJoinToken(token_id, ToEpochMillis(clock_.Now())); !st) return st;
+  log::Get("admin")->info("join token {} revoked", log::Escape(token_id));
+  return OkStatus();
+}
+
+Result<std::vector<JoinTokenRecord>> EdgeFleet::ListJoinTokens(bool include_inactive) const {
+  return store_.ListJoinTokens(include_inactive, ToEpochMillis(clock_.Now()));
+}
+
+Result<std::vector<NodeView>> EdgeFleet::ListNodes() const {
+  auto nodes = store_.ListNodes();
+  if (!nodes) return std::unexpected(nodes.error());
+  std::vector<NodeView> out;
+  out.reserve(nodes->size());
+  for (auto& n : *nodes) {
+    NodeView v;
+    v.connected = dispatcher_.IsConnected(n.node_id);
+    auto edge = store_.GetEdgeNode(n.node_id);
+    if (!edge) return std::unexpected(edge.error());
+    if (*edge) {
+      v.capabilities = CapabilitiesFromJson((*edge)->capabilities_json);
+      v.edge = std::move(**edge);
+    }
+    v.node = std::move(n);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Status EdgeFleet::RevokeNode(const std::string& node_id) {
+  if (node_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
+  if (auto st = store_.RevokeNode(node_id, ToEpochMillis(clock_.Now())); !st) return st;
+  dispatcher_.Disconnect(node_id, grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                               "node " + node_id + " was revoked"));
+  log::Get("audit")->warn(
+      "node {} revoked by the operator: it stays revoked until a join token created with "
+      "`token create --node {} --replace` re-enrolls it",
+      log::Escape(node_id), log::Escape(node_id));
+  return OkStatus();
+}
+
+Result<std::string> EdgeFleet::Invoke(const InvokeSpec& spec,
+                                      std::shared_ptr<CommandObserver> observer) {
+  auto id = dispatcher_.Invoke(spec, std::move(observer));
+  if (!id) {
+    log::Get("admin")->warn("invoke {} on node {} refused: {}", log::Escape(spec.tool),
+                            log::Escape(spec.node_id), log::Escape(id.error().ToString(), 512));
+  }
+  return id;
+}
+
+Result<CommandRecord> EdgeFleet::GetCommand(const std::string& command_id) const {
+  if (command_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "command_id is required");
+  auto c = store_.GetCommand(command_id);
+  if (!c) return std::unexpected(c.error());
+  if (!*c) return MakeError(ErrorCode::kNotFound, "command " + command_id + " not found");
+  return std::move(**c);
+}
+
+Result<std::vector<CommandRecord>> EdgeFleet::ListCommands(const std::string& node_id,
+                                                           int limit) const {
+  if (limit < 0) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "limit " + std::to_string(limit) + " is negative");
+  }
+  return store_.ListCommands(node_id, limit);
+}
+
+Status EdgeFleet::CancelCommand(const std::string& command_id, const std::string& reason) {
+  return dispatcher_.Cancel(command_id, reason);
+}
+
+Status EdgeFleet::DrainNode(const std::string& node_id) {
+  return dispatcher_.Drain(node_id);
+}
+
+Status EdgeFleet::ShutdownNode(const std::string& node_id, std::chrono::milliseconds grace) {
+  return dispatcher_.Shutdown(node_id, grace);
+}
+
+Result<std::string> EdgeFleet::PushConfig(const std::string& node_id, const std::string& delta,
+                                          const std::string& version) {
+  if (auto st = ValidateConfigDelta(delta); !st) return std::unexpected(st.error());
+  const std::string sent_as =
+      version.empty() ? "v" + std::to_string(ToEpochMillis(clock_.Now())) : version;
+  if (auto st = dispatcher_.PushConfig(node_id, delta, sent_as); !st) {
+    return std::unexpected(st.error());
+  }
+  return sent_as;
+}
+
+Status EdgeFleet::ValidateConfigDelta(const std::string& delta) {
+  if (delta.empty()) return MakeError(ErrorCode::kInvalidArgument, "config delta is empty");
+  // YAML flow collections and JSON nest with [ and {: bound them before a recursive parser.
+  if (auto st = CheckJsonDepth(delta, "config delta"); !st) return st;
+  // A minimal agent config stands in for the node's own; problems that depend on it
+  // (references to tools or contexts the node may define) are left to the node.
+  static const auto base = config::LoadAgentConfigFromString(
+      "node_id: delta-check\n", "", [](const std::string&) { return std::nullopt; });
+  if (!base) return MakeError(ErrorCode::kInternal, "base config: " + base.error().ToString());
+  auto merged = config::ApplyDelta(*base, delta);
+  if (merged) return OkStatus();
+  auto issues = merged.error().issues;
+  std::erase_if(issues, [](const config::ConfigIssue& i) { return i.cross_reference; });
+  if (issues.empty()) return OkStatus();
+  config::ConfigErrors errs;
+  errs.issues = std::move(issues);
+  return MakeError(ErrorCode::kInvalidArgument, errs.ToString());
+}
+
+}  // namespace edge::controller

@@ -1,0 +1,84 @@
+// EdgeFleet: the operator's operations on the edge fleet as plain calls over the controller's
+// parts (Store, JoinTokenIssuer, Dispatcher) — what the admin socket (AdminServiceImpl) and
+// the operator's REST API call, so neither door holds a rule of its own (wire.md §5 builds
+// on it). Each operation validates its arguments (INVALID_ARGUMENT naming the field and the
+// value), does its work, and writes the admin / audit log lines an operator action deserves.
+// Borrows everything; thread-safe (the Store and the Dispatcher are).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "controller/dispatcher.h"
+#include "controller/join_token_issuer.h"
+#include "controller/store.h"
+#include "node_cluster.pb.h"
+
+namespace edge::controller {
+
+// The controller at a glance.
+struct FleetSummary {
+  size_t nodes = 0;
+  size_t active_join_tokens = 0;
+};
+
+// A node as an operator sees it: its record, whether its stream is up, and — once it
+// enrolled on the edge stream — its edge record and last reported capabilities.
+struct NodeView {
+  NodeRecord node;
+  bool connected = false;
+  std::optional<EdgeNodeRecord> edge;
+  aegis::cluster::v1::EdgeCapabilities capabilities;
+};
+
+class EdgeFleet {
+ public:
+  EdgeFleet(Store& store, JoinTokenIssuer& tokens, Dispatcher& dispatcher, Clock& clock)
+      : store_(store), tokens_(tokens), dispatcher_(dispatcher), clock_(clock) {}
+
+  // Counts that fail to read are left at 0 (a status call answers all the same).
+  FleetSummary Summary() const;
+
+  Result<MintedJoinToken> CreateJoinToken(const std::string& node_id, const std::string& tenant_id,
+                                          std::chrono::seconds ttl, bool replace);
+  Status RevokeJoinToken(const std::string& token_id);
+  Result<std::vector<JoinTokenRecord>> ListJoinTokens(bool include_inactive) const;
+
+  Result<std::vector<NodeView>> ListNodes() const;
+  // Revoked nodes stay revoked until a join token created with `replace` re-enrolls them;
+  // the node's stream is closed with PERMISSION_DENIED.
+  Status RevokeNode(const std::string& node_id);
+
+  // See Dispatcher::Invoke.
+  Result<std::string> Invoke(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer);
+  // NOT_FOUND "command <id> not found"; INVALID_ARGUMENT for an empty id.
+  Result<CommandRecord> GetCommand(const std::string& command_id) const;
+  // The newest first, at most `limit` (0 = the store's default); INVALID_ARGUMENT for a
+  // negative limit.
+  Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id, int limit) const;
+  Status CancelCommand(const std::string& command_id, const std::string& reason);
+  Status DrainNode(const std::string& node_id);
+  Status ShutdownNode(const std::string& node_id, std::chrono::milliseconds grace);
+  // Validates `delta` (ValidateConfigDelta) and sends it; returns the version it was sent
+  // as (`version`, or "v<epoch ms>" when empty).
+  Result<std::string> PushConfig(const std::string& node_id, const std::string& delta,
+                                 const std::string& version);
+
+  // OK when `delta` is a partial agent config the agent would accept on its own (keys,
+  // types and ranges; references to tools or contexts defined only on the node are not
+  // checked); INVALID_ARGUMENT listing the problems otherwise.
+  static Status ValidateConfigDelta(const std::string& delta);
+
+ private:
+  Store& store_;
+  JoinTokenIssuer& tokens_;
+  Dispatcher& dispatcher_;
+  Clock& clock_;
+};
+
+}  // namespace edge::controller

@@ -1,0 +1,167 @@
+// EdgeFleet: the operator's operations on the edge fleet (the admin socket and the REST API
+// both call them): argument checks with their messages, nothing sent or stored when a check
+// fails, the node view, config pushes and revocation. A real SQLite store, a Dispatcher with
+// a recording stream in place of a node, a ManualClock.
+#include "controller/edge_fleet.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "agent/identity/jwt.h"
+#include "controller/edge_codec.h"
+#include "controller/node_tokens.h"
+#include "controller/sqlite_store.h"
+#include "tests/support/manual_clock.h"
+#include "tests/support/temp_dir.h"
+
+namespace edge::controller {
+namespace {
+
+namespace pb = aegis::cluster::v1;
+
+class RecordingStream : public CommandSink {
+ public:
+  bool Send(const pb::EdgeCommand& command) override {
+    sent.push_back(command);
+    return true;
+  }
+  void Close(const grpc::Status& status) override { closed = status; }
+  std::vector<pb::EdgeCommand> sent;
+  std::optional<grpc::Status> closed;
+};
+
+class EdgeFleetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = SqliteStore::Open(dir_ / "c.db");
+    ASSERT_TRUE(store) << store.error().ToString();
+    store_ = std::move(*store);
+    key_.emplace(*identity::EcSigningKey::Generate());
+    node_tokens_ =
+        std::make_unique<NodeTokenAuthority>(*store_, *key_, clock_, NodeTokenSettings{});
+    join_tokens_ = std::make_unique<JoinTokenIssuer>(*store_, *key_, clock_, JoinTokenSettings{});
+    dispatcher_ = std::make_unique<Dispatcher>(*store_, *node_tokens_, clock_);
+    fleet_ = std::make_unique<EdgeFleet>(*store_, *join_tokens_, *dispatcher_, clock_);
+  }
+  // edge-01: enrolled on the edge stream, reporting capabilities, its stream attached.
+  void EnrollEdge01() {
+    const int64_t now = ToEpochMillis(clock_.Now());
+    ASSERT_TRUE(store_->InsertJoinToken({.token_id = "jt-1",
+                                         .token_hash = "h1",
+                                         .tenant_id = "t1",
+                                         .created_at_ms = now,
+                                         .expires_at_ms = now + 3'600'000}));
+    auto token = node_tokens_->Mint("edge-01", "t1");
+    ASSERT_TRUE(token);
+    auto enrolled = store_->EnrollEdgeNode({.jti = "jt-1",
+                                        .join_token_hash = "h1",
+                                        .node_id = "edge-01",
+                                        .tenant_id = "t1",
+                                        .public_key = std::string(32, 'k'),
+                                        .now_ms = now,
+                                        .token = token->record});
+    ASSERT_TRUE(enrolled) << enrolled.error().ToString();
+    pb::EdgeCapabilities caps;
+    caps.set_os("linux");
+    caps.add_local_tools("exec");
+    (*caps.mutable_custom_labels())["site"] = "lab";
+    ASSERT_TRUE(store_->RecordHello("edge-01", CapabilitiesToJson(caps), false, now));
+    dispatcher_->Attach("edge-01", stream_);
+  }
+
+  edge::testing::TempDir dir_{"fleet"};
+  ManualClock clock_;
+  std::unique_ptr<SqliteStore> store_;
+  std::optional<identity::EcSigningKey> key_;
+  std::unique_ptr<NodeTokenAuthority> node_tokens_;
+  std::unique_ptr<JoinTokenIssuer> join_tokens_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unique_ptr<EdgeFleet> fleet_;
+  std::shared_ptr<RecordingStream> stream_ = std::make_shared<RecordingStream>();
+};
+
+TEST_F(EdgeFleetTest, ArgumentsAreCheckedWithTheirOwnMessages) {
+  auto limit = fleet_->ListCommands("", -1);
+  ASSERT_FALSE(limit);
+  EXPECT_EQ(limit.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(limit.error().message, "limit -1 is negative");
+  auto empty = fleet_->GetCommand("");
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().message, "command_id is required");
+  auto missing = fleet_->GetCommand("nope");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(missing.error().message, "command nope not found");
+  EXPECT_EQ(fleet_->RevokeJoinToken("").error().message, "token_id is required");
+  EXPECT_EQ(fleet_->RevokeNode("").error().message, "node_id is required");
+}
+
+TEST_F(EdgeFleetTest, NodesAreShownWithTheirStreamAndCapabilities) {
+  ASSERT_TRUE(store_->UpsertNode({.node_id = "plain-02", .tenant_id = "t1", .state = "enrolled"}));
+  EnrollEdge01();
+  auto nodes = fleet_->ListNodes();
+  ASSERT_TRUE(nodes) << nodes.error().ToString();
+  ASSERT_EQ(nodes->size(), 2u);
+  const NodeView* edge01 = nullptr;
+  const NodeView* plain = nullptr;
+  for (const auto& v : *nodes)
+    (v.node.node_id == "edge-01" ? edge01 : plain) = &v;
+  ASSERT_TRUE(edge01 && plain);
+  EXPECT_TRUE(edge01->connected);
+  ASSERT_TRUE(edge01->edge.has_value());
+  EXPECT_EQ(edge01->edge->public_key, std::string(32, 'k'));
+  EXPECT_EQ(edge01->capabilities.os(), "linux");
+  EXPECT_EQ(edge01->capabilities.custom_labels().at("site"), "lab");
+  EXPECT_FALSE(plain->connected);
+  EXPECT_FALSE(plain->edge.has_value());
+}
+
+TEST_F(EdgeFleetTest, AConfigPushIsValidatedBeforeAnythingIsSent) {
+  EnrollEdge01();
+  auto bad = fleet_->PushConfig("edge-01", "clustr: { heartbeat_interval_secs: 5 }\n", "v1");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("clustr: unknown key"), std::string::npos)
+      << bad.error().message;
+  EXPECT_TRUE(stream_->sent.empty()) << "a refused delta never reaches the node";
+  EXPECT_FALSE(fleet_->PushConfig("edge-01", "", ""));
+
+  auto sent = fleet_->PushConfig("edge-01", "cluster: { heartbeat_interval_secs: 5 }\n", "");
+  ASSERT_TRUE(sent) << sent.error().ToString();
+  EXPECT_EQ(*sent, "v" + std::to_string(ToEpochMillis(clock_.Now())));
+  ASSERT_EQ(stream_->sent.size(), 1u);
+  EXPECT_EQ(stream_->sent[0].push_config().version(), *sent);
+  EXPECT_EQ(*fleet_->PushConfig("edge-01", "{}", "mine"), "mine");
+}
+
+TEST_F(EdgeFleetTest, ARevokedNodeIsDisconnectedAndStaysRevoked) {
+  EnrollEdge01();
+  ASSERT_TRUE(fleet_->RevokeNode("edge-01"));
+  ASSERT_TRUE(stream_->closed.has_value());
+  EXPECT_EQ(stream_->closed->error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  auto node = store_->GetNode("edge-01");
+  ASSERT_TRUE(node && *node);
+  EXPECT_EQ((*node)->state, kNodeRevoked);
+  EXPECT_FALSE(fleet_->Invoke({.node_id = "edge-01", .tool = "exec"}, nullptr));
+}
+
+TEST_F(EdgeFleetTest, CommandsAreStoredAndListedNewestFirst) {
+  EnrollEdge01();
+  auto first = fleet_->Invoke({.node_id = "edge-01", .tool = "exec", .args_json = "{}"}, nullptr);
+  ASSERT_TRUE(first) << first.error().ToString();
+  clock_.Advance(std::chrono::seconds(1));
+  auto second = fleet_->Invoke({.node_id = "edge-01", .tool = "sysinfo"}, nullptr);
+  ASSERT_TRUE(second) << second.error().ToString();
+  auto list = fleet_->ListCommands("edge-01", 0);
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].command_id, *second);
+  EXPECT_EQ(fleet_->GetCommand(*first)->tool, "exec");
+  EXPECT_FALSE(fleet_->Invoke({.node_id = "edge-01", .tool = ""}, nullptr));
+  EXPECT_EQ(fleet_->ListCommands("", 0)->size(), 2u) << "a refused invoke stores nothing";
+}
+
+}  // namespace
+}  // namespace edge::controller
