@@ -56,12 +56,12 @@ class EdgeFleetTest : public ::testing::Test {
     auto token = node_tokens_->Mint("edge-01", "t1");
     ASSERT_TRUE(token);
     auto enrolled = store_->EnrollEdgeNode({.jti = "jt-1",
-                                        .join_token_hash = "h1",
-                                        .node_id = "edge-01",
-                                        .tenant_id = "t1",
-                                        .public_key = std::string(32, 'k'),
-                                        .now_ms = now,
-                                        .token = token->record});
+                                            .join_token_hash = "h1",
+                                            .node_id = "edge-01",
+                                            .tenant_id = "t1",
+                                            .public_key = std::string(32, 'k'),
+                                            .now_ms = now,
+                                            .token = token->record});
     ASSERT_TRUE(enrolled) << enrolled.error().ToString();
     pb::EdgeCapabilities caps;
     caps.set_os("linux");
