@@ -120,10 +120,7 @@ grpc::Status ComputeMemberStream::Handle(const ce::CloudEvent& event) {
 }
 
 void ComputeMemberStream::OnReadDone(bool ok) {
-  {
-    std::lock_guard lock(mu_);
-    if (finished_ || finish_after_write_) return;
-  }
+  if (!writes_.accepting()) return;
   if (!ok) {
     Close(grpc::Status::OK);
     return;
@@ -140,55 +137,23 @@ void ComputeMemberStream::OnReadDone(bool ok) {
 }
 
 bool ComputeMemberStream::Send(const ce::CloudEvent& event) {
-  {
-    std::lock_guard lock(mu_);
-    if (finished_ || finish_after_write_) return false;
-    if (writing_) {
-      queue_.push_back(event);
-      return true;
-    }
-    writing_ = true;
-    writing_msg_ = event;
-  }
-  StartWrite(&writing_msg_);
-  return true;
+  auto step = writes_.Push(event);
+  const bool queued = step.dropped.empty();
+  Apply(std::move(step));
+  return queued;
 }
 
 void ComputeMemberStream::OnWriteDone(bool ok) {
-  std::optional<grpc::Status> finish;
-  bool next = false;
-  {
-    std::lock_guard lock(mu_);
-    if (!ok) queue_.clear();
-    if (finish_after_write_) {
-      finish = std::move(finish_after_write_);
-      finish_after_write_.reset();
-      finished_ = true;
-      writing_ = false;
-    } else if (!queue_.empty() && !finished_) {
-      writing_msg_ = std::move(queue_.front());
-      queue_.pop_front();
-      next = true;
-    } else {
-      writing_ = false;
-    }
-  }
-  if (finish) Finish(*finish);
-  if (next) StartWrite(&writing_msg_);
+  Apply(writes_.WriteDone(ok));
 }
 
 void ComputeMemberStream::Close(const grpc::Status& status) {
-  {
-    std::lock_guard lock(mu_);
-    if (finished_ || finish_after_write_) return;
-    queue_.clear();
-    if (writing_) {
-      finish_after_write_ = status;
-      return;
-    }
-    finished_ = true;
-  }
-  Finish(status);
+  Apply(writes_.FinishAfter(status, WriteQueue<ce::CloudEvent>::Then::kDropQueued));
+}
+
+void ComputeMemberStream::Apply(WriteQueue<ce::CloudEvent>::Step step) {
+  if (step.write != nullptr) StartWrite(step.write);
+  if (step.finish) Finish(*step.finish);
 }
 
 void ComputeMemberStream::OnDone() {

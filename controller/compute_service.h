@@ -16,12 +16,12 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
+#include "common/grpc_write_queue.h"
 #include "controller/compute_hub.h"
 #include "controller/compute_tokens.h"
 #include "controller/refusal_log.h"
@@ -65,12 +65,9 @@ class ComputeMemberStream final
   std::string member_id_;  // set by the join
   compute::ce::CloudEvent in_;
 
-  std::mutex mu_;
-  std::deque<compute::ce::CloudEvent> queue_;
-  compute::ce::CloudEvent writing_msg_;
-  bool writing_ = false;
-  bool finished_ = false;
-  std::optional<grpc::Status> finish_after_write_;
+  // One write in flight; Close drops what is queued and finishes after that write.
+  WriteQueue<compute::ce::CloudEvent> writes_;
+  void Apply(WriteQueue<compute::ce::CloudEvent>::Step step);
 };
 
 class ComputeServiceImpl final
