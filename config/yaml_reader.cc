@@ -1,10 +1,15 @@
 #include "config/yaml_reader.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <map>
 #include <optional>
+#include <sstream>
+#include <vector>
 
 #include "common/atomic_file.h"
 #include "common/utf8.h"
@@ -351,6 +356,77 @@ std::optional<ConfigIssue> CheckYamlText(const std::string& text, const std::str
   return ConfigIssue{source, line, column, "", "", rule};
 }
 
+// A key written twice in one mapping (YAML 1.2 §3.2.1.1: keys are unique). yaml-cpp keeps
+// both, readers see the first and a merge the last, so a PushConfig delta applied twice gave
+// two different configs. Checked on the parser's events, not on the loaded node graph: an
+// alias is one event whatever it stands for, so a document of nested aliases ("billion
+// laughs") costs what its text costs, and nesting needs no recursion.
+class UniqueKeyChecker final : public YAML::EventHandler {
+ public:
+  struct Repeat {
+    std::string key;
+    YAML::Mark at, first;
+  };
+  std::optional<Repeat> repeat;
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Item(mark, nullptr); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Item(mark, nullptr); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string& value) override {
+    Item(mark, &value);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Item(mark, nullptr);
+    stack_.push_back(Frame{false});
+  }
+  void OnSequenceEnd() override { stack_.pop_back(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Item(mark, nullptr);
+    stack_.push_back(Frame{true});
+  }
+  void OnMapEnd() override { stack_.pop_back(); }
+
+ private:
+  struct Frame {
+    bool is_map;
+    bool expect_key = true;
+    std::map<std::string, YAML::Mark> keys;
+  };
+  // A node took the next place in the enclosing collection: in a mapping, a key or a value in
+  // turn. Only scalar keys are compared (a collection or alias as a key is left alone).
+  void Item(const YAML::Mark& mark, const std::string* scalar) {
+    if (stack_.empty() || !stack_.back().is_map) return;
+    Frame& f = stack_.back();
+    if (f.expect_key && scalar != nullptr && !repeat) {
+      auto [it, fresh] = f.keys.emplace(*scalar, mark);
+      if (!fresh) repeat = Repeat{*scalar, mark, it->second};
+    }
+    f.expect_key = !f.expect_key;
+  }
+  std::vector<Frame> stack_;
+};
+
+std::optional<ConfigIssue> CheckUniqueKeys(const std::string& text, const std::string& source,
+                                           const std::string& what) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  UniqueKeyChecker checker;
+  parser.HandleNextDocument(checker);
+  if (!checker.repeat) return std::nullopt;
+  const auto& r = *checker.repeat;
+  return ConfigIssue{source,
+                     r.at.line + 1,
+                     r.at.column + 1,
+                     "",
+                     "",
+                     what + " repeats the key \"" + r.key + "\" (first at line " +
+                         std::to_string(r.first.line + 1) + "); keys are unique"};
+}
+
 }  // namespace
 
 std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
@@ -370,7 +446,13 @@ std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
     return std::unexpected(errs);
   }
   try {
-    return YAML::Load(text);
+    YAML::Node root = YAML::Load(text);
+    if (auto issue = CheckUniqueKeys(text, source, what)) {
+      ConfigErrors errs;
+      errs.issues.push_back(std::move(*issue));
+      return std::unexpected(errs);
+    }
+    return root;
   } catch (const YAML::Exception& e) {
     ConfigErrors errs;
     errs.issues.push_back(

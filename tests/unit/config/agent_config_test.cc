@@ -284,6 +284,46 @@ TEST(ApplyDelta, TextThatIsNotUnicodeIsRefusedWithItsPosition) {
   EXPECT_EQ(ok->labels.at("site"), "caf\xc3\xa9");
 }
 
+// Found by config_delta_fuzz (issue 16): a key written twice in one mapping. yaml-cpp kept
+// both; the checks read the first and the merge kept the last, so a delta accepted once was
+// refused when applied again. Keys are unique: refused where the repeat is.
+TEST(ApplyDelta, ARepeatedKeyIsRefusedWithBothPositions) {
+  auto base = LoadOk("node_id: a\n");
+  auto twice = ApplyDelta(base, "compute:\n  processors: ~\n  processors: {x: ~}\n");
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().ToString(),
+            "config delta:3:3: YAML/JSON repeats the key \"processors\" (first at line 2); keys "
+            "are unique");
+  auto json = ApplyDelta(base, R"({"labels":{"a":"1"},"labels":{"b":"2"}})");
+  ASSERT_FALSE(json);
+  EXPECT_NE(json.error().ToString().find("repeats the key \"labels\""), std::string::npos);
+  auto file =
+      LoadAgentConfigFromString("node_id: a\nlabels:\n  - x\nnode_id: b\n", "agent.yaml", NoEnv());
+  ASSERT_FALSE(file);
+  EXPECT_EQ(file.error().ToString(),
+            "agent.yaml:4:1: YAML repeats the key \"node_id\" (first at line 1); keys are unique");
+}
+
+// The repeated-key check must not walk what aliases stand for: 40 levels of aliases, each
+// doubling the last, stand for 2^40 nodes (a walk of the loaded graph never ended). The
+// document is read once; it is refused for its unknown keys, not hung on.
+TEST(AgentConfig, NestedAliasesAreReadInTheTimeOfTheirText) {
+  std::string text = "l0: &l0 [x, x]\n";
+  for (int i = 1; i < 40; ++i) {
+    text += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [*l" + std::to_string(i - 1) +
+            ", *l" + std::to_string(i - 1) + "]\n";
+  }
+  auto cfg = LoadAgentConfigFromString(text, "agent.yaml", NoEnv());
+  ASSERT_FALSE(cfg);
+  EXPECT_NE(cfg.error().ToString().find("l0"), std::string::npos) << cfg.error().ToString();
+  auto repeated = LoadAgentConfigFromString(text + "l7: again\n", "agent.yaml", NoEnv());
+  ASSERT_FALSE(repeated);
+  EXPECT_NE(repeated.error().ToString().find(
+                "agent.yaml:41:1: YAML repeats the key \"l7\" (first at line 8)"),
+            std::string::npos)
+      << repeated.error().ToString();
+}
+
 TEST(ApplyDelta, RejectsUnknownKeysBadValuesAndNonMaps) {
   auto base = LoadOk("node_id: a\n");
   auto unknown = ApplyDelta(base, "clustr: { heartbeat_interval_secs: 5 }\n");
