@@ -188,12 +188,21 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
   auto cmd = InvokeToolFor(rec, (*edge)->tenant_id, std::move(*args));
   if (!cmd) return std::unexpected(cmd.error());
   // The node would refuse a larger message (and the controller could not send it): refuse it
-  // here, before anything is stored.
-  if (const size_t size = cmd->ByteSizeLong(); size > max_message_bytes_) {
+  // here, before anything is stored. A message the node cannot take would end its stream at
+  // every resend, so the node's own limit (its agent.max_message_bytes label) counts too.
+  const size_t size = cmd->ByteSizeLong();
+  if (size > max_message_bytes_) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "InvokeTool for node " + spec.node_id + " would be " + std::to_string(size) +
                          " bytes, above grpc.max_message_bytes (" +
                          std::to_string(max_message_bytes_) + " bytes); send smaller args");
+  }
+  if (const uint64_t node_limit = NodeMaxMessageBytes((*edge)->capabilities_json);
+      node_limit > 0 && size > node_limit) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "InvokeTool for node " + spec.node_id + " would be " + std::to_string(size) +
+                         " bytes, above the node's edge.max_message_bytes (" +
+                         std::to_string(node_limit) + " bytes); send smaller args");
   }
   if (auto st = store_.InsertCommand(rec); !st) return std::unexpected(st.error());
   if (observer) {

@@ -1,5 +1,7 @@
 #include "controller/edge_codec.h"
 
+#include <charconv>
+
 #include <google/protobuf/util/json_util.h>
 
 #include <nlohmann/json.hpp>
@@ -105,6 +107,16 @@ pb::EdgeCapabilities CapabilitiesFromJson(const std::string& json) {
       if (v.is_string()) (*caps.mutable_custom_labels())[k] = v.get<std::string>();
   }
   return caps;
+}
+
+uint64_t NodeMaxMessageBytes(const std::string& capabilities_json) {
+  const auto caps = CapabilitiesFromJson(capabilities_json);
+  auto it = caps.custom_labels().find(kAgentMaxMessageLabel);
+  if (it == caps.custom_labels().end()) return 0;
+  uint64_t v = 0;
+  const std::string& s = it->second;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() ? v : 0;
 }
 
 bool IsDraining(const pb::EdgeCapabilities& caps) {

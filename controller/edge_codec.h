@@ -29,6 +29,13 @@ std::string CapabilitiesToJson(const aegis::cluster::v1::EdgeCapabilities& caps)
 aegis::cluster::v1::EdgeCapabilities CapabilitiesFromJson(const std::string& json);
 bool IsDraining(const aegis::cluster::v1::EdgeCapabilities& caps);
 
+// The label in which an agent states the largest message its end of the stream takes (its
+// edge.max_message_bytes).
+inline constexpr const char* kAgentMaxMessageLabel = "agent.max_message_bytes";
+// That limit from stored capabilities JSON; 0 when the node did not state one (an older agent)
+// or stated something that is not a positive decimal number.
+uint64_t NodeMaxMessageBytes(const std::string& capabilities_json);
+
 // How deep an InvokeTool's args may nest: each JSON object level costs up to three protobuf
 // message levels (Struct, map entry, Value), and a node parses the EdgeCommand with
 // protobuf's default limit of 100 nested messages.

@@ -34,10 +34,11 @@ aegis::cluster::v1::EdgeCapabilities BuildCapabilities(const config::AgentConfig
   auto& labels = *caps.mutable_custom_labels();
   // The agent.* labels are the agent's to state: a config label of that name is not advertised.
   for (const auto& [k, v] : config.labels) {
-    if (k == kAgentVersionLabel || k == kAgentStateLabel) continue;
+    if (k == kAgentVersionLabel || k == kAgentStateLabel || k == kAgentMaxMessageLabel) continue;
     labels[k] = v;
   }
   labels[kAgentVersionLabel] = agent_version;
+  labels[kAgentMaxMessageLabel] = std::to_string(config.edge.max_message_bytes);
   if (draining) labels[kAgentStateLabel] = "draining";
   return caps;
 }

@@ -1,7 +1,10 @@
 // EdgeCapabilities the agent advertises in Hello and CapabilityUpdate (seeds/000, brief B §7):
 // os and arch from uname(2), local_tools = the executor's Tools(), mount_points = the security
 // contexts' mount points (sorted, unique), custom_labels = the config's labels plus
-// agent.version (and agent.state = "draining" once a Drain was received). A pure function.
+// agent.version, agent.max_message_bytes (edge.max_message_bytes: the largest message this
+// agent's end of the stream takes, so the controller refuses a larger InvokeTool instead of
+// breaking the stream with it) and agent.state = "draining" once a Drain was received. A pure
+// function.
 #pragma once
 
 #include <string>
@@ -14,6 +17,7 @@ namespace edge::agentedge {
 
 inline constexpr const char* kAgentStateLabel = "agent.state";
 inline constexpr const char* kAgentVersionLabel = "agent.version";
+inline constexpr const char* kAgentMaxMessageLabel = "agent.max_message_bytes";
 
 aegis::cluster::v1::EdgeCapabilities BuildCapabilities(const config::AgentConfig& config,
                                                        const std::vector<std::string>& tools,

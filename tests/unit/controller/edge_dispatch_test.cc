@@ -275,6 +275,39 @@ TEST_F(EdgeDispatchTest, AnInvokeToolAboveMaxMessageBytesIsRefusedBeforeItIsStor
   ASSERT_TRUE(sent && sent->has_invoke_tool());
 }
 
+// Issue 15 #2 (the agent's half): an InvokeTool above what the node's end of the stream takes
+// would end its stream at every resend. The node states its limit in the
+// agent.max_message_bytes label; a larger command is refused naming it, nothing is stored.
+TEST_F(EdgeDispatchTest, AnInvokeToolAboveTheNodesStatedLimitIsRefusedBeforeItIsStored) {
+  node_ = EnrolledNode("edge-01");
+  stream_ = node_->Open(node_->token);
+  pb::EdgeEvent hello = node_->Hello(kSid);
+  (*hello.mutable_hello()
+        ->mutable_capabilities()
+        ->mutable_custom_labels())["agent.max_message_bytes"] = "200000";
+  hello.mutable_hello()->clear_envelope();
+  ASSERT_TRUE(stream_->Write(node_->Sealed(hello, kSid)));
+  ASSERT_TRUE(WaitConnected("edge-01"));
+  auto req = Request();
+  req.set_args_json(R"({"content":")" + std::string(250'000, 'a') + R"("})");
+  AdminInvoke call(*admin_, req);
+  auto st = call.Status();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st->error_message();
+  EXPECT_NE(st->error_message().find("above the node's edge.max_message_bytes (200000 bytes)"),
+            std::string::npos)
+      << st->error_message();
+  EXPECT_FALSE(stream_->Next(200ms)) << "nothing was sent";
+  apb::ListCommandsResponse list;
+  ASSERT_TRUE(
+      Unary(&apb::AdminService::Stub::ListCommands, apb::ListCommandsRequest(), &list).ok());
+  EXPECT_EQ(list.commands_size(), 0) << "nothing was stored";
+  req.set_args_json(R"({"content":")" + std::string(150'000, 'a') + R"("})");
+  AdminInvoke fits(*admin_, req);
+  auto sent = stream_->Next();
+  ASSERT_TRUE(sent && sent->has_invoke_tool()) << "below the node's limit it goes out";
+}
+
 // Issue 15 #9: 100 000 levels of args_json through the admin socket overflowed the stack in a
 // recursive JSON dump and killed the controller. Now a clean INVALID_ARGUMENT, nothing stored.
 TEST_F(EdgeDispatchTest, DeeplyNestedArgsAndDeltasAreRefusedCleanly) {

@@ -65,12 +65,22 @@ TEST(CapabilitiesTest, MountPointsAreSortedAndUnique) {
 TEST(CapabilitiesTest, LabelsAreTheConfigsPlusAgentVersion) {
   auto caps = BuildCapabilities(Config(), {}, "1.2.3", false);
   const auto& labels = caps.custom_labels();
-  EXPECT_EQ(labels.size(), 3u);
+  EXPECT_EQ(labels.size(), 4u);
   EXPECT_EQ(labels.at("site"), "lab");
   EXPECT_EQ(labels.at("rack"), "r7");
   EXPECT_EQ(labels.at(kAgentVersionLabel), "1.2.3");
   EXPECT_EQ(std::string(kAgentVersionLabel), "agent.version");
   EXPECT_FALSE(labels.contains(kAgentStateLabel));
+  // The largest message this end of the stream takes (edge.max_message_bytes, 16 MiB default).
+  EXPECT_EQ(labels.at("agent.max_message_bytes"), "16777216");
+}
+
+TEST(CapabilitiesTest, TheMessageLimitIsTheConfigsAndNotALabelOfTheConfig) {
+  auto cfg = Config();
+  cfg.edge.max_message_bytes = 1048576;
+  cfg.labels["agent.max_message_bytes"] = "999999999";
+  auto caps = BuildCapabilities(cfg, {}, "1.2.3", false);
+  EXPECT_EQ(caps.custom_labels().at("agent.max_message_bytes"), "1048576");
 }
 
 TEST(CapabilitiesTest, DrainingIsAdvertised) {
