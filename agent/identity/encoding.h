@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/hex.h"
+
 namespace edge::identity {
 
 std::string Base64Encode(std::string_view bytes);
@@ -14,8 +16,9 @@ std::optional<std::string> Base64Decode(std::string_view text);
 std::string Base64UrlEncode(std::string_view bytes);
 // Strict: no padding, alphabet [A-Za-z0-9-_]; nullopt on anything else.
 std::optional<std::string> Base64UrlDecode(std::string_view text);
-std::string HexEncode(std::string_view bytes);
-std::optional<std::string> HexDecode(std::string_view text);
+// Lowercase hex lives in common/hex.h; these names stay for identity's callers.
+using edge::HexDecode;
+using edge::HexEncode;
 // Raw 32-byte digest.
 std::string Sha256(std::string_view bytes);
 // HMAC-SHA256, raw 32 bytes.
