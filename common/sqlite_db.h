@@ -1,0 +1,173 @@
+// SqliteDb: the one SQLite layer of the agent and the controller (library `edge_sqlite`).
+// One connection to one database file: created 0600 (never through a symlink), WAL mode,
+// synchronous=FULL, foreign keys on, a busy timeout. Each component's schema is a list of
+// numbered migrations whose applied versions are recorded in a `schema_migrations` table
+// (component, version). Statements are prepared once and cached; parameters bind as NULL,
+// INTEGER, TEXT (std::string) or BLOB (SqlBlob).
+//
+// Ownership: SqliteDb owns the sqlite3 handle and its cached statements; whoever opened it
+// owns the SqliteDb (the agent's stores borrow the daemon's `sandbox::StateDb`, the
+// controller's `SqliteStore` owns its own). Thread-safe: one mutex guards the connection;
+// a Txn holds it for its whole lifetime, so code inside a Txn must use the Txn, never the
+// SqliteDb it came from. Other processes sharing the file serialize on BEGIN IMMEDIATE.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/error.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace edge {
+
+// Bytes bound as a BLOB (a plain std::string binds as TEXT).
+struct SqlBlob {
+  std::string bytes;
+};
+
+// A statement parameter.
+using SqlParam = std::variant<std::nullptr_t, int64_t, std::string, SqlBlob>;
+
+// One result row; TEXT and BLOB columns both read back as std::string.
+class SqlRow {
+ public:
+  using Value = std::variant<std::nullptr_t, int64_t, double, std::string>;
+  explicit SqlRow(std::vector<Value> cols) : cols_(std::move(cols)) {}
+
+  size_t size() const { return cols_.size(); }
+  bool IsNull(size_t i) const;
+  // 0 for NULL; a TEXT column is not converted (0).
+  int64_t Int(size_t i) const;
+  // "" for NULL or a number.
+  std::string Text(size_t i) const;
+
+ private:
+  std::vector<Value> cols_;
+};
+
+// Every row of `rows` read by `read(const SqlRow&)`, or the query's error.
+template <typename F>
+auto ReadRows(Result<std::vector<SqlRow>> rows, F read)
+    -> Result<std::vector<std::invoke_result_t<F&, const SqlRow&>>> {
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<std::invoke_result_t<F&, const SqlRow&>> out;
+  out.reserve(rows->size());
+  for (const SqlRow& row : *rows)
+    out.push_back(read(row));
+  return out;
+}
+
+// The first row of `rows` read by `read`, nullopt when there is none, or the query's error.
+template <typename F>
+auto ReadFirstRow(Result<std::vector<SqlRow>> rows, F read)
+    -> Result<std::optional<std::invoke_result_t<F&, const SqlRow&>>> {
+  if (!rows) return std::unexpected(rows.error());
+  if (rows->empty()) return std::nullopt;
+  return read(rows->front());
+}
+
+class SqliteDb {
+ public:
+  struct Options {
+    std::chrono::milliseconds busy_timeout{5000};
+    // How messages name the database ("<name> <path>: ...") and the program whose schema
+    // it holds ("... newer than this <owner>'s 3").
+    std::string name = "database";
+    std::string owner = "program";
+  };
+  // A schema step of one component; versions start at 1 and increase by 1.
+  struct Migration {
+    int version;
+    std::string sql;  // one or more statements
+  };
+
+  // Opens (creating) the database at exactly `db_path`; its directory must exist.
+  static Result<std::unique_ptr<SqliteDb>> OpenFile(const std::string& db_path, Options options);
+
+  virtual ~SqliteDb();
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Applies the `migrations` of `component` above its recorded version, all in one
+  // transaction. FAILED_PRECONDITION when the file was written by a newer schema.
+  Status Migrate(std::string_view component, const std::vector<Migration>& migrations);
+  // The recorded schema version of `component` (0 = none).
+  Result<int> SchemaVersion(std::string_view component);
+
+  // An explicit transaction (BEGIN IMMEDIATE). Holds the connection's mutex until it is
+  // committed or destroyed; destroyed without Commit() it rolls back.
+  class Txn {
+   public:
+    Txn(Txn&& other) noexcept;
+    Txn& operator=(Txn&&) = delete;
+    ~Txn();
+
+    Status Exec(std::string_view sql, const std::vector<SqlParam>& params = {});
+    Result<std::vector<SqlRow>> Query(std::string_view sql,
+                                      const std::vector<SqlParam>& params = {});
+    // Rows changed by the last Exec.
+    int64_t Changes() const;
+    Status Commit();
+
+   private:
+    friend class SqliteDb;
+    Txn(SqliteDb* db, std::unique_lock<std::mutex> lock) : db_(db), lock_(std::move(lock)) {}
+    SqliteDb* db_;
+    std::unique_lock<std::mutex> lock_;
+    bool done_ = false;
+  };
+  Result<Txn> Begin();
+
+  // Runs `body(txn)` in a transaction and commits when it returns a value; an error it
+  // returns (or a failed COMMIT) rolls everything back. `body` returns a Result or Status.
+  template <typename F>
+  std::invoke_result_t<F&, Txn&> Transact(F&& body) {
+    using R = std::invoke_result_t<F&, Txn&>;
+    auto txn = Begin();
+    if (!txn) return std::unexpected(txn.error());
+    R r = body(*txn);
+    if (!r) return r;  // ~Txn rolls back
+    if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+    return r;
+  }
+
+  // One statement in its own (autocommit) transaction.
+  Status Exec(std::string_view sql, const std::vector<SqlParam>& params = {});
+  Result<std::vector<SqlRow>> Query(std::string_view sql, const std::vector<SqlParam>& params = {});
+
+ protected:
+  SqliteDb() = default;
+  // Connects a just-constructed SqliteDb (or subclass) to `db_path`.
+  Status Connect(const std::string& db_path, Options options);
+  // Creates `dir` (and its parents) and makes it 0700; `what` names it in errors.
+  static Status MakePrivateDir(const std::string& dir, std::string_view what);
+
+ private:
+  // The Locked* functions expect mu_ to be held.
+  Status LockedExecScript(std::string_view sql);
+  Result<std::vector<SqlRow>> LockedRun(std::string_view sql, const std::vector<SqlParam>& params);
+  Result<sqlite3_stmt*> LockedPrepare(std::string_view sql);
+  Error DbError(std::string_view what) const;
+
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  Options options_;
+  std::unordered_map<std::string, sqlite3_stmt*> stmts_;
+};
+
+}  // namespace edge

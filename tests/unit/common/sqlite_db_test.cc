@@ -1,0 +1,90 @@
+// SqliteDb, the generic layer under sandbox::StateDb (whose own tests cover WAL, modes,
+// migrations, blobs and busy timeouts) and the controller's SqliteStore: a database at any
+// path, messages named by the caller, and Transact.
+#include "common/sqlite_db.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "tests/support/temp_dir.h"
+
+namespace edge {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SqliteDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = SqliteDb::OpenFile(tmp_ / "x.db", {.name = "x database", .owner = "x-tool"});
+    ASSERT_TRUE(db) << db.error().ToString();
+    db_ = std::move(*db);
+    ASSERT_TRUE(db_->Migrate("t", {{1, "CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)"}}));
+  }
+  int64_t Count() {
+    auto rows = db_->Query("SELECT COUNT(*) FROM t");
+    return rows ? (*rows)[0].Int(0) : -1;
+  }
+
+  edge::testing::TempDir tmp_{"sqlitedb"};
+  std::unique_ptr<SqliteDb> db_;
+};
+
+TEST_F(SqliteDbTest, OpensAnyPathPrivatelyAndNamesItInMessages) {
+  struct stat st {};
+  ASSERT_EQ(::stat((tmp_ / "x.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(db_->path(), tmp_ / "x.db");
+
+  auto newer = db_->Migrate("t", {});
+  ASSERT_FALSE(newer);
+  EXPECT_EQ(newer.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(newer.error().message.find("x database " + (tmp_ / "x.db")), std::string::npos)
+      << newer.error().message;
+  EXPECT_NE(newer.error().message.find("newer than this x-tool's 0"), std::string::npos)
+      << newer.error().message;
+
+  fs::create_symlink(tmp_ / "elsewhere.db", tmp_ / "link.db");
+  auto linked = SqliteDb::OpenFile(tmp_ / "link.db", {});
+  ASSERT_FALSE(linked);
+  EXPECT_EQ(linked.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_FALSE(fs::exists(tmp_ / "elsewhere.db"));
+}
+
+TEST_F(SqliteDbTest, TransactCommitsAValueAndRollsBackAnError) {
+  auto kept = db_->Transact([](SqliteDb::Txn& txn) -> Result<int64_t> {
+    if (auto st = txn.Exec("INSERT INTO t (k, v) VALUES (?, ?)", {std::string("a"), int64_t{1}});
+        !st) {
+      return std::unexpected(st.error());
+    }
+    return txn.Changes();
+  });
+  ASSERT_TRUE(kept) << kept.error().ToString();
+  EXPECT_EQ(*kept, 1);
+  EXPECT_EQ(Count(), 1);
+
+  Status refused = db_->Transact([](SqliteDb::Txn& txn) -> Status {
+    if (auto st = txn.Exec("INSERT INTO t (k, v) VALUES ('b', 2)"); !st) return st;
+    return MakeError(ErrorCode::kAborted, "changed my mind");
+  });
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, ErrorCode::kAborted);
+  EXPECT_EQ(Count(), 1) << "the insert inside the refused transaction rolled back";
+
+  Status failed = db_->Transact([](SqliteDb::Txn& txn) -> Status {
+    if (auto st = txn.Exec("INSERT INTO t (k, v) VALUES ('c', 3)"); !st) return st;
+    return txn.Exec("INSERT INTO t (k, v) VALUES ('a', 4)");  // duplicate key
+  });
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().code, ErrorCode::kAlreadyExists);
+  EXPECT_EQ(Count(), 1);
+
+  // The connection is free again: the rolled-back transactions released it.
+  EXPECT_TRUE(db_->Exec("INSERT INTO t (k, v) VALUES ('d', 5)"));
+  EXPECT_EQ(Count(), 2);
+}
+
+}  // namespace
+}  // namespace edge
