@@ -1,17 +1,18 @@
-// Store on an embedded SQLite database (data_dir/controller.db, 0600, WAL), with a
-// versioned schema applied by ordered migrations. Thread-safe: one connection, one mutex;
-// single-winner transitions are conditional UPDATEs inside BEGIN IMMEDIATE transactions, so
-// they also hold between processes sharing the file.
+// Store on an embedded SQLite database (data_dir/controller.db), through the common SqliteDb
+// (common/sqlite_db.h: 0600, WAL, cached statements, explicit transactions), with a versioned
+// schema applied by ordered migrations (component "controller" in `schema_migrations`).
+// Thread-safe: one connection, one mutex; single-winner transitions are conditional UPDATEs
+// inside BEGIN IMMEDIATE transactions, so they also hold between processes sharing the file.
+// The SQL stays portable (explicit transactions, conditional UPDATEs, ON CONFLICT) for a
+// PostgreSQL backend. The store owns its SqliteDb.
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "common/sqlite_db.h"
 #include "controller/store.h"
-
-struct sqlite3;
 
 namespace edge::controller {
 
@@ -19,7 +20,7 @@ class SqliteStore final : public Store {
  public:
   // Opens (creating if needed) and migrates the database at `path`.
   static Result<std::unique_ptr<SqliteStore>> Open(const std::string& path);
-  ~SqliteStore() override;
+  ~SqliteStore() override = default;
 
   int schema_version() const { return schema_version_; }
 
@@ -76,35 +77,9 @@ class SqliteStore final : public Store {
   Result<std::vector<WorkerRecord>> ListWorkers() override;
 
  private:
-  explicit SqliteStore(sqlite3* db) : db_(db) {}
-  Status Migrate();
-  Status Exec(const std::string& sql);
-  Error DbError(const std::string& what) const;
-  // Callers hold mu_.
-  Result<std::optional<EdgeNodeRecord>> GetEdgeNodeLocked(const std::string& node_id);
-  // The state of a node id the controller knows ("edge-enrolled" for an edge identity
-  // without a nodes row), nullopt for a new id.
-  Result<std::optional<std::string>> KnownNodeStateLocked(const std::string& node_id);
-  Status InsertNodeTokenLocked(const NodeTokenRecord& token);
-  Result<std::optional<LeaseRecord>> GetLeaseLocked(const std::string& resource_id);
-  // Runs `body` inside BEGIN IMMEDIATE … COMMIT, rolling back when it fails. Caller holds mu_.
-  template <typename T, typename F>
-  Result<T> InTransaction(F&& body) {
-    if (auto st = Exec("BEGIN IMMEDIATE"); !st) return std::unexpected(st.error());
-    Result<T> r = body();
-    if (!r) {
-      Exec("ROLLBACK");
-      return r;
-    }
-    if (auto st = Exec("COMMIT"); !st) {
-      Exec("ROLLBACK");
-      return std::unexpected(st.error());
-    }
-    return r;
-  }
+  explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
 
-  std::mutex mu_;
-  sqlite3* db_;
+  std::unique_ptr<SqliteDb> db_;
   int schema_version_ = 0;
 };
 

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "common/rfc3339.h"
-#include "controller/sqlite_stmt.h"
 #include "controller/sqlite_store.h"
 
 namespace edge::controller {
@@ -14,7 +13,7 @@ namespace {
 constexpr const char* kLeaseColumns =
     "resource_id, holder_id, generation, expires_at_ms, updated_at_ms";
 
-LeaseRecord ReadLease(const Stmt& s) {
+LeaseRecord ReadLease(const SqlRow& s) {
   return LeaseRecord{.resource_id = s.Text(0),
                      .holder_id = s.Text(1),
                      .generation = s.Int(2),
@@ -50,7 +49,7 @@ constexpr const char* kWorkerColumns =
     "max_sandboxes_per_owner, providers_json, capabilities_json, remote_addr, first_seen_ms, "
     "last_heartbeat_ms, heartbeats";
 
-WorkerRecord ReadWorker(const Stmt& s) {
+WorkerRecord ReadWorker(const SqlRow& s) {
   return WorkerRecord{.worker_id = s.Text(0),
                       .hostname = s.Text(1),
                       .status = s.Text(2),
@@ -66,42 +65,43 @@ WorkerRecord ReadWorker(const Stmt& s) {
                       .heartbeats = s.Int(12)};
 }
 
-}  // namespace
-
-Result<std::optional<LeaseRecord>> SqliteStore::GetLeaseLocked(const std::string& resource_id) {
-  Stmt s(db_, (std::string("SELECT ") + kLeaseColumns + " FROM worker_leases WHERE resource_id = ?")
-                  .c_str());
-  s.Bind(1, resource_id);
-  int rc = s.Step();
-  if (rc == SQLITE_ROW) return std::optional<LeaseRecord>(ReadLease(s));
-  if (rc == SQLITE_DONE) return std::optional<LeaseRecord>();
-  return std::unexpected(DbError("read lease"));
+template <typename Q>
+Result<std::optional<LeaseRecord>> LoadLease(Q& q, const std::string& resource_id) {
+  return ReadFirstRow(
+      q.Query(std::string("SELECT ") + kLeaseColumns + " FROM worker_leases WHERE resource_id = ?",
+              {resource_id}),
+      ReadLease);
 }
 
+}  // namespace
+
 Result<std::optional<LeaseRecord>> SqliteStore::GetLease(const std::string& resource_id) {
-  std::lock_guard lock(mu_);
-  return GetLeaseLocked(resource_id);
+  return LoadLease(*db_, resource_id);
 }
 
 Result<LeaseRecord> SqliteStore::AcquireLease(const std::string& resource_id,
                                               const std::string& holder_id, int64_t ttl_ms,
                                               int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  return InTransaction<LeaseRecord>([&]() -> Result<LeaseRecord> {
-    Stmt s(db_,
-           "INSERT INTO worker_leases (resource_id, holder_id, generation, expires_at_ms, "
-           "updated_at_ms) VALUES (?1, ?2, 1, ?3, ?4) "
-           "ON CONFLICT (resource_id) DO UPDATE SET holder_id = excluded.holder_id, "
-           "generation = worker_leases.generation + 1, expires_at_ms = excluded.expires_at_ms, "
-           "updated_at_ms = excluded.updated_at_ms "
-           "WHERE worker_leases.holder_id = excluded.holder_id OR worker_leases.holder_id = '' "
-           "OR worker_leases.expires_at_ms <= ?4");
-    s.Bind(1, resource_id).Bind(2, holder_id).Bind(3, now_ms + ttl_ms).Bind(4, now_ms);
-    if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("acquire lease"));
-    const bool won = sqlite3_changes(db_) == 1;
-    auto lease = GetLeaseLocked(resource_id);
+  return db_->Transact([&](SqliteDb::Txn& txn) -> Result<LeaseRecord> {
+    if (auto st = txn.Exec(
+            "INSERT INTO worker_leases (resource_id, holder_id, generation, expires_at_ms, "
+            "updated_at_ms) VALUES (?1, ?2, 1, ?3, ?4) "
+            "ON CONFLICT (resource_id) DO UPDATE SET holder_id = excluded.holder_id, "
+            "generation = worker_leases.generation + 1, expires_at_ms = excluded.expires_at_ms, "
+            "updated_at_ms = excluded.updated_at_ms "
+            "WHERE worker_leases.holder_id = excluded.holder_id OR worker_leases.holder_id = '' "
+            "OR worker_leases.expires_at_ms <= ?4",
+            {resource_id, holder_id, now_ms + ttl_ms, now_ms});
+        !st) {
+      return std::unexpected(st.error());
+    }
+    const bool won = txn.Changes() == 1;
+    auto lease = LoadLease(txn, resource_id);
     if (!lease) return std::unexpected(lease.error());
-    if (!*lease) return std::unexpected(DbError("acquire lease: row vanished"));
+    if (!*lease) {
+      return MakeError(ErrorCode::kInternal,
+                       "acquire lease on " + resource_id + ": the row vanished");
+    }
     if (!won || (*lease)->holder_id != holder_id) {
       return std::unexpected(LeaseRefusal(**lease, holder_id, now_ms));
     }
@@ -113,9 +113,8 @@ Result<LeaseRecord> SqliteStore::RenewLease(const std::string& resource_id,
                                             const std::string& holder_id,
                                             std::optional<int64_t> expected_generation,
                                             int64_t ttl_ms, int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  return InTransaction<LeaseRecord>([&]() -> Result<LeaseRecord> {
-    auto current = GetLeaseLocked(resource_id);
+  return db_->Transact([&](SqliteDb::Txn& txn) -> Result<LeaseRecord> {
+    auto current = LoadLease(txn, resource_id);
     if (!current) return std::unexpected(current.error());
     if (!*current) {
       return MakeError(ErrorCode::kNotFound, "there is no lease on " + resource_id);
@@ -130,14 +129,15 @@ Result<LeaseRecord> SqliteStore::RenewLease(const std::string& resource_id,
                            std::to_string(*expected_generation) + ", the current one is " +
                            std::to_string(l.generation) + " (stale)");
     }
-    Stmt s(db_,
-           "UPDATE worker_leases SET generation = generation + 1, expires_at_ms = ?, "
-           "updated_at_ms = ? WHERE resource_id = ? AND holder_id = ? AND generation = ?");
-    s.Bind(1, now_ms + ttl_ms).Bind(2, now_ms).Bind(3, resource_id).Bind(4, holder_id);
-    s.Bind(5, l.generation);
-    if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("renew lease"));
-    if (sqlite3_changes(db_) != 1) return std::unexpected(LeaseRefusal(l, holder_id, now_ms));
-    auto renewed = GetLeaseLocked(resource_id);
+    if (auto st =
+            txn.Exec("UPDATE worker_leases SET generation = generation + 1, expires_at_ms = ?, "
+                     "updated_at_ms = ? WHERE resource_id = ? AND holder_id = ? AND generation = ?",
+                     {now_ms + ttl_ms, now_ms, resource_id, holder_id, l.generation});
+        !st) {
+      return std::unexpected(st.error());
+    }
+    if (txn.Changes() != 1) return std::unexpected(LeaseRefusal(l, holder_id, now_ms));
+    auto renewed = LoadLease(txn, resource_id);
     if (!renewed) return std::unexpected(renewed.error());
     return **renewed;
   });
@@ -145,67 +145,50 @@ Result<LeaseRecord> SqliteStore::RenewLease(const std::string& resource_id,
 
 Status SqliteStore::ReleaseLease(const std::string& resource_id, const std::string& holder_id,
                                  int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  return InTransaction<void>([&]() -> Status {
-    auto current = GetLeaseLocked(resource_id);
+  return db_->Transact([&](SqliteDb::Txn& txn) -> Status {
+    auto current = LoadLease(txn, resource_id);
     if (!current) return std::unexpected(current.error());
     if (!*current) return MakeError(ErrorCode::kNotFound, "there is no lease on " + resource_id);
     if ((*current)->holder_id != holder_id) {
       return std::unexpected(LeaseRefusal(**current, holder_id, now_ms));
     }
-    Stmt s(db_,
-           "UPDATE worker_leases SET holder_id = '', expires_at_ms = 0, updated_at_ms = ? "
-           "WHERE resource_id = ? AND holder_id = ?");
-    s.Bind(1, now_ms).Bind(2, resource_id).Bind(3, holder_id);
-    if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("release lease"));
-    return OkStatus();
+    return txn.Exec(
+        "UPDATE worker_leases SET holder_id = '', expires_at_ms = 0, updated_at_ms = ? "
+        "WHERE resource_id = ? AND holder_id = ?",
+        {now_ms, resource_id, holder_id});
   });
 }
 
 Status SqliteStore::RecordWorkerHeartbeat(const WorkerRecord& w) {
-  std::lock_guard lock(mu_);
-  Stmt s(db_,
-         "INSERT INTO workers (worker_id, hostname, status, rpc_url, preview_domain, "
-         "max_sandboxes, max_sandboxes_per_owner, providers_json, capabilities_json, "
-         "remote_addr, first_seen_ms, last_heartbeat_ms, heartbeats) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1) "
-         "ON CONFLICT (worker_id) DO UPDATE SET hostname = excluded.hostname, "
-         "status = excluded.status, rpc_url = excluded.rpc_url, "
-         "preview_domain = excluded.preview_domain, max_sandboxes = excluded.max_sandboxes, "
-         "max_sandboxes_per_owner = excluded.max_sandboxes_per_owner, "
-         "providers_json = excluded.providers_json, "
-         "capabilities_json = excluded.capabilities_json, remote_addr = excluded.remote_addr, "
-         "last_heartbeat_ms = excluded.last_heartbeat_ms, "
-         "heartbeats = workers.heartbeats + 1");
-  s.Bind(1, w.worker_id).Bind(2, w.hostname).Bind(3, w.status).Bind(4, w.rpc_url);
-  s.Bind(5, w.preview_domain).Bind(6, w.max_sandboxes).Bind(7, w.max_sandboxes_per_owner);
-  s.Bind(8, w.providers_json).Bind(9, w.capabilities_json).Bind(10, w.remote_addr);
-  s.Bind(11, w.last_heartbeat_ms);
-  if (s.Step() != SQLITE_DONE) return std::unexpected(DbError("record worker heartbeat"));
-  return OkStatus();
+  return db_->Exec(
+      "INSERT INTO workers (worker_id, hostname, status, rpc_url, preview_domain, "
+      "max_sandboxes, max_sandboxes_per_owner, providers_json, capabilities_json, "
+      "remote_addr, first_seen_ms, last_heartbeat_ms, heartbeats) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, 1) "
+      "ON CONFLICT (worker_id) DO UPDATE SET hostname = excluded.hostname, "
+      "status = excluded.status, rpc_url = excluded.rpc_url, "
+      "preview_domain = excluded.preview_domain, max_sandboxes = excluded.max_sandboxes, "
+      "max_sandboxes_per_owner = excluded.max_sandboxes_per_owner, "
+      "providers_json = excluded.providers_json, "
+      "capabilities_json = excluded.capabilities_json, remote_addr = excluded.remote_addr, "
+      "last_heartbeat_ms = excluded.last_heartbeat_ms, "
+      "heartbeats = workers.heartbeats + 1",
+      {w.worker_id, w.hostname, w.status, w.rpc_url, w.preview_domain, w.max_sandboxes,
+       w.max_sandboxes_per_owner, w.providers_json, w.capabilities_json, w.remote_addr,
+       w.last_heartbeat_ms});
 }
 
 Result<std::optional<WorkerRecord>> SqliteStore::GetWorker(const std::string& worker_id) {
-  std::lock_guard lock(mu_);
-  Stmt s(db_,
-         (std::string("SELECT ") + kWorkerColumns + " FROM workers WHERE worker_id = ?").c_str());
-  s.Bind(1, worker_id);
-  int rc = s.Step();
-  if (rc == SQLITE_ROW) return std::optional<WorkerRecord>(ReadWorker(s));
-  if (rc == SQLITE_DONE) return std::optional<WorkerRecord>();
-  return std::unexpected(DbError("read worker"));
+  return ReadFirstRow(
+      db_->Query(std::string("SELECT ") + kWorkerColumns + " FROM workers WHERE worker_id = ?",
+                 {worker_id}),
+      ReadWorker);
 }
 
 Result<std::vector<WorkerRecord>> SqliteStore::ListWorkers() {
-  std::lock_guard lock(mu_);
-  Stmt s(db_,
-         (std::string("SELECT ") + kWorkerColumns + " FROM workers ORDER BY worker_id").c_str());
-  std::vector<WorkerRecord> out;
-  int rc;
-  while ((rc = s.Step()) == SQLITE_ROW)
-    out.push_back(ReadWorker(s));
-  if (rc != SQLITE_DONE) return std::unexpected(DbError("list workers"));
-  return out;
+  return ReadRows(
+      db_->Query(std::string("SELECT ") + kWorkerColumns + " FROM workers ORDER BY worker_id"),
+      ReadWorker);
 }
 
 }  // namespace edge::controller

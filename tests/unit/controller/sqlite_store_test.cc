@@ -120,10 +120,15 @@ TEST_F(SqliteStoreTest, NodesPersistAcrossReopen) {
 TEST_F(SqliteStoreTest, RefusesADatabaseFromANewerController) {
   OpenStore().reset();
   { auto store = OpenStore(); }
-  // Simulate a newer schema.
+  // Simulate a newer schema (the controller's versions are rows of component "controller"
+  // in schema_migrations, common/sqlite_db.h).
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-  sqlite3_exec(db, "INSERT INTO schema_version(version) VALUES (99)", nullptr, nullptr, nullptr);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "INSERT INTO schema_migrations(component, version, applied_at_ms) "
+                         "VALUES ('controller', 99, 0)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(db);
   auto s = SqliteStore::Open(path_);
   ASSERT_FALSE(s);
