@@ -285,8 +285,9 @@ namespace {
 
 // The deepest flow-collection nesting ([ and { outside quotes and comments) and the line it
 // was reached on: yaml-cpp parses and the config walkers merge recursively, so a 100 000-deep
-// `[[[…` from a PushConfig must be refused before either sees it. Block nesting needs a line
-// of indentation per level, so the 4 MiB input limit already bounds it.
+// `[[[…` from a PushConfig must be refused before either sees it. Block nesting (where a
+// compact `- - - …` costs two bytes a level) is bounded on the parser's events
+// (YamlStructureChecker), before anything is loaded.
 std::pair<size_t, size_t> FlowDepth(std::string_view text) {
   size_t depth = 0, deepest = 0, line = 1, deepest_line = 1;
   char quote = 0;
@@ -356,18 +357,25 @@ std::optional<ConfigIssue> CheckYamlText(const std::string& text, const std::str
   return ConfigIssue{source, line, column, "", "", rule};
 }
 
-// A key written twice in one mapping (YAML 1.2 §3.2.1.1: keys are unique). yaml-cpp keeps
-// both, readers see the first and a merge the last, so a PushConfig delta applied twice gave
-// two different configs. Checked on the parser's events, not on the loaded node graph: an
-// alias is one event whatever it stands for, so a document of nested aliases ("billion
-// laughs") costs what its text costs, and nesting needs no recursion.
-class UniqueKeyChecker final : public YAML::EventHandler {
+// What is checked on the parser's events before a document is loaded, not on the loaded node
+// graph: an alias is one event whatever it stands for, so a document of nested aliases
+// ("billion laughs") costs what its text costs, and nesting needs no recursion.
+//  - Block and flow nesting deeper than kMaxYamlDepth: the loader, Clone and the config
+//    walkers recurse once a level. The walk stops there (StopWalk).
+//  - A key written twice in one mapping (YAML 1.2 §3.2.1.1: keys are unique). yaml-cpp keeps
+//    both, readers see the first and a merge the last, so a PushConfig delta applied twice
+//    gave two different configs.
+constexpr size_t kMaxYamlDepth = 64;
+
+class YamlStructureChecker final : public YAML::EventHandler {
  public:
+  struct StopWalk {};
   struct Repeat {
     std::string key;
     YAML::Mark at, first;
   };
   std::optional<Repeat> repeat;
+  std::optional<YAML::Mark> too_deep;
 
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
@@ -380,13 +388,13 @@ class UniqueKeyChecker final : public YAML::EventHandler {
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {
     Item(mark, nullptr);
-    stack_.push_back(Frame{false});
+    Push(mark, false);
   }
   void OnSequenceEnd() override { stack_.pop_back(); }
   void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
                   YAML::EmitterStyle::value) override {
     Item(mark, nullptr);
-    stack_.push_back(Frame{true});
+    Push(mark, true);
   }
   void OnMapEnd() override { stack_.pop_back(); }
 
@@ -396,6 +404,13 @@ class UniqueKeyChecker final : public YAML::EventHandler {
     bool expect_key = true;
     std::map<std::string, YAML::Mark> keys;
   };
+  void Push(const YAML::Mark& mark, bool is_map) {
+    if (stack_.size() >= kMaxYamlDepth) {
+      too_deep = mark;
+      throw StopWalk{};
+    }
+    stack_.push_back(Frame{is_map});
+  }
   // A node took the next place in the enclosing collection: in a mapping, a key or a value in
   // turn. Only scalar keys are compared (a collection or alias as a key is left alone).
   void Item(const YAML::Mark& mark, const std::string* scalar) {
@@ -410,12 +425,23 @@ class UniqueKeyChecker final : public YAML::EventHandler {
   std::vector<Frame> stack_;
 };
 
-std::optional<ConfigIssue> CheckUniqueKeys(const std::string& text, const std::string& source,
-                                           const std::string& what) {
+std::optional<ConfigIssue> CheckStructure(const std::string& text, const std::string& source,
+                                          const std::string& what) {
   std::istringstream in(text);
   YAML::Parser parser(in);
-  UniqueKeyChecker checker;
-  parser.HandleNextDocument(checker);
+  YamlStructureChecker checker;
+  try {
+    parser.HandleNextDocument(checker);
+  } catch (const YamlStructureChecker::StopWalk&) {
+    const YAML::Mark& at = *checker.too_deep;
+    return ConfigIssue{source,
+                       at.line + 1,
+                       at.column + 1,
+                       "",
+                       "",
+                       what + " nests collections more than " + std::to_string(kMaxYamlDepth) +
+                           " levels deep; the limit is " + std::to_string(kMaxYamlDepth)};
+  }
   if (!checker.repeat) return std::nullopt;
   const auto& r = *checker.repeat;
   return ConfigIssue{source,
@@ -446,13 +472,12 @@ std::expected<YAML::Node, ConfigErrors> ParseYaml(const std::string& text,
     return std::unexpected(errs);
   }
   try {
-    YAML::Node root = YAML::Load(text);
-    if (auto issue = CheckUniqueKeys(text, source, what)) {
+    if (auto issue = CheckStructure(text, source, what)) {
       ConfigErrors errs;
       errs.issues.push_back(std::move(*issue));
       return std::unexpected(errs);
     }
-    return root;
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     ConfigErrors errs;
     errs.issues.push_back(

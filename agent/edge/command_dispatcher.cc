@@ -243,7 +243,7 @@ void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeRe
     log::Get("edge")->error(
         "command {}: the result could not be stored in the outbox ({}); "
         "sending it without a copy on disk",
-        command_id, put.error().ToString());
+        log::Escape(command_id), put.error().ToString());
   }
   log::Get("edge")->info("command {} finished: {}", log::Escape(command_id),
                          DescribeResult(result));

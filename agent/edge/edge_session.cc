@@ -437,7 +437,7 @@ void EdgeSession::SendResultLocked(const std::string& command_id, const pb::Edge
   SendLocked(std::move(ev), [this, command_id, sid, gen, settle](bool ok) {
     if (!ok) return;  // stays in the outbox; resent on the next stream
     if (auto st = outbox_->MarkWritten(command_id, sid); !st) {
-      log::Get("edge")->warn("outbox: cannot record the write of {}: {}", command_id,
+      log::Get("edge")->warn("outbox: cannot record the write of {}: {}", log::Escape(command_id),
                              st.error().ToString());
     }
     timers_.After(settle, [this, gen] { PruneSettled(gen); });

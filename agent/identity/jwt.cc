@@ -3,6 +3,7 @@
 #include <openssl/ecdsa.h>
 
 #include "agent/identity/encoding.h"
+#include "common/json_parse.h"
 
 namespace edge::identity {
 namespace {
@@ -113,6 +114,11 @@ Result<JwtParts> DecodeJwtUnverified(std::string_view token) {
   if (!header) return MakeError(ErrorCode::kInvalidArgument, "JWT header is not base64url");
   auto claims = Base64UrlDecode(token.substr(d1 + 1, d2 - d1 - 1));
   if (!claims) return MakeError(ErrorCode::kInvalidArgument, "JWT claims are not base64url");
+  // Bounded before nlohmann sees it: a token is read before anything about it is trusted.
+  if (auto st = CheckJsonDepth(*header, "JWT header", kMaxTokenJsonDepth); !st)
+    return std::unexpected(st.error());
+  if (auto st = CheckJsonDepth(*claims, "JWT claims", kMaxTokenJsonDepth); !st)
+    return std::unexpected(st.error());
   JwtParts parts;
   parts.header = nlohmann::json::parse(*header, nullptr, false);
   parts.claims = nlohmann::json::parse(*claims, nullptr, false);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,10 @@
 #include "common/error.h"
 
 namespace edge::identity {
+
+// How deep the JSON of a token's header or claims may nest (real claims nest two or three
+// levels); deeper is INVALID_ARGUMENT before the JSON is parsed.
+inline constexpr size_t kMaxTokenJsonDepth = 16;
 
 // An EC P-256 key pair for signing tokens.
 class EcSigningKey {

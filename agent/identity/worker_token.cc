@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "agent/identity/encoding.h"
+#include "agent/identity/jwt.h"
+#include "common/json_parse.h"
 #include "common/random.h"
 #include "common/secure_compare.h"
 
@@ -53,6 +55,8 @@ Result<WorkerTokenClaims> DecodePayload(std::string_view payload) {
   if (!json) {
     return MakeError(ErrorCode::kInvalidArgument, "worker token payload is not base64url");
   }
+  if (auto st = CheckJsonDepth(*json, "worker token payload", kMaxTokenJsonDepth); !st)
+    return std::unexpected(st.error());
   auto j = nlohmann::json::parse(*json, nullptr, false);
   if (!j.is_object()) {
     return MakeError(ErrorCode::kInvalidArgument, "worker token payload is not a JSON object");

@@ -324,6 +324,27 @@ TEST(AgentConfig, NestedAliasesAreReadInTheTimeOfTheirText) {
       << repeated.error().ToString();
 }
 
+// Issue 15 #9: block nesting has no brackets for the flow check to count; a compact `- - …`
+// costs two bytes a level. Refused on the parser's events at the 65th level, naming where,
+// before the loader (or yaml-cpp's own recursion) sees the rest.
+TEST(AgentConfig, BlockNestingDeeperThan64LevelsIsRefusedWhereItGoesTooDeep) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i)
+    deep += "- ";
+  deep += "x\n";
+  auto cfg = LoadAgentConfigFromString(deep, "agent.yaml", NoEnv());
+  ASSERT_FALSE(cfg);
+  EXPECT_EQ(cfg.error().ToString(),
+            "agent.yaml:1:129: YAML nests collections more than 64 levels deep; the limit is 64");
+  std::string fits = "labels:\n  a: x\nx:\n";
+  for (int i = 0; i < 62; ++i)
+    fits += "- ";
+  fits += "x\n";
+  auto ok = LoadAgentConfigFromString(fits, "agent.yaml", NoEnv());
+  ASSERT_FALSE(ok);
+  EXPECT_EQ(ok.error().ToString().find("levels deep"), std::string::npos) << ok.error().ToString();
+}
+
 TEST(ApplyDelta, RejectsUnknownKeysBadValuesAndNonMaps) {
   auto base = LoadOk("node_id: a\n");
   auto unknown = ApplyDelta(base, "clustr: { heartbeat_interval_secs: 5 }\n");

@@ -113,5 +113,21 @@ TEST(JwtDecode, GarbageIsInvalidArgumentNamingThePart) {
   EXPECT_EQ(ok->claims["cep"], "127.0.0.1:1");
 }
 
+// Issue 15 #9: a token is read before anything about it is trusted, so its JSON is bounded
+// before it is parsed. Hand-encoded: {"alg":"ES256","typ":"JWT"} and {"a":[[…]]} with 17 and
+// 15 levels of arrays (18 and 16 with the object).
+TEST(JwtDecode, ClaimsNestedDeeperThanSixteenLevelsAreRefusedBeforeParsing) {
+  const std::string header = "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9";
+  auto deep =
+      DecodeJwtUnverified(header + ".eyJhIjpbW1tbW1tbW1tbW1tbW1tbW11dXV1dXV1dXV1dXV1dXV1dfQ.sig");
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(deep.error().message.find("JWT claims"), std::string::npos) << deep.error().message;
+  EXPECT_NE(deep.error().message.find("16"), std::string::npos) << deep.error().message;
+  auto fits = DecodeJwtUnverified(header + ".eyJhIjpbW1tbW1tbW1tbW1tbW1tdXV1dXV1dXV1dXV1dXV19.sig");
+  ASSERT_TRUE(fits) << fits.error().message;
+  EXPECT_TRUE(fits->claims["a"].is_array());
+}
+
 }  // namespace
 }  // namespace edge::identity

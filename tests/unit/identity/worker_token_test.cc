@@ -178,6 +178,9 @@ TEST(WorkerToken, MalformedTokensAndClaims) {
   ExpectUnauth(bad_b64 + "." + Base64UrlEncode(HmacSha256(kKey, bad_b64)), o, "not base64url");
   ExpectUnauth(HandToken("[1,2]"), o, "not a JSON object");
   ExpectUnauth(HandToken("{nope"), o, "not a JSON object");
+  // Issue 15 #9: the unauthenticated payload is bounded before it is parsed (17 levels).
+  ExpectUnauth(HandToken(R"({"worker_id":"w1","exp":1,"x":[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]})"), o,
+               "worker token payload");
   ExpectUnauth(HandToken(R"({"worker_id":"worker-a","exp":"soon"})"), o, "exp must be an integer");
   ExpectUnauth(HandToken(R"({"worker_id":7,"exp":1700000300})"), o, "worker_id must be a string");
   ExpectUnauth(HandToken(R"({"worker_id":"worker-a","exp":1700000300,"scopes":"all"})"), o,
