@@ -1,5 +1,7 @@
 #include "tests/support/fake_executor.h"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <utility>
 
@@ -13,6 +15,11 @@ void FakeExecutor::Invoke(InvokeRequest request, sandbox::CancelToken cancel,
   std::optional<InvokeResult> answer;
   {
     std::lock_guard lock(mu_);
+    if (throw_next_) {
+      const std::string what = *throw_next_;
+      throw_next_.reset();
+      throw std::runtime_error(what);
+    }
     requests_.push_back(request);
     const auto stored = stored_.find(request.command_id);
     if (!request.command_id.empty() && stored != stored_.end()) {

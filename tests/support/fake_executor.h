@@ -63,6 +63,12 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   // ---- what the test controls ----
   // The next Invoke is refused with `error` (done called at once, nothing recorded).
   void RefuseNext(Error error);
+  // The next Invoke throws std::runtime_error(what) before recording anything: a fault
+  // inside the executor, for the door's last line of defence.
+  void ThrowOnNextInvoke(std::string what) {
+    std::lock_guard lock(mu_);
+    throw_next_ = std::move(what);
+  }
   // A completed command: Invoke and StoredResult replay it.
   void SetStored(sandbox::InvokeResult result);
   // A result TakeInterrupted(door) hands over once (as if the previous agent died).
@@ -97,6 +103,7 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   std::map<std::string, sandbox::InvokeResult> stored_;
   std::map<std::string, std::vector<sandbox::InvokeResult>> interrupted_;
   std::optional<Error> refuse_next_;
+  std::optional<std::string> throw_next_;
   std::vector<std::pair<std::string, std::string>> cancels_;
   bool draining_ = false;
   bool spawns_draining_ = false;

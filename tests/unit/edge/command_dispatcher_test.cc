@@ -130,6 +130,28 @@ TEST_F(CommandDispatcherTest, TheExecutorsRefusalIsTheAnswerWithItsCode) {
   EXPECT_NE(r.err().message().find("edge.max_concurrent_commands 7"), std::string::npos);
 }
 
+// Issue 15 #1: no exception leaves the gRPC read callback. One thrown inside the executor
+// answers its command INTERNAL (through the outbox, like any result) and the door keeps
+// taking commands: the node neither dies nor goes deaf.
+TEST_F(CommandDispatcherTest, AnExceptionInsideTheExecutorAnswersTheCommandAndTheDoorGoesOn) {
+  executor_.ThrowOnNextInvoke("boom \xff");
+  ASSERT_TRUE(dispatcher_->Handle(testing::Exec("c-5", "true")));
+  ASSERT_EQ(host_.results.size(), 1u);
+  EXPECT_EQ(host_.results[0].first, "c-5");
+  const pb::EdgeResult& r = host_.results[0].second;
+  ASSERT_TRUE(r.has_err());
+  EXPECT_EQ(r.err().code(), "INTERNAL");
+  EXPECT_EQ(r.err().message(), "the agent failed while handling the command: boom \xef\xbf\xbd");
+  auto stored = outbox_->Get("c-5");
+  ASSERT_TRUE(stored && *stored) << "the answer is in the outbox";
+  ASSERT_TRUE(dispatcher_->Handle(testing::Exec("c-6", "true")));
+  ASSERT_EQ(executor_.requests().size(), 1u);
+  EXPECT_EQ(executor_.requests()[0].command_id, "c-6");
+  ASSERT_TRUE(executor_.Finish("c-6", sandbox::InvokeResult{}));
+  ASSERT_EQ(host_.results.size(), 2u);
+  EXPECT_EQ(host_.results[1].first, "c-6");
+}
+
 TEST_F(CommandDispatcherTest, ARequestTheDoorCannotMapNeverReachesTheExecutor) {
   pb::EdgeCommand cmd = testing::Exec("c-4", "true");
   cmd.mutable_invoke_tool()->mutable_seal_envelope()->set_tenant_id("tenant-b");
