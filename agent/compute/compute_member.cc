@@ -170,7 +170,7 @@ void ComputeMember::OpenStreamLocked(const std::string& token) {
   greeted_ = false;
   done_status_ = grpc::Status::OK;
   ComputeStream::Callbacks cb;
-  cb.on_event = [this, gen](io::cloudevents::v1::CloudEvent ev) {
+  cb.on_read = [this, gen](io::cloudevents::v1::CloudEvent ev) {
     return OnEvent(gen, std::move(ev));
   };
   cb.on_done = [this, gen](const grpc::Status& st) {
@@ -181,7 +181,7 @@ void ComputeMember::OpenStreamLocked(const std::string& token) {
     }
     cv_.notify_all();
   };
-  stream_ = ComputeStream::Start(*stub_, token, std::move(cb));
+  stream_ = StartComputeStream(*stub_, token, std::move(cb));
   ++status_.attempts;
   status_.state = "connecting";
 

@@ -284,7 +284,7 @@ void EdgeSession::OpenStreamLocked() {
   }
   EdgeStream::Callbacks cb;
   cb.seal = [this, sid](pb::EdgeEvent& e) { return Seal(e, sid); };
-  cb.on_command = [this, gen](pb::EdgeCommand c) -> bool {
+  cb.on_read = [this, gen](pb::EdgeCommand c) -> bool {
     {
       std::lock_guard lock(mu_);
       if (gen == gen_ && !got_message_) {
@@ -303,7 +303,7 @@ void EdgeSession::OpenStreamLocked() {
     }
     cv_.notify_all();
   };
-  stream_ = EdgeStream::Start(*stub_, token, std::move(cb));
+  stream_ = StartEdgeStream(*stub_, token, std::move(cb));
   ++status_.streams;
   status_.stream_id = sid;
   status_.state = "connected";
