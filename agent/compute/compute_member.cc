@@ -33,7 +33,25 @@ ComputeMember::ComputeMember(config::ComputeConfig config, MemberDeps deps, Memb
       deps_(std::move(deps)),
       options_(options),
       mapper_(config_),
-      timers_(deps_.clock) {
+      timers_(deps_.clock),
+      loop_(timers_, deps_.backoff,
+            ReconnectLoop::Hooks{
+                .attempt = [this] { return Attempt(); },
+                .interrupt = [this] { Interrupt(); },
+                .backing_off =
+                    [this](milliseconds delay) {
+                      std::lock_guard lock(mu_);
+                      status_.state = "backoff";
+                      status_.last_backoff = delay;
+                      log::Get("compute")->info("compute: reconnecting to {} in {} ms",
+                                                deps_.address, delay.count());
+                    },
+                .ended =
+                    [this] {
+                      std::lock_guard lock(mu_);
+                      status_.state = "stopped";
+                    },
+            }) {
   anchor_->member = this;
 }
 
@@ -59,21 +77,14 @@ ComputeMember::~ComputeMember() {
 }
 
 Status ComputeMember::Start() {
-  std::lock_guard lock(mu_);
-  if (started_) return MakeError(ErrorCode::kAlreadyExists, "compute member already started");
-  started_ = true;
-  thread_ = std::thread([this] { Loop(); });
+  if (!loop_.Start()) {
+    return MakeError(ErrorCode::kAlreadyExists, "compute member already started");
+  }
   return OkStatus();
 }
 
 void ComputeMember::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    if (stream_) stream_->Cancel();
-    cv_.notify_all();
-  }
-  if (thread_.joinable()) thread_.join();
+  loop_.Stop();  // Interrupt(), then the thread ends
   timers_.Stop();
   {
     // Waits for an answer being written by an executor thread.
@@ -97,70 +108,53 @@ void ComputeMember::SetError(const std::string& what) {
   status_.last_error = what;
 }
 
-// ---- the control thread ------------------------------------------------------------------
+// ---- the control thread (the ReconnectLoop's) ---------------------------------------------
 
-void ComputeMember::Loop() {
-  while (true) {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) break;
-      status_.state = "connecting";
-    }
-    auto token = deps_.token();
-    if (!token) {
-      SetError("compute: no bearer token: " + token.error().ToString());
-      WaitBackoff();
-      continue;
-    }
-    uint64_t gen = 0;
-    {
-      std::unique_lock lock(mu_);
-      if (stopping_) break;
-      OpenStreamLocked(*token);
-      gen = gen_;
-      cv_.wait(lock, [this] { return stopping_ || stream_done_; });
-      if (stopping_ && !stream_done_) {
-        if (stream_) stream_->Cancel();
-        // OnDone follows a cancel promptly; the bound only guards against a stuck transport.
-        cv_.wait_for(lock, std::chrono::seconds(10), [this] { return stream_done_; });
-      }
-      if (keepalive_timer_ != 0) timers_.Cancel(keepalive_timer_);
-      if (greet_timer_ != 0) timers_.Cancel(greet_timer_);
-      keepalive_timer_ = greet_timer_ = 0;
-      stream_.reset();
-      status_.member_id.clear();
-      if (stopping_) break;
-    }
-    grpc::Status st;
-    {
-      std::lock_guard lock(mu_);
-      st = done_status_;
-    }
-    SetError("compute stream " + std::to_string(gen) + " to " + deps_.address +
-             " ended: " + Describe(st));
-    WaitBackoff();
-  }
+void ComputeMember::Interrupt() {
   std::lock_guard lock(mu_);
-  status_.state = "stopped";
+  stopping_ = true;
+  if (stream_) stream_->Cancel();
+  cv_.notify_all();
 }
 
-bool ComputeMember::WaitBackoff() {
-  std::unique_lock lock(mu_);
-  if (stopping_) return false;
-  const milliseconds delay = deps_.backoff.Next();
-  status_.state = "backoff";
-  status_.last_backoff = delay;
-  log::Get("compute")->info("compute: reconnecting to {} in {} ms", deps_.address, delay.count());
-  wake_ = false;
-  const auto id = timers_.After(delay, [this] {
-    std::lock_guard l(mu_);
-    wake_ = true;
-    cv_.notify_all();
-  });
-  cv_.wait(lock, [this] { return stopping_ || wake_; });
-  timers_.Cancel(id);
-  wake_ = false;
-  return !stopping_;
+ReconnectLoop::Next ComputeMember::Attempt() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return ReconnectLoop::Next::kExit;
+    status_.state = "connecting";
+  }
+  auto token = deps_.token();
+  if (!token) {
+    SetError("compute: no bearer token: " + token.error().ToString());
+    return ReconnectLoop::Next::kBackoff;
+  }
+  uint64_t gen = 0;
+  {
+    std::unique_lock lock(mu_);
+    if (stopping_) return ReconnectLoop::Next::kExit;
+    OpenStreamLocked(*token);
+    gen = gen_;
+    cv_.wait(lock, [this] { return stopping_ || stream_done_; });
+    if (stopping_ && !stream_done_) {
+      if (stream_) stream_->Cancel();
+      // OnDone follows a cancel promptly; the bound only guards against a stuck transport.
+      cv_.wait_for(lock, std::chrono::seconds(10), [this] { return stream_done_; });
+    }
+    if (keepalive_timer_ != 0) timers_.Cancel(keepalive_timer_);
+    if (greet_timer_ != 0) timers_.Cancel(greet_timer_);
+    keepalive_timer_ = greet_timer_ = 0;
+    stream_.reset();
+    status_.member_id.clear();
+    if (stopping_) return ReconnectLoop::Next::kExit;
+  }
+  grpc::Status st;
+  {
+    std::lock_guard lock(mu_);
+    st = done_status_;
+  }
+  SetError("compute stream " + std::to_string(gen) + " to " + deps_.address +
+           " ended: " + Describe(st));
+  return ReconnectLoop::Next::kBackoff;
 }
 
 void ComputeMember::OpenStreamLocked(const std::string& token) {
@@ -169,6 +163,7 @@ void ComputeMember::OpenStreamLocked(const std::string& token) {
   stream_done_ = false;
   greeted_ = false;
   done_status_ = grpc::Status::OK;
+  loop_.StreamOpened();
   ComputeStream::Callbacks cb;
   cb.on_read = [this, gen](io::cloudevents::v1::CloudEvent ev) {
     return OnEvent(gen, std::move(ev));
@@ -248,7 +243,7 @@ bool ComputeMember::OnEvent(uint64_t gen, io::cloudevents::v1::CloudEvent event)
       if (greet_timer_ != 0) timers_.Cancel(greet_timer_);
       greet_timer_ = 0;
       // Only a greet proves the server took the member (design.md §9).
-      deps_.backoff.Reset();
+      loop_.Taken();
       status_.member_id = greet->member_id;
       if (!greet->joined_legal_entity_id.empty()) {
         status_.legal_entity_id = greet->joined_legal_entity_id;

@@ -17,8 +17,11 @@
 //         be run; a request whose body does not parse is answered when it has a requestId.
 //   unknown event types are logged and ignored; proto_data is refused with a log line.
 //
-// Stop() ends every wait and the stream at once. Owns the stream and its TimerQueue; borrows
-// the executor and the injected Clock and Backoff. Thread-safe.
+// The loop, its backoff and its reset rule are the shared ReconnectLoop (common/
+// reconnect_loop.h), as the edge session's; the stream is the shared client reactor
+// (agent/compute/compute_stream.h). Stop() ends every wait and the stream at once. Owns the
+// stream, its TimerQueue and its ReconnectLoop (the thread); borrows the executor and the
+// injected Clock and Backoff. Thread-safe.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -30,12 +33,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "agent/compute/call_mapper.h"
 #include "agent/compute/compute_stream.h"
 #include "common/backoff.h"
 #include "common/clock.h"
+#include "common/reconnect_loop.h"
 #include "common/timer_queue.h"
 #include "config/agent_config.h"
 #include "sandbox/executor_api.h"
@@ -96,8 +99,10 @@ class ComputeMember {
  private:
   ComputeMember(config::ComputeConfig config, MemberDeps deps, MemberOptions options);
 
-  void Loop();
-  bool WaitBackoff();
+  // One pass of the reconnect loop (common/reconnect_loop.h): token, the stream, its end.
+  ReconnectLoop::Next Attempt();
+  // Stop(): ends the wait for the stream in progress and the stream.
+  void Interrupt();
   void SetError(const std::string& what);
   void OpenStreamLocked(const std::string& token);
   // The read side (a gRPC thread): false cancels the stream.
@@ -124,14 +129,12 @@ class ComputeMember {
   MemberOptions options_;
   CallMapper mapper_;
   TimerQueue timers_;
+  ReconnectLoop loop_;  // the member's thread: attempts and the backoff between them
   std::unique_ptr<org::cyoda::cloud::api::grpc::CloudEventsService::Stub> stub_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::thread thread_;
-  bool started_ = false;
   bool stopping_ = false;
-  bool wake_ = false;
   std::shared_ptr<ComputeStream> stream_;
   uint64_t gen_ = 0;  // identifies the current stream in callbacks
   bool stream_done_ = false;

@@ -31,7 +31,25 @@ EdgeSession::EdgeSession(config::AgentConfig config, SessionDeps deps, SessionOp
       deps_(std::move(deps)),
       options_(std::move(options)),
       keys_(config_.data_dir),
-      timers_(deps_.clock) {}
+      timers_(deps_.clock),
+      loop_(timers_, deps_.backoff,
+            ReconnectLoop::Hooks{
+                .attempt = [this] { return Attempt(); },
+                .interrupt = [this] { Interrupt(); },
+                .backing_off =
+                    [this](milliseconds delay) {
+                      std::lock_guard lock(mu_);
+                      status_.state = "backoff";
+                      status_.last_backoff = delay;
+                      log::Get("edge")->info("reconnecting to {} in {} ms", deps_.controller,
+                                             delay.count());
+                    },
+                .ended =
+                    [this] {
+                      std::lock_guard lock(mu_);
+                      status_.state = "stopped";
+                    },
+            }) {}
 
 Result<std::unique_ptr<EdgeSession>> EdgeSession::Create(config::AgentConfig config,
                                                          SessionDeps deps, SessionOptions options) {
@@ -64,22 +82,12 @@ EdgeSession::~EdgeSession() {
 }
 
 Status EdgeSession::Start() {
-  std::lock_guard lock(mu_);
-  if (started_) return MakeError(ErrorCode::kAlreadyExists, "edge session already started");
-  started_ = true;
-  thread_ = std::thread([this] { Loop(); });
+  if (!loop_.Start()) return MakeError(ErrorCode::kAlreadyExists, "edge session already started");
   return OkStatus();
 }
 
 void EdgeSession::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    if (stream_) stream_->Cancel();
-    cv_.notify_all();
-  }
-  attestor_->CancelInFlight();
-  if (thread_.joinable()) thread_.join();
+  loop_.Stop();  // Interrupt(), then the thread ends
   timers_.Stop();
   dispatcher_->Detach();
   std::lock_guard lock(mu_);
@@ -117,81 +125,69 @@ void EdgeSession::SetError(const std::string& what) {
   status_.last_error = what;
 }
 
-// ---- the control thread ----------------------------------------------------------------
+// ---- the control thread (the ReconnectLoop's) -------------------------------------------
 
-void EdgeSession::Loop() {
-  auto log = log::Get("edge");
-  while (true) {
-    bool exit_now = false;
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) break;
-      exit_now = shutdown_finished_;
-      if (!exit_now) {
-        status_.state = "attesting";
-        ++status_.attempts;
-      }
-    }
-    if (exit_now) {
-      log->info("shutdown complete: exiting");
-      if (deps_.request_exit) deps_.request_exit("shutdown requested by the controller");
-      break;
-    }
-    if (!EnsureCredentials()) {
-      WaitBackoff();  // the top of the loop sees a stop or a finished shutdown
-      continue;
-    }
-    uint64_t gen = 0;
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) break;
-      OpenStreamLocked();
-      gen = gen_;
-    }
-    ServeStream(gen);
-    grpc::Status st;
-    std::string sid;
-    {
-      std::lock_guard lock(mu_);
-      CancelStreamTimersLocked();
-      stream_.reset();
-      st = done_status_;
-      sid = stream_id_;
-      status_.stream_id.clear();
-      if (stopping_) break;
-      if (shutdown_finished_) {
-        log->info("edge stream {} closed after shutdown", sid);
-        continue;  // the top of the loop exits
-      }
-      if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
-          st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-        token_.reset();  // refused: attest again before the next stream
-      }
-    }
-    SetError("edge stream " + sid + " ended: " + FromGrpcStatus(st, "ConnectEdge").ToString());
-    WaitBackoff();
+void EdgeSession::Interrupt() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (stream_) stream_->Cancel();
+    cv_.notify_all();
   }
-  std::lock_guard lock(mu_);
-  status_.state = "stopped";
+  attestor_->CancelInFlight();
 }
 
-bool EdgeSession::WaitBackoff() {
-  std::unique_lock lock(mu_);
-  if (stopping_ || shutdown_finished_) return false;
-  const milliseconds delay = deps_.backoff.Next();
-  status_.state = "backoff";
-  status_.last_backoff = delay;
-  log::Get("edge")->info("reconnecting to {} in {} ms", deps_.controller, delay.count());
-  wake_ = false;
-  const auto id = timers_.After(delay, [this] {
-    std::lock_guard l(mu_);
-    wake_ = true;
-    cv_.notify_all();
-  });
-  cv_.wait(lock, [this] { return stopping_ || wake_ || shutdown_finished_; });
-  timers_.Cancel(id);
-  wake_ = false;
-  return !stopping_ && !shutdown_finished_;
+ReconnectLoop::Next EdgeSession::ExitAfterShutdown() {
+  log::Get("edge")->info("shutdown complete: exiting");
+  if (deps_.request_exit) deps_.request_exit("shutdown requested by the controller");
+  return ReconnectLoop::Next::kExit;
+}
+
+ReconnectLoop::Next EdgeSession::Attempt() {
+  auto log = log::Get("edge");
+  bool exit_now = false;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return ReconnectLoop::Next::kExit;
+    exit_now = shutdown_finished_;
+    if (!exit_now) {
+      status_.state = "attesting";
+      ++status_.attempts;
+    }
+  }
+  if (exit_now) return ExitAfterShutdown();
+  if (!EnsureCredentials()) {
+    return ReconnectLoop::Next::kBackoff;  // the next attempt sees a stop or a finished shutdown
+  }
+  uint64_t gen = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return ReconnectLoop::Next::kExit;
+    OpenStreamLocked();
+    gen = gen_;
+  }
+  ServeStream(gen);
+  grpc::Status st;
+  std::string sid;
+  {
+    std::lock_guard lock(mu_);
+    CancelStreamTimersLocked();
+    stream_.reset();
+    st = done_status_;
+    sid = stream_id_;
+    status_.stream_id.clear();
+    if (stopping_) return ReconnectLoop::Next::kExit;
+    if (shutdown_finished_) {
+      log->info("edge stream {} closed after shutdown", sid);
+      exit_now = true;
+    } else if (st.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+               st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      token_.reset();  // refused: attest again before the next stream
+    }
+  }
+  if (exit_now) return ExitAfterShutdown();
+  SetError("edge stream " + sid + " ended: " + FromGrpcStatus(st, "ConnectEdge").ToString());
+  return ReconnectLoop::Next::kBackoff;
 }
 
 bool EdgeSession::EnsureCredentials() {
@@ -275,8 +271,8 @@ void EdgeSession::OpenStreamLocked() {
   stream_id_ = NewUuidV4();
   const std::string sid = stream_id_;
   stream_done_ = false;
-  got_message_ = false;
   done_status_ = grpc::Status::OK;
+  loop_.StreamOpened();
   std::string token;
   {
     std::lock_guard lock(cred_mu_);
@@ -287,11 +283,8 @@ void EdgeSession::OpenStreamLocked() {
   cb.on_read = [this, gen](pb::EdgeCommand c) -> bool {
     {
       std::lock_guard lock(mu_);
-      if (gen == gen_ && !got_message_) {
-        // The first message on a new stream proves the controller took it (design.md §9).
-        got_message_ = true;
-        deps_.backoff.Reset();
-      }
+      // The first message on a new stream proves the controller took it (design.md §9).
+      if (gen == gen_) loop_.Taken();
     }
     return dispatcher_->Handle(c);
   };
@@ -317,10 +310,7 @@ void EdgeSession::OpenStreamLocked() {
     std::lock_guard lock(mu_);
     if (gen != gen_ || !StreamUpLocked()) return;
     stable_timer_ = 0;
-    if (!got_message_) {
-      got_message_ = true;
-      deps_.backoff.Reset();
-    }
+    loop_.Taken();
   });
 
   pb::EdgeEvent hello;
@@ -567,6 +557,7 @@ void EdgeSession::DrainRequested() {
 void EdgeSession::ShutdownFinished() {
   std::lock_guard lock(mu_);
   shutdown_finished_ = true;
+  loop_.SkipBackoff();  // a backoff wait ends at once: the next attempt exits
   status_.state = "shutting_down";
   if (StreamUpLocked()) {
     log::Get("edge")->info("shutdown: every command ended; closing edge stream {}", stream_id_);

@@ -17,8 +17,11 @@
 //         half-closed (WritesDone), and once it is over `request_exit` is called.
 //
 // Every EdgeEvent is sealed (identity::EnvelopeCodec::SealEvent) when it is written.
+// The loop, its backoff and its reset rule are the shared ReconnectLoop (common/
+// reconnect_loop.h); the stream is the shared client reactor (agent/edge/edge_stream.h).
 // Stop() ends every wait and call at once. Owns the stream, the dispatcher, the outbox
-// connection and its TimerQueue; borrows the Executor and the injected Clock/Random/Backoff.
+// connection, its TimerQueue and its ReconnectLoop (the thread); borrows the Executor and the
+// injected Clock/Random/Backoff.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -31,7 +34,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "agent/edge/command_dispatcher.h"
 #include "agent/edge/edge_stream.h"
@@ -42,6 +44,7 @@
 #include "common/backoff.h"
 #include "common/clock.h"
 #include "common/random.h"
+#include "common/reconnect_loop.h"
 #include "common/timer_queue.h"
 #include "config/agent_config.h"
 #include "sandbox/executor.h"
@@ -125,14 +128,18 @@ class EdgeSession final : public DispatcherHost {
  private:
   EdgeSession(config::AgentConfig config, SessionDeps deps, SessionOptions options);
 
-  void Loop();
+  // One pass of the reconnect loop (common/reconnect_loop.h): credentials, the stream, its end.
+  ReconnectLoop::Next Attempt();
+  // After a finished shutdown: asks the process to exit and ends the loop.
+  ReconnectLoop::Next ExitAfterShutdown();
+  // Stop(): ends every wait and call of the attempt in progress.
+  void Interrupt();
   // Key and token for the next stream; false (error recorded) when they could not be had.
   bool EnsureCredentials();
   void InstallToken(NodeToken token, std::optional<identity::NodeKey> key);
   // While connected: renewal and key changes; returns when the stream has ended or on Stop.
   void ServeStream(uint64_t gen);
   void OpenStreamLocked();
-  bool WaitBackoff();
   void SetError(const std::string& what);
 
   // All *Locked functions expect mu_ held.
@@ -155,6 +162,7 @@ class EdgeSession final : public DispatcherHost {
   SessionOptions options_;
   NodeKeyStore keys_;
   TimerQueue timers_;
+  ReconnectLoop loop_;  // the session's thread: attempts and the backoff between them
   std::unique_ptr<OutboxStore> outbox_;
   std::shared_ptr<CommandDispatcher> dispatcher_;
   std::unique_ptr<NodeAttestor> attestor_;
@@ -167,23 +175,19 @@ class EdgeSession final : public DispatcherHost {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::thread thread_;
-  bool started_ = false;
   bool stopping_ = false;
   std::optional<NodeToken> token_;
   uint64_t key_fingerprint_ = 0;
   bool key_changed_ = false;
   bool renew_due_ = false;
-  bool wake_ = false;
   bool shutdown_finished_ = false;
   std::shared_ptr<EdgeStream> stream_;
   uint64_t gen_ = 0;  // identifies the current stream in callbacks
   std::string stream_id_;
   bool stream_done_ = false;
-  bool got_message_ = false;
   grpc::Status done_status_;
   TimerQueue::TimerId heartbeat_timer_ = 0;
-  TimerQueue::TimerId stable_timer_ = 0;  // the stream stayed up kStableStream: reset backoff
+  TimerQueue::TimerId stable_timer_ = 0;  // the stream stayed up kStableStream: taken
   TimerQueue::TimerId renew_timer_ = 0;
   Clock::MonoTime renew_at_{};  // when renew_timer_ fires (monotonic)
   SessionStatus status_;
