@@ -169,12 +169,14 @@ ReconnectLoop::Next EdgeSession::Attempt() {
   ServeStream(gen);
   grpc::Status st;
   std::string sid;
+  std::shared_ptr<UnwrittenResult> unwritten;
   {
     std::lock_guard lock(mu_);
     CancelStreamTimersLocked();
     stream_.reset();
     st = done_status_;
     sid = stream_id_;
+    unwritten = unwritten_;
     status_.stream_id.clear();
     if (stopping_) return ReconnectLoop::Next::kExit;
     if (shutdown_finished_) {
@@ -187,7 +189,36 @@ ReconnectLoop::Next EdgeSession::Attempt() {
   }
   if (exit_now) return ExitAfterShutdown();
   SetError("edge stream " + sid + " ended: " + FromGrpcStatus(st, "ConnectEdge").ToString());
+  BlameResultsOf(sid, st, unwritten);
   return ReconnectLoop::Next::kBackoff;
+}
+
+void EdgeSession::BlameResultsOf(const std::string& stream_id, const grpc::Status& status,
+                                 const std::shared_ptr<UnwrittenResult>& unwritten) {
+  // Only a status that blames a message the controller got is evidence against a result on
+  // the stream (a result too large for it, one it refused). A controller restart, a reset
+  // connection, a deadline, an auth refusal say nothing about the results: counting those
+  // would replace real results after a few restarts (issue 16).
+  if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) {
+    return;
+  }
+  std::string in_flight;
+  if (unwritten) {
+    std::lock_guard lock(unwritten->mu);
+    in_flight = unwritten->command_id;
+  }
+  auto n = outbox_->BlameStream(stream_id, in_flight);
+  if (!n) {
+    log::Get("edge")->warn("outbox: cannot count the failed stream {}: {}", stream_id,
+                           n.error().ToString());
+  } else if (*n > 0) {
+    log::Get("edge")->warn(
+        "edge stream {} was ended blaming a message: {} undelivered result(s) on it count a "
+        "failed attempt{}",
+        stream_id, *n,
+        in_flight.empty() ? "" : " (" + log::Escape(in_flight) + " was being written)");
+  }
 }
 
 bool EdgeSession::EnsureCredentials() {
@@ -272,6 +303,7 @@ void EdgeSession::OpenStreamLocked() {
   const std::string sid = stream_id_;
   stream_done_ = false;
   done_status_ = grpc::Status::OK;
+  unwritten_ = std::make_shared<UnwrittenResult>();
   loop_.StreamOpened();
   std::string token;
   {
@@ -424,8 +456,15 @@ void EdgeSession::SendResultLocked(const std::string& command_id, const pb::Edge
   const std::string sid = stream_id_;
   const uint64_t gen = gen_;
   const milliseconds settle = outbox_->options().settle;
-  SendLocked(std::move(ev), [this, command_id, sid, gen, settle](bool ok) {
-    if (!ok) return;  // stays in the outbox; resent on the next stream
+  std::shared_ptr<UnwrittenResult> unwritten = unwritten_;
+  SendLocked(std::move(ev), [this, command_id, sid, gen, settle, unwritten](bool ok) {
+    if (!ok) {
+      // Stays in the outbox; resent on the next stream. The first result that failed is the
+      // one whose write was under way when the stream ended (callbacks run in write order).
+      std::lock_guard lock(unwritten->mu);
+      if (unwritten->command_id.empty()) unwritten->command_id = command_id;
+      return;
+    }
     if (auto st = outbox_->MarkWritten(command_id, sid); !st) {
       log::Get("edge")->warn("outbox: cannot record the write of {}: {}", log::Escape(command_id),
                              st.error().ToString());

@@ -141,6 +141,11 @@ class EdgeSession final : public DispatcherHost {
   void ServeStream(uint64_t gen);
   void OpenStreamLocked();
   void SetError(const std::string& what);
+  struct UnwrittenResult;
+  // The stream `stream_id` ended with `status`: when the status blames a message, the results
+  // on it count a failed attempt in the outbox (OutboxStore::BlameStream).
+  void BlameResultsOf(const std::string& stream_id, const grpc::Status& status,
+                      const std::shared_ptr<UnwrittenResult>& unwritten);
 
   // All *Locked functions expect mu_ held.
   bool StreamUpLocked() const;
@@ -182,7 +187,14 @@ class EdgeSession final : public DispatcherHost {
   bool renew_due_ = false;
   bool shutdown_finished_ = false;
   std::shared_ptr<EdgeStream> stream_;
-  uint64_t gen_ = 0;  // identifies the current stream in callbacks
+  // The result whose write was under way (or the first queued) when a stream ended: written
+  // from write callbacks, which may run inside Send with mu_ held, so it has its own lock.
+  struct UnwrittenResult {
+    std::mutex mu;
+    std::string command_id;  // "" while every result written on the stream completed
+  };
+  std::shared_ptr<UnwrittenResult> unwritten_;  // of the current stream
+  uint64_t gen_ = 0;                            // identifies the current stream in callbacks
   std::string stream_id_;
   bool stream_done_ = false;
   grpc::Status done_status_;

@@ -23,6 +23,9 @@ const std::vector<sandbox::StateDb::Migration>& Migrations() {
        "  stream_id TEXT NOT NULL DEFAULT '',"
        "  written_ms INTEGER NOT NULL DEFAULT 0);"},
       {2, "ALTER TABLE edge_outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"},
+      // Issue 16: attempts counted every resend, controller restarts included; they now count
+      // only streams the controller ended blaming a message, so the old counts are no evidence.
+      {3, "UPDATE edge_outbox SET attempts = 0;"},
   };
   return m;
 }
@@ -140,7 +143,6 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_
       continue;
     }
     const size_t bytes = row.Text(2).size();
-    ++e.attempts;
     std::string why, code;
     if (!readable) {
       code = "INTERNAL";
@@ -149,10 +151,10 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_
       code = "RESOURCE_EXHAUSTED";
       why = "its result is " + std::to_string(bytes) + " bytes, more than the " +
             std::to_string(max_result_bytes) + " one edge stream message can carry";
-    } else if (e.attempts > options_.max_attempts) {
+    } else if (e.attempts >= options_.max_attempts) {
       code = "UNAVAILABLE";
-      why = "its result was sent " + std::to_string(options_.max_attempts) +
-            " times without being settled (" + std::to_string(bytes) + " bytes)";
+      why = "the controller ended the stream its result was on " + std::to_string(e.attempts) +
+            " times with an error that blames a message (" + std::to_string(bytes) + " bytes)";
     }
     if (!why.empty()) {
       e.result.Clear();
@@ -171,9 +173,6 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_
       replaced.emplace_back(e.command_id, why);
     }
     out.push_back(std::move(e));
-  }
-  if (auto st = txn->Exec("UPDATE edge_outbox SET attempts = attempts + 1"); !st) {
-    return std::unexpected(st.error());
   }
   if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
   for (const auto& id : dropped) {
@@ -207,6 +206,23 @@ Result<std::optional<pb::EdgeResult>> OutboxStore::Get(const std::string& comman
 Status OutboxStore::MarkWritten(const std::string& command_id, const std::string& stream_id) {
   return db_->Exec("UPDATE edge_outbox SET stream_id = ?, written_ms = ? WHERE command_id = ?",
                    {stream_id, ToEpochMillis(clock_.Now()), command_id});
+}
+
+Result<size_t> OutboxStore::BlameStream(const std::string& stream_id,
+                                        const std::string& in_flight) {
+  if (stream_id.empty() && in_flight.empty()) return size_t{0};
+  auto txn = db_->Begin();
+  if (!txn) return std::unexpected(txn.error());
+  if (auto st = txn->Exec(
+          "UPDATE edge_outbox SET attempts = attempts + 1 WHERE (stream_id = ? AND stream_id != "
+          "'') OR (command_id = ? AND command_id != '')",
+          {stream_id, in_flight});
+      !st) {
+    return std::unexpected(st.error());
+  }
+  const auto n = static_cast<size_t>(txn->Changes());
+  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  return n;
 }
 
 Result<size_t> OutboxStore::PruneSettled(const std::string& stream_id) {

@@ -5,11 +5,14 @@
 // the controller de-duplicates by command_id). Bounded: past max_entries the oldest are
 // dropped with a warning.
 //
-// An entry that cannot be delivered never holds the others up (TakeForResend): each resend
-// counts an attempt, entries go out fewest attempts first, and an entry tried max_attempts
-// times — or too large for one edge stream message — is replaced by an Err result saying so
-// (the controller keeps the first result it got for a command, so replacing a result that did
-// arrive changes nothing there).
+// An entry that cannot be delivered never holds the others up (TakeForResend): entries go out
+// fewest failed attempts first, and an entry with max_attempts failed attempts — or too large
+// for one edge stream message — is replaced by an Err result saying so (the controller keeps
+// the first result it got for a command, so replacing a result that did arrive changes
+// nothing there). A failed attempt is counted only on evidence against the entry
+// (BlameStream: the controller ended the stream it was on with a status that blames a
+// message); a stream that merely broke — a controller restart, a reset connection — counts
+// nothing, however often it happens, so no real result is ever replaced for it.
 //
 // Table `edge_outbox` in data_dir/state/agent.db through its own StateDb connection
 // (migration component "edge_outbox"). Thread-safe. Borrows the Clock.
@@ -43,7 +46,7 @@ class OutboxStore {
     int64_t created_ms = 0;
     std::string stream_id;   // "" = never written (or its stream broke before the write)
     int64_t written_ms = 0;  // when the write on `stream_id` completed
-    int64_t attempts = 0;    // resends so far
+    int64_t attempts = 0;    // failed attempts so far (BlameStream)
   };
 
   // Opens (creating) data_dir/state/agent.db. INVALID_ARGUMENT for a zero bound.
@@ -58,9 +61,9 @@ class OutboxStore {
   Result<bool> Put(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   // Every entry, oldest first.
   Result<std::vector<Entry>> All() const;
-  // The entries to send again on a new stream, fewest attempts first, then oldest; counts
-  // this attempt for each. One tried max_attempts times already, or whose result is larger
-  // than `max_result_bytes` (0 = no limit), is first replaced (stored and returned) by
+  // The entries to send again on a new stream, fewest failed attempts first, then oldest.
+  // One with max_attempts failed attempts, or whose result is larger than
+  // `max_result_bytes` (0 = no limit), is first replaced (stored and returned) by
   // Err{code "RESOURCE_EXHAUSTED" or "UNAVAILABLE", message naming the command and why}. A
   // row whose command id is not UTF-8 (damaged on disk: ids come from a protobuf string) is
   // deleted with an error logged; no controller could match its result.
@@ -68,6 +71,13 @@ class OutboxStore {
   Result<std::optional<aegis::cluster::v1::EdgeResult>> Get(const std::string& command_id) const;
   // The write of `command_id` on `stream_id` completed now.
   Status MarkWritten(const std::string& command_id, const std::string& stream_id);
+  // The controller ended the stream `stream_id` with a status that blames a message it got
+  // (RESOURCE_EXHAUSTED: too large for it; INVALID_ARGUMENT: refused): one of the results on
+  // it may be the cause, so each entry whose last write completed on that stream, and
+  // `in_flight` (the result whose write was under way when the stream ended; "" for none),
+  // counts one failed attempt. Never call it for a stream that merely broke. Returns how
+  // many entries were counted.
+  Result<size_t> BlameStream(const std::string& stream_id, const std::string& in_flight);
   // Removes the entries written on `stream_id` at least `settle` ago. Call only while that
   // stream is still up. Returns how many were removed.
   Result<size_t> PruneSettled(const std::string& stream_id);

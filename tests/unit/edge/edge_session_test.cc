@@ -817,6 +817,76 @@ TEST_F(EdgeSessionTest, OutboxOfAPreviousRunIsSentAfterHello) {
   ExpectAllVerified();
 }
 
+// Issue 16: every resend counted an attempt, so a controller restarted five times before the
+// settle window ended turned a real result into "sent 5 times without being settled". Streams
+// that merely break (UNAVAILABLE: the controller restarting) count nothing; a stream the
+// controller ends blaming a message (RESOURCE_EXHAUSTED) counts against the results on it,
+// and after max_attempts (5) of those the result is replaced, so a poison never blocks.
+TEST_F(EdgeSessionTest, ControllerRestartsNeverReplaceAResultOnlyStreamsEndedBlamingItDo) {
+  StartController();
+  {
+    auto outbox = OutboxStore::Open(data_, clock_);
+    ASSERT_TRUE(outbox);
+    pb::EdgeResult r;
+    r.mutable_ok()->set_exit_code(0);
+    ASSERT_TRUE((*outbox)->Put("survivor", r));
+  }
+  StartSession();
+  // The result on stream `index`, once its write is recorded in the outbox (so the stream's
+  // end is judged with the write known), then the stream ended with `status`.
+  auto deliver_then_end = [&](size_t index, grpc::Status status) -> pb::EdgeResult {
+    pb::EdgeResult got;
+    EXPECT_TRUE(fake_->WaitFor([&](const auto& streams) {
+      if (streams.size() != index + 1) return false;
+      for (const auto& e : streams[index].events)
+        if (e.has_command_result() && e.command_result().command_id() == "survivor") {
+          got = e.command_result().result();
+          return true;
+        }
+      return false;
+    })) << "stream "
+        << index;
+    const std::string sid = fake_->Streams()[index].stream_id;
+    EXPECT_TRUE(WaitUntil([&] {
+      auto all = session_->outbox().All();
+      return all && all->size() == 1 && (*all)[0].stream_id == sid;
+    })) << "stream "
+        << index;
+    fake_->EndStream(status);
+    EXPECT_TRUE(WaitUntil([&] { return session_->status().state == "backoff"; }));
+    Advance(session_->status().last_backoff);
+    return got;
+  };
+  size_t index = 0;
+  for (int restart = 0; restart < 10; ++restart, ++index) {
+    pb::EdgeResult r =
+        deliver_then_end(index, grpc::Status(grpc::StatusCode::UNAVAILABLE, "restarting"));
+    ASSERT_TRUE(r.has_ok()) << "after " << restart << " controller restarts: " << r.DebugString();
+  }
+  for (int blamed = 0; blamed < 5; ++blamed, ++index) {
+    pb::EdgeResult r = deliver_then_end(
+        index, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "message too large"));
+    ASSERT_TRUE(r.has_ok()) << "after " << blamed << " blamed streams: " << r.DebugString();
+  }
+  // Five streams ended blaming it: replaced by an error saying why.
+  pb::EdgeResult replaced;
+  ASSERT_TRUE(fake_->WaitFor([&](const auto& streams) {
+    if (streams.size() != index + 1) return false;
+    for (const auto& e : streams[index].events)
+      if (e.has_command_result() && e.command_result().command_id() == "survivor") {
+        replaced = e.command_result().result();
+        return true;
+      }
+    return false;
+  }));
+  ASSERT_TRUE(replaced.has_err()) << replaced.DebugString();
+  EXPECT_EQ(replaced.err().code(), "UNAVAILABLE");
+  EXPECT_NE(replaced.err().message().find("5 times with an error that blames a message"),
+            std::string::npos)
+      << replaced.err().message();
+  ExpectAllVerified();
+}
+
 TEST_F(EdgeSessionTest, TokenIsRenewedAt70To90PercentAndTheNextEnvelopeCarriesTheNewOne) {
   random_.set_mode(FixedRandom::Mode::kMin);  // the low end of the jitter: 70 %
   StartController({.token_ttl = 100s});

@@ -252,15 +252,21 @@ TEST_F(OutboxStoreTest, ResendGoesFewestAttemptsFirstAndReplacesWhatCannotBeDeli
   auto first = store->TakeForResend(0);
   ASSERT_TRUE(first) << first.error().ToString();
   EXPECT_EQ(Ids(*first), std::vector<std::string>{"poison"});
-  EXPECT_EQ((*first)[0].attempts, 1);
+  EXPECT_EQ((*first)[0].attempts, 0);
+  // Its write completed, then the controller ended the stream blaming a message.
+  ASSERT_TRUE(store->MarkWritten("poison", "s1"));
+  EXPECT_EQ(store->BlameStream("s1", "").value_or(0), 1u);
   ASSERT_TRUE(store->Put("fresh", OkResult(2)));
-  // The fresh entry goes before the one tried already.
+  // The fresh entry goes before the one that failed already.
   auto second = store->TakeForResend(0);
   ASSERT_TRUE(second);
   EXPECT_EQ(Ids(*second), (std::vector<std::string>{"fresh", "poison"}));
-  EXPECT_EQ((*second)[1].attempts, 2);
-  EXPECT_TRUE((*second)[1].result.has_ok()) << "tried max_attempts times: not replaced yet";
-  // One attempt too many: replaced by an error result that says why, stored as such.
+  EXPECT_EQ((*second)[1].attempts, 1);
+  EXPECT_TRUE((*second)[1].result.has_ok()) << "one failed attempt: not replaced yet";
+  // "fresh" was written before it; "poison" was still being written when the stream ended.
+  ASSERT_TRUE(store->MarkWritten("fresh", "s2"));
+  EXPECT_EQ(store->BlameStream("s2", "poison").value_or(0), 2u);
+  // max_attempts failed attempts: replaced by an error result that says why, stored as such.
   auto third = store->TakeForResend(0);
   ASSERT_TRUE(third);
   const auto poison = std::find_if(third->begin(), third->end(),
@@ -268,10 +274,42 @@ TEST_F(OutboxStoreTest, ResendGoesFewestAttemptsFirstAndReplacesWhatCannotBeDeli
   ASSERT_NE(poison, third->end());
   ASSERT_TRUE(poison->result.has_err()) << poison->result.DebugString();
   EXPECT_EQ(poison->result.err().code(), "UNAVAILABLE");
-  EXPECT_NE(poison->result.err().message().find("sent 2 times"), std::string::npos)
+  EXPECT_NE(poison->result.err().message().find("2 times with an error that blames a message"),
+            std::string::npos)
       << poison->result.err().message();
   EXPECT_TRUE(store->Get("poison").value().value().has_err());
   EXPECT_TRUE(store->Get("fresh").value().value().has_ok());
+}
+
+// Issue 16: every resend counted an attempt, so a controller restarted max_attempts times
+// within the settle window replaced real results by "sent 5 times without being settled"
+// errors. A stream that merely broke is no evidence against its results: however many
+// streams come and go, nothing is replaced until one is ended blaming a message.
+TEST_F(OutboxStoreTest, StreamsThatMerelyBrokeNeverCountAnAttempt) {
+  auto store = OpenStore({.max_attempts = 5});
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Put("real", OkResult(7)));
+  for (int restart = 0; restart < 20; ++restart) {
+    auto resend = store->TakeForResend(0);
+    ASSERT_TRUE(resend) << resend.error().ToString();
+    ASSERT_EQ(Ids(*resend), std::vector<std::string>{"real"});
+    ASSERT_TRUE((*resend)[0].result.has_ok())
+        << "resend " << restart << ": " << (*resend)[0].result.DebugString();
+    EXPECT_EQ((*resend)[0].attempts, 0);
+    ASSERT_TRUE(store->MarkWritten("real", "s" + std::to_string(restart)));
+    clock_.Advance(1s);  // then the controller restarts: no BlameStream
+  }
+  EXPECT_EQ(store->Get("real").value().value().ok().exit_code(), 7);
+  // Blame counts only what was on the blamed stream (or being written on it).
+  ASSERT_TRUE(store->Put("other", OkResult(8)));
+  EXPECT_EQ(store->BlameStream("s3", "").value_or(9), 0u) << "\"real\" was rewritten since";
+  EXPECT_EQ(store->BlameStream("", "").value_or(9), 0u);
+  EXPECT_EQ(store->BlameStream("s19", "").value_or(9), 1u);
+  auto all = store->All();
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].attempts, 1);
+  EXPECT_EQ((*all)[1].attempts, 0) << "never written, not in flight: not counted";
 }
 
 TEST_F(OutboxStoreTest, AnEntryTooLargeForOneMessageIsReplacedAtOnce) {
