@@ -633,6 +633,38 @@ TEST_F(EdgeSessionTest, ConcurrencyCapRefusesWithResourceExhausted) {
   EXPECT_TRUE(WaitResult("long").has_cancelled());
 }
 
+// Issue 16 #2: a controller that restarts resends every command without a result. Those the
+// node runs or has finished never count against edge.max_concurrent_commands: with the cap
+// full, a resend of the running command is ignored and one of a finished command is answered
+// from its stored result — never RESOURCE_EXHAUSTED. Only new work meets the cap.
+TEST_F(EdgeSessionTest, ResendsOfRunningOrFinishedCommandsNeverMeetTheConcurrencyCap) {
+  StartController();
+  StartSession("edge:\n  max_concurrent_commands: 1\n");
+  ASSERT_TRUE(fake_->Send(Exec("done", "echo done")));
+  ASSERT_TRUE(WaitResult("done").has_ok());
+  const std::string gate = dir_ / "long.go";
+  ASSERT_TRUE(fake_->Send(Exec("long", "while [ ! -e " + gate + " ]; do sleep 0.01; done")));
+  ASSERT_TRUE(WaitUntil([&] { return session_->status().commands.running == 1; }));
+  // The cap is full: the resends, then a new command.
+  ASSERT_TRUE(fake_->Send(Exec("long", "while [ ! -e " + gate + " ]; do sleep 0.01; done")));
+  ASSERT_TRUE(fake_->Send(Exec("done", "echo done")));
+  ASSERT_TRUE(fake_->Send(Exec("new", "echo new")));
+  pb::EdgeResult fresh = WaitResult("new");
+  ASSERT_TRUE(fresh.has_err()) << fresh.DebugString();
+  EXPECT_EQ(fresh.err().code(), "RESOURCE_EXHAUSTED") << "new work does meet the cap";
+  ASSERT_TRUE(WaitResultCount("done", 2));
+  pb::EdgeResult again = Results("done")[1].result();
+  ASSERT_TRUE(again.has_ok()) << again.DebugString();
+  EXPECT_EQ(PayloadJson(again)["stdout"], "done\n");
+  EXPECT_TRUE(Results("long").empty()) << "the resend of a running command is ignored";
+  std::ofstream(gate).put('x');
+  pb::EdgeResult long_result = WaitResult("long");
+  EXPECT_TRUE(long_result.has_ok()) << long_result.DebugString();
+  ASSERT_TRUE(fake_->Send(Exec("marker", "true")));
+  WaitResult("marker");
+  EXPECT_EQ(Results("long").size(), 1u) << "one result for the command and its resend";
+}
+
 TEST_F(EdgeSessionTest, InnerEnvelopeRefusalsNameTheField) {
   StartController();
   StartSession();
