@@ -1,5 +1,7 @@
 #include "agent/bootstrap/join_token_redeemer.h"
 
+#include "agent/edge/enrollment_files.h"
+
 #include <unistd.h>
 
 #include "agent/identity/certificate_authority.h"
@@ -244,6 +246,17 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
   }
   EnrollResult result = std::move(*target);
   result.ca_pin = *returned_pin;
+  // The address goes down before the keystore: the keystore is what says "enrolled", and an
+  // agent killed between the two must not come back enrolled with the token (whose cep claim
+  // was the address) already gone from its config and no address anywhere.
+  if (auto st = agentedge::EnrollmentFiles::WriteControllerAddress(req.data_dir,
+                                                                   result.controller_address);
+      !st) {
+    return MakeError(st.error().code,
+                     "the token was redeemed but the controller address could "
+                     "not be stored (" +
+                         st.error().message + "): free space or fix permissions, then try again");
+  }
   if (auto st = identity::KeystoreFiles::Write(req.data_dir, resp->pkcs12(),
                                                resp->pkcs12_password(), resp->ca_certificate_pem());
       !st) {

@@ -82,6 +82,8 @@ EnrollmentResult NodeEnrollment::Run(const NodeEnrollmentRequest& req) {
                 r.error().code == ErrorCode::kInvalidArgument,
                 r.error().code == ErrorCode::kCancelled && sleeper_.Stopped());
   }
+  // The redeemer recorded the address before the keystore; recorded again for a Redeem that
+  // did not (the file is rewritten atomically with the same text).
   if (auto st = EnrollmentFiles::WriteControllerAddress(data_dir, r->controller_address); !st) {
     log->warn("enrolled, but the controller address could not be recorded: {}", st.error().message);
   }

@@ -3,6 +3,8 @@
 // certificate for another node, transient failures (retried with the injected backoff).
 #include "agent/bootstrap/join_token_redeemer.h"
 
+#include "agent/edge/enrollment_files.h"
+
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -156,6 +158,28 @@ TEST_F(RedeemerTest, AnInterruptedEnrollmentResumesFromTheStoredAnswer) {
   auto fresh = Enroll(Token(ca_->Pin()));
   ASSERT_TRUE(fresh) << fresh.error().ToString();
   EXPECT_EQ(service_->calls, 1) << "an unreadable stored answer is replaced by an exchange";
+}
+
+// Issue 16 (found by EnrollTest.AKillMidEnrollment…): the keystore says "enrolled", so the
+// controller address (from the token's cep claim, which leaves the config with the token)
+// is recorded before it. A keystore that cannot be stored leaves the address and the
+// controller's stored answer, so the next try resumes; it never leaves a keystore without an
+// address.
+TEST_F(RedeemerTest, TheControllerAddressIsRecordedBeforeTheKeystore) {
+  const std::string data = dir_ + "/agent";
+  std::filesystem::create_directories(data + "/certs/node.p12");  // the keystore cannot land
+  auto r = Enroll(Token(ca_->Pin()));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("keystore could not be stored"), std::string::npos)
+      << r.error().message;
+  EXPECT_EQ(agentedge::EnrollmentFiles::ReadControllerAddress(data),
+            "127.0.0.1:" + std::to_string(port_));
+  EXPECT_TRUE(std::filesystem::exists(JoinTokenRedeemer::SavedExchangePath(data)));
+  std::filesystem::remove(data + "/certs/node.p12");
+  auto resumed = Enroll(Token(ca_->Pin()));
+  ASSERT_TRUE(resumed) << resumed.error().ToString();
+  EXPECT_EQ(service_->calls, 1) << "resumed from the stored answer";
+  EXPECT_TRUE(identity::KeystoreFiles::Exists(data));
 }
 
 TEST_F(RedeemerTest, TruncatedKeystoreIsRefusedAndNothingWritten) {
