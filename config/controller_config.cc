@@ -101,7 +101,14 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     c.grpc.advertise = DefaultAdvertise(c.grpc.listen);
   }
   YAML::Node http = root["http"];
-  if (r.Map(http, "http", {"listen", "tls", "max_body_bytes"})) {
+  if (r.Map(http, "http", {"listen", "tls", "max_body_bytes", "trusted_issuers"})) {
+    r.StringMap(http, "trusted_issuers", "http.trusted_issuers", c.http.trusted_issuers);
+    for (const auto& [iss, file] : c.http.trusted_issuers) {
+      if (iss.empty() || file.empty() || file[0] != '/') {
+        r.Issue(http["trusted_issuers"], "http.trusted_issuers." + iss, file,
+                "must map a non-empty issuer to the absolute path of its public key PEM file");
+      }
+    }
     r.String(http, "listen", "http.listen", c.http.listen);
     host_port(http, "listen", "http.listen", c.http.listen, true);
     r.Size(http, "max_body_bytes", "http.max_body_bytes", c.http.max_body_bytes, 1ull << 10,
@@ -162,6 +169,11 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.Duration(tokens, "node_token_ttl", "tokens.node_token_ttl", c.tokens.node_token_ttl, 1min,
                24h);
     r.String(tokens, "issuer", "tokens.issuer", c.tokens.issuer);
+  }
+  if (c.http.trusted_issuers.contains(c.tokens.issuer)) {
+    r.Issue(http["trusted_issuers"], "http.trusted_issuers." + c.tokens.issuer,
+            c.http.trusted_issuers.at(c.tokens.issuer),
+            "must not name tokens.issuer: the controller verifies its own tokens with its own key");
   }
   YAML::Node compute = root["compute"];
   if (r.Map(compute, "compute",
@@ -278,7 +290,11 @@ std::string DumpRedacted(const ControllerConfig& c) {
     << YAML::Key << "tls" << YAML::Value << YAML::BeginMap << YAML::Key << "enabled" << YAML::Value
     << c.http.tls.enabled << YAML::Key << "cert_file" << YAML::Value << c.http.tls.cert_file
     << YAML::Key << "key_file" << YAML::Value << c.http.tls.key_file << YAML::Key
-    << "client_ca_file" << YAML::Value << c.http.tls.client_ca_file << YAML::EndMap << YAML::EndMap;
+    << "client_ca_file" << YAML::Value << c.http.tls.client_ca_file << YAML::EndMap << YAML::Key
+    << "trusted_issuers" << YAML::Value << YAML::BeginMap;
+  for (const auto& [iss, file] : c.http.trusted_issuers)
+    e << YAML::Key << iss << YAML::Value << file;
+  e << YAML::EndMap << YAML::EndMap;
   const auto& w = c.worker;
   e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap << YAML::Key << "heartbeat_interval"
     << YAML::Value << FormatDuration(w.heartbeat_interval) << YAML::Key << "lease_ttl"

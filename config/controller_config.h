@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -64,10 +65,14 @@ struct ControllerConfig {
     std::chrono::milliseconds node_token_ttl{3'600'000};
     std::string issuer = "edge-controller";
   } tokens;
-  // HTTP/1.1 on http.listen: the worker control-plane endpoints (wire.md §4) and, later, the
+  // HTTP/1.1 on http.listen: the worker control-plane endpoints (wire.md §4) and the
   // operator API (§5). Off when listen is empty.
   struct Http {
     std::string listen;
+    // Other issuers whose ES256 user tokens (aud "edge-api") the operator API accepts:
+    // iss → absolute path of the issuer's public key PEM (e.g. an OIDC provider's key).
+    // Tokens of tokens.issuer are always verified with the controller's own key.
+    std::map<std::string, std::string> trusted_issuers;
     struct Tls {
       bool enabled = false;
       // Both empty: the controller CA's own server certificate (data_dir/ca/server.crt).

@@ -5,6 +5,7 @@
 #include "agent/identity/encoding.h"
 #include "common/grpc_status.h"
 #include "common/grpc_write_queue.h"
+#include "common/log.h"
 
 namespace edge::controller {
 
@@ -177,6 +178,21 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CreateJoinToken(grpc::CallbackServer
   resp->set_token_id(minted->token_id);
   resp->set_join_token(minted->token);
   resp->set_expires_at_epoch_ms(minted->expires_at_ms);
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::CreateUserToken(grpc::CallbackServerContext* ctx,
+                                                            const pb::CreateUserTokenRequest* req,
+                                                            pb::CreateUserTokenResponse* resp) {
+  TenantTokenClaims claims;
+  auto token = users_.Mint(req->tenant_id(), {}, std::chrono::seconds(req->ttl_seconds()),
+                           req->user(), &claims);
+  if (!token) return Done(ctx, ToGrpcStatus(token.error()));
+  log::Get("admin")->info("user token {} created (user \"{}\", tenant \"{}\")", claims.jti,
+                          log::Escape(req->user()), log::Escape(req->tenant_id()));
+  resp->set_token(*token);
+  resp->set_jti(claims.jti);
+  resp->set_expires_at_epoch_ms(claims.expires_at_ms);
   return Done(ctx, grpc::Status::OK);
 }
 

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "controller/dispatcher.h"
 #include "controller/edge_fleet.h"
+#include "controller/tenant_tokens.h"
 
 namespace edge::controller {
 
@@ -25,8 +26,10 @@ struct ControllerInfo {
 
 class AdminServiceImpl final : public edge::admin::v1::AdminService::CallbackService {
  public:
-  AdminServiceImpl(const ControllerInfo& info, EdgeFleet& fleet, Dispatcher& dispatcher)
-      : info_(info), fleet_(fleet), dispatcher_(dispatcher) {}
+  // `users` mints the operator API's user tokens (UserTokens).
+  AdminServiceImpl(const ControllerInfo& info, EdgeFleet& fleet, Dispatcher& dispatcher,
+                   const TenantTokens& users)
+      : info_(info), fleet_(fleet), dispatcher_(dispatcher), users_(users) {}
 
   grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx,
                                    const edge::admin::v1::StatusRequest* req,
@@ -67,11 +70,15 @@ class AdminServiceImpl final : public edge::admin::v1::AdminService::CallbackSer
   grpc::ServerUnaryReactor* RevokeNode(grpc::CallbackServerContext* ctx,
                                        const edge::admin::v1::RevokeNodeRequest* req,
                                        edge::admin::v1::RevokeNodeResponse* resp) override;
+  grpc::ServerUnaryReactor* CreateUserToken(
+      grpc::CallbackServerContext* ctx, const edge::admin::v1::CreateUserTokenRequest* req,
+      edge::admin::v1::CreateUserTokenResponse* resp) override;
 
  private:
   const ControllerInfo& info_;
   EdgeFleet& fleet_;
   Dispatcher& dispatcher_;  // the Invoke stream's subscription
+  const TenantTokens& users_;
 };
 
 }  // namespace edge::controller

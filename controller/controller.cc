@@ -160,6 +160,10 @@ Status Controller::Start() {
                               std::chrono::seconds(config_.cluster.stale_threshold_secs)});
 
   compute_tokens_ = std::make_unique<ComputeTokens>(*token_key_, clock_, config_.tokens.issuer);
+  auto trusted = LoadTrustedIssuers(config_.http.trusted_issuers, "http.trusted_issuers");
+  if (!trusted) return std::unexpected(trusted.error());
+  user_tokens_ =
+      std::make_unique<UserTokens>(*token_key_, clock_, config_.tokens.issuer, std::move(*trusted));
   compute_hub_ = std::make_unique<ComputeHub>(
       clock_, compute_random_,
       ComputeSettings{.keepalive_interval = config_.compute.keepalive_interval,
@@ -185,7 +189,8 @@ Status Controller::Start() {
                         .ca_pin = info_.ca_pin,
                         .default_ttl = config_.tokens.default_ttl});
   edge_fleet_ = std::make_unique<EdgeFleet>(*store_, *tokens_, *dispatcher_, clock_);
-  admin_service_ = std::make_unique<AdminServiceImpl>(info_, *edge_fleet_, *dispatcher_);
+  admin_service_ =
+      std::make_unique<AdminServiceImpl>(info_, *edge_fleet_, *dispatcher_, *user_tokens_);
   // The admin API carries a whole InvokeTool's args in, and a whole result out.
   const size_t admin_max = static_cast<size_t>(config_.grpc.max_message_bytes) + (1u << 20);
   compute_admin_ = std::make_unique<ComputeAdminImpl>(*compute_tokens_, *compute_hub_);
@@ -271,6 +276,11 @@ Status Controller::StartHttp() {
   }
   worker_api_ = std::make_unique<WorkerControlPlaneApi>(*worker_fleet_, *worker_auth_);
   worker_api_->Register(router_);
+  operator_api_ = std::make_unique<OperatorApi>(
+      *edge_fleet_, *user_tokens_, clock_,
+      OperatorApiSettings{.stale_threshold =
+                              std::chrono::seconds(config_.cluster.stale_threshold_secs)});
+  operator_api_->Register(router_);
   http::ServerOptions o;
   o.name = "controller-http";
   o.max_body_bytes = config_.http.max_body_bytes;
@@ -295,8 +305,11 @@ Status Controller::StartHttp() {
       http_io_.run();
     });
   }
-  log->info("HTTP on {} (port {}{}): worker control-plane endpoints", config_.http.listen,
-            http_port_, tls.enabled ? ", TLS" : "");
+  log->info(
+      "HTTP on {} (port {}{}): worker control-plane endpoints, operator API ({} trusted "
+      "issuer(s) besides {})",
+      config_.http.listen, http_port_, tls.enabled ? ", TLS" : "",
+      config_.http.trusted_issuers.size(), config_.tokens.issuer);
   return OkStatus();
 }
 

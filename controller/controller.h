@@ -31,7 +31,9 @@
 #include "controller/node_cluster_service.h"
 #include "controller/node_monitor.h"
 #include "controller/node_tokens.h"
+#include "controller/operator_api.h"
 #include "controller/store.h"
+#include "controller/user_tokens.h"
 #include "controller/worker_admin.h"
 #include "controller/worker_control_plane_api.h"
 #include "controller/worker_fleet.h"
@@ -65,8 +67,8 @@ class Controller {
 
  private:
   Status StartGrpc();
-  // The HTTP server on http.listen (the worker control-plane endpoints; the operator API
-  // later), on an io_context of its own with two threads.
+  // The HTTP server on http.listen (the worker control-plane endpoints and the operator
+  // API), on an io_context of its own with two threads.
   Status StartHttp();
   void StopHttp();
 
@@ -93,6 +95,9 @@ class Controller {
   std::unique_ptr<UnauthenticatedCalls> unauthenticated_;
   std::unique_ptr<EdgeFleet> edge_fleet_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
+  // The operator ("northbound") API: its user tokens (minted on the admin socket) and routes.
+  std::unique_ptr<UserTokens> user_tokens_;
+  std::unique_ptr<OperatorApi> operator_api_;
   AdminServer admin_server_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int grpc_port_ = 0;

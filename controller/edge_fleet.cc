@@ -65,6 +65,27 @@ Result<std::vector<NodeView>> EdgeFleet::ListNodes() const {
   return out;
 }
 
+Result<std::vector<NodeView>> EdgeFleet::ListTenantNodes(const std::string& tenant_id) const {
+  if (tenant_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "tenant_id is required");
+  auto all = ListNodes();
+  if (!all) return all;
+  std::erase_if(*all, [&](const NodeView& v) {
+    const std::string& tenant = v.edge ? v.edge->tenant_id : v.node.tenant_id;
+    return tenant != tenant_id || v.node.state == kNodeRevoked;
+  });
+  return all;
+}
+
+Result<NodeView> EdgeFleet::GetTenantNode(const std::string& tenant_id,
+                                          const std::string& node_id) const {
+  if (node_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
+  auto nodes = ListTenantNodes(tenant_id);
+  if (!nodes) return std::unexpected(nodes.error());
+  for (auto& v : *nodes)
+    if (v.node.node_id == node_id) return std::move(v);
+  return MakeError(ErrorCode::kNotFound, "node " + log::Escape(node_id, 128) + " not found");
+}
+
 Status EdgeFleet::RevokeNode(const std::string& node_id) {
   if (node_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
   if (auto st = store_.RevokeNode(node_id, ToEpochMillis(clock_.Now())); !st) return st;

@@ -50,6 +50,13 @@ class EdgeFleet {
   Result<std::vector<JoinTokenRecord>> ListJoinTokens(bool include_inactive) const;
 
   Result<std::vector<NodeView>> ListNodes() const;
+  // The nodes bound to `tenant_id` (the edge record's tenant, else the node record's),
+  // revoked ones left out: what an operator user of that tenant sees (wire.md §5.1).
+  // INVALID_ARGUMENT for an empty tenant.
+  Result<std::vector<NodeView>> ListTenantNodes(const std::string& tenant_id) const;
+  // One node of ListTenantNodes: NOT_FOUND "node <id> not found" alike for an unknown node,
+  // another tenant's and a revoked one (nothing leaks); INVALID_ARGUMENT for an empty id.
+  Result<NodeView> GetTenantNode(const std::string& tenant_id, const std::string& node_id) const;
   // Revoked nodes stay revoked until a join token created with `replace` re-enrolls them;
   // the node's stream is closed with PERMISSION_DENIED.
   Status RevokeNode(const std::string& node_id);

@@ -140,8 +140,8 @@ grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
     case pb::EdgeEvent::kCapabilityUpdate: {
       const auto& caps = event.capability_update().capabilities();
       if (IsDraining(caps)) log::Get("edge")->info("node {} is draining", log::Escape(node_id_));
-      return stored(
-          deps_.store.UpdateCapabilities(node_id_, CapabilitiesToJson(caps), IsDraining(caps)));
+      return stored(deps_.store.UpdateCapabilities(node_id_, CapabilitiesToJson(caps),
+                                                   IsDraining(caps), now_ms));
     }
     case pb::EdgeEvent::kCommandProgress:
       if (event.command_progress().command_id().empty()) {

@@ -14,6 +14,7 @@
 #include "controller/cli/node_commands.h"
 #include "controller/cli/server_commands.h"
 #include "controller/cli/token_commands.h"
+#include "controller/cli/user_commands.h"
 #include "controller/cli/worker_commands.h"
 
 #ifndef EDGE_VERSION
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   groups.push_back(cli::AddInvokeCommands(app, opts));
   groups.push_back(cli::AddComputeCommands(app, opts));
   groups.push_back(cli::AddWorkerCommands(app, opts));
+  groups.push_back(cli::AddUserCommands(app, opts));
 
   if (int rc = edge::cli::Parse(app, argc, argv); rc >= 0) return rc;
   // Commands other than `serve` log only warnings by default: their output is the answer

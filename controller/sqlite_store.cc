@@ -3,6 +3,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/clock.h"
 #include "common/hex.h"
 
@@ -122,6 +124,12 @@ CREATE TABLE workers (
   heartbeats               BIGINT NOT NULL DEFAULT 0
 );
 )sql"},
+      // 5: the operator API's capabilities config_version (wire.md §5.2): +1 whenever a Hello
+      // or CapabilityUpdate changes the node's tool list.
+      {5, R"sql(
+ALTER TABLE edge_nodes ADD COLUMN capabilities_version BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE edge_nodes ADD COLUMN capabilities_changed_ms BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }
@@ -176,7 +184,7 @@ Status ReenrollAllowed(const JoinTokenRecord& tok, const std::string& node_id,
 constexpr const char* kEdgeColumns =
     "node_id, tenant_id, public_key_hex, prev_public_key_hex, prev_key_until_ms, "
     "edge_enrolled_at_ms, enrollment_jti, key_rotated_at_ms, capabilities_json, "
-    "last_heartbeat_ms, config_version";
+    "last_heartbeat_ms, config_version, capabilities_version, capabilities_changed_ms";
 
 // Keys are stored as lowercase hex TEXT (portable); a value that is not hex reads as no key.
 std::string KeyFromHex(const std::string& hex) {
@@ -196,7 +204,38 @@ EdgeNodeRecord ReadEdgeNode(const SqlRow& s) {
   e.capabilities_json = s.Text(8);
   e.last_heartbeat_ms = s.Int(9);
   e.config_version = s.Text(10);
+  e.capabilities_version = s.Int(11);
+  e.capabilities_changed_ms = s.Int(12);
   return e;
+}
+
+// The `local_tools` of a capabilities JSON, in order ([] when absent or unreadable).
+nlohmann::json ToolsOf(const std::string& caps_json) {
+  auto j = nlohmann::json::parse(caps_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return nlohmann::json::array();
+  auto it = j.find("local_tools");
+  return it != j.end() && it->is_array() ? *it : nlohmann::json::array();
+}
+
+// Stores a node's new capabilities inside `txn`; their version rises when the tool list
+// changed (and capabilities_changed_ms becomes `now_ms`). NOT_FOUND for a node that is not
+// edge-enrolled.
+Status StoreCapabilities(SqliteDb::Txn& txn, const std::string& node_id,
+                         const std::string& caps_json, int64_t now_ms) {
+  auto old = ReadFirstRow(
+      txn.Query("SELECT capabilities_json FROM edge_nodes WHERE node_id = ?", {node_id}),
+      [](const SqlRow& r) { return r.Text(0); });
+  if (!old) return std::unexpected(old.error());
+  if (!*old)
+    return MakeError(ErrorCode::kNotFound, "node \"" + node_id + "\" is not edge-enrolled");
+  if (ToolsOf(**old) == ToolsOf(caps_json)) {
+    return txn.Exec("UPDATE edge_nodes SET capabilities_json = ? WHERE node_id = ?",
+                    {caps_json, node_id});
+  }
+  return txn.Exec(
+      "UPDATE edge_nodes SET capabilities_json = ?, capabilities_version = capabilities_version "
+      "+ 1, capabilities_changed_ms = ? WHERE node_id = ?",
+      {caps_json, now_ms, node_id});
 }
 
 constexpr const char* kNodeTokenColumns =
@@ -608,14 +647,11 @@ Result<std::vector<EdgeNodeRecord>> SqliteStore::ListEdgeNodes() {
 Status SqliteStore::RecordHello(const std::string& node_id, const std::string& caps_json,
                                 bool draining, int64_t now_ms) {
   return db_->Transact([&](SqliteDb::Txn& txn) -> Status {
-    if (auto st = txn.Exec(
-            "UPDATE edge_nodes SET capabilities_json = ?, last_heartbeat_ms = ? WHERE node_id = ?",
-            {caps_json, now_ms, node_id});
+    if (auto st = StoreCapabilities(txn, node_id, caps_json, now_ms); !st) return st;
+    if (auto st = txn.Exec("UPDATE edge_nodes SET last_heartbeat_ms = ? WHERE node_id = ?",
+                           {now_ms, node_id});
         !st) {
       return st;
-    }
-    if (txn.Changes() == 0) {
-      return MakeError(ErrorCode::kNotFound, "node \"" + node_id + "\" is not edge-enrolled");
     }
     return txn.Exec(
         "UPDATE nodes SET state = ?, last_seen_ms = ? WHERE node_id = ? AND state <> 'revoked'",
@@ -638,12 +674,11 @@ Status SqliteStore::RecordHeartbeat(const std::string& node_id, int64_t now_ms) 
 }
 
 Status SqliteStore::UpdateCapabilities(const std::string& node_id, const std::string& caps_json,
-                                       bool draining) {
+                                       bool draining, int64_t now_ms) {
   return db_->Transact([&](SqliteDb::Txn& txn) -> Status {
-    if (auto st = txn.Exec("UPDATE edge_nodes SET capabilities_json = ? WHERE node_id = ?",
-                           {caps_json, node_id});
-        !st) {
-      return st;
+    if (auto st = StoreCapabilities(txn, node_id, caps_json, now_ms); !st) {
+      // An unknown node changes nothing, as before.
+      return st.error().code == ErrorCode::kNotFound ? OkStatus() : st;
     }
     return txn.Exec(
         draining ? "UPDATE nodes SET state = 'draining' WHERE node_id = ? AND state <> 'revoked'"

@@ -63,6 +63,11 @@ struct EdgeNodeRecord {
   std::string capabilities_json;  // {"os","arch","local_tools","mount_points","custom_labels"}
   int64_t last_heartbeat_ms = 0;
   std::string config_version;  // version of the last PushConfig sent
+  // Rises by 1 whenever a Hello or CapabilityUpdate changes the node's tool list (the first
+  // report of a non-empty list included); 0 = no tools reported yet. The operator API's
+  // config_versions.capabilities (wire.md §5.2).
+  int64_t capabilities_version = 0;
+  int64_t capabilities_changed_ms = 0;  // when capabilities_version last rose (0 = never)
   // Output of EnrollEdgeNode only: true when it replaced an existing edge identity.
   bool identity_replaced = false;
 };
@@ -212,9 +217,10 @@ class Store {
                              bool draining, int64_t now_ms) = 0;
   // Heartbeat: last heartbeat time; an unhealthy node becomes healthy again.
   virtual Status RecordHeartbeat(const std::string& node_id, int64_t now_ms) = 0;
-  // CapabilityUpdate: capabilities; `draining` moves the node to draining.
+  // CapabilityUpdate at `now_ms`: capabilities; `draining` moves the node to draining.
   virtual Status UpdateCapabilities(const std::string& node_id,
-                                    const std::string& capabilities_json, bool draining) = 0;
+                                    const std::string& capabilities_json, bool draining,
+                                    int64_t now_ms) = 0;
   virtual Status SetConfigVersion(const std::string& node_id, const std::string& version) = 0;
   // Healthy and draining edge nodes whose last heartbeat is older than `cutoff_ms` become
   // unhealthy; returns their ids.

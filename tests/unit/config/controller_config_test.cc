@@ -55,6 +55,34 @@ TEST(ControllerConfig, BadValuesAreNamed) {
       "cluster.heartbeat_interval_secs (30)");
 }
 
+TEST(ControllerConfig, TrustedIssuersMapIssuersToAbsolutePemPaths) {
+  auto c = LoadControllerConfigFromString(
+      "http:\n  trusted_issuers:\n    https://id.example.com: /etc/ctl/oidc.pub.pem\n",
+      "controller.yaml", NoEnv());
+  ASSERT_TRUE(c) << c.error().ToString();
+  ASSERT_EQ(c->http.trusted_issuers.size(), 1u);
+  EXPECT_EQ(c->http.trusted_issuers.at("https://id.example.com"), "/etc/ctl/oidc.pub.pem");
+  EXPECT_NE(DumpRedacted(*c).find("https://id.example.com: /etc/ctl/oidc.pub.pem"),
+            std::string::npos);
+
+  auto relative = LoadControllerConfigFromString("http: { trusted_issuers: { idp: oidc.pem } }\n",
+                                                 "controller.yaml", NoEnv());
+  ASSERT_FALSE(relative);
+  EXPECT_NE(relative.error().ToString().find("http.trusted_issuers.idp"), std::string::npos)
+      << relative.error().ToString();
+
+  auto own = LoadControllerConfigFromString(
+      "tokens: { issuer: ctl }\nhttp: { trusted_issuers: { ctl: /k.pem } }\n", "controller.yaml",
+      NoEnv());
+  ASSERT_FALSE(own);
+  EXPECT_NE(own.error().ToString().find("must not name tokens.issuer"), std::string::npos)
+      << own.error().ToString();
+
+  auto not_a_map = LoadControllerConfigFromString("http: { trusted_issuers: [a] }\n",
+                                                  "controller.yaml", NoEnv());
+  EXPECT_FALSE(not_a_map);
+}
+
 TEST(ControllerConfig, EnvOverride) {
   auto c = LoadControllerConfigFromString("{}\n", "controller.yaml", [](const std::string& k) {
     return k == "EDGE_CONTROLLER_GRPC_LISTEN" ? std::optional<std::string>("127.0.0.1:7000")

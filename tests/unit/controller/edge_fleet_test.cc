@@ -118,6 +118,33 @@ TEST_F(EdgeFleetTest, NodesAreShownWithTheirStreamAndCapabilities) {
   EXPECT_FALSE(plain->edge.has_value());
 }
 
+TEST_F(EdgeFleetTest, ATenantSeesOnlyItsOwnNodesAndNoRevokedOne) {
+  ASSERT_TRUE(store_->UpsertNode({.node_id = "plain-02", .tenant_id = "t1", .state = "enrolled"}));
+  ASSERT_TRUE(store_->UpsertNode({.node_id = "other-03", .tenant_id = "t2", .state = "healthy"}));
+  EnrollEdge01();
+  auto t1 = fleet_->ListTenantNodes("t1");
+  ASSERT_TRUE(t1) << t1.error().ToString();
+  ASSERT_EQ(t1->size(), 2u);
+  EXPECT_EQ((*t1)[0].node.node_id, "edge-01");
+  EXPECT_EQ((*t1)[0].edge->capabilities_version, 1) << "the Hello reported its tools";
+  EXPECT_EQ((*t1)[1].node.node_id, "plain-02");
+  auto t2 = fleet_->ListTenantNodes("t2");
+  ASSERT_TRUE(t2);
+  ASSERT_EQ(t2->size(), 1u);
+  EXPECT_EQ((*t2)[0].node.node_id, "other-03");
+  EXPECT_TRUE(fleet_->ListTenantNodes("nobody")->empty());
+  EXPECT_EQ(fleet_->ListTenantNodes("").error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(fleet_->GetTenantNode("t1", "edge-01")->node.node_id, "edge-01");
+  auto foreign = fleet_->GetTenantNode("t2", "edge-01");
+  ASSERT_FALSE(foreign);
+  EXPECT_EQ(foreign.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(foreign.error().message, "node edge-01 not found") << "as if it did not exist";
+  EXPECT_EQ(fleet_->GetTenantNode("t1", "no-such").error().message, "node no-such not found");
+  EXPECT_EQ(fleet_->GetTenantNode("t1", "").error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(fleet_->RevokeNode("edge-01"));
+  EXPECT_EQ(fleet_->ListTenantNodes("t1")->size(), 1u) << "a revoked node is not listed";
+}
+
 TEST_F(EdgeFleetTest, AConfigPushIsValidatedBeforeAnythingIsSent) {
   EnrollEdge01();
   auto bad = fleet_->PushConfig("edge-01", "clustr: { heartbeat_interval_secs: 5 }\n", "v1");

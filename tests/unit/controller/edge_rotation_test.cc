@@ -220,8 +220,9 @@ class GatedStore final : public Store {
   Status RecordHeartbeat(const std::string& id, int64_t t) override {
     return s_.RecordHeartbeat(id, t);
   }
-  Status UpdateCapabilities(const std::string& id, const std::string& caps, bool d) override {
-    return s_.UpdateCapabilities(id, caps, d);
+  Status UpdateCapabilities(const std::string& id, const std::string& caps, bool d,
+                            int64_t now_ms) override {
+    return s_.UpdateCapabilities(id, caps, d, now_ms);
   }
   Status SetConfigVersion(const std::string& id, const std::string& v) override {
     return s_.SetConfigVersion(id, v);

@@ -67,7 +67,7 @@ INSERT INTO nodes VALUES ('edge-01', 't1', 'enrolled', 'ab', 1500, 1500);
 
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(store->schema_version(), 5);
   auto node = store->GetNode("edge-01");
   ASSERT_TRUE(node && node->has_value());
   EXPECT_EQ((*node)->cert_serial_hex, "ab");
@@ -264,7 +264,7 @@ TEST_F(SqliteStoreEdgeTest, HelloHeartbeatStaleAndRevoke) {
   EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeHealthy);
   EXPECT_EQ((*store->GetEdgeNode("edge-01"))->last_heartbeat_ms, 30'000);
 
-  ASSERT_TRUE(store->UpdateCapabilities("edge-01", "{}", true));
+  ASSERT_TRUE(store->UpdateCapabilities("edge-01", "{}", true, 0));
   EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeDraining);
   ASSERT_TRUE(store->RecordHeartbeat("edge-01", 31'000));
   EXPECT_EQ((*store->GetNode("edge-01"))->state, kNodeDraining) << "heartbeat keeps draining";
