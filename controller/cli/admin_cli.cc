@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <ctime>
+#include <iostream>
 
 #include "common/grpc_status.h"
 #include "config/duration.h"
@@ -103,6 +104,21 @@ nlohmann::json JsonTime(int64_t epoch_ms) {
 
 std::string Dump(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void PrintMintedToken(const std::string& format, const std::string& token, const std::string& jti,
+                      int64_t expires_at_epoch_ms, nlohmann::json fields, const std::string& what,
+                      const std::string& whom) {
+  if (format == "json") {
+    fields["token"] = token;
+    fields["jti"] = jti;
+    fields["expires_at"] = IsoTimeMs(expires_at_epoch_ms);
+    std::cout << fields.dump() << "\n";
+    return;
+  }
+  std::cout << token << "\n";
+  std::fprintf(stderr, "%s %s %s, expires %s\n", what.c_str(), jti.c_str(), whom.c_str(),
+               IsoTimeMs(expires_at_epoch_ms).c_str());
 }
 
 }  // namespace edge::controller::cli

@@ -83,4 +83,11 @@ nlohmann::json JsonTime(int64_t epoch_ms);
 // an exception.
 std::string Dump(const nlohmann::json& j, int indent = -1);
 
+// Prints a token that a `… token create` command minted. With --format json: one object of
+// token, jti, expires_at and `fields`. Otherwise only the token on stdout (so `X=$(…)` or
+// `> file` takes it) and "<what> <jti> <whom>, expires <time>" on stderr.
+void PrintMintedToken(const std::string& format, const std::string& token, const std::string& jti,
+                      int64_t expires_at_epoch_ms, nlohmann::json fields, const std::string& what,
+                      const std::string& whom);
+
 }  // namespace edge::controller::cli

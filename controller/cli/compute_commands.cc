@@ -55,20 +55,9 @@ int TokenCreate(const edge::cli::GlobalOptions& opts, const State& s) {
   apb::CreateComputeTokenResponse resp;
   auto st = stub->CreateComputeToken(CallContext().get(), req, &resp);
   if (!st.ok()) return ReportRpcFailure(cfg, st, kExitFailure);
-  if (s.token_format == "json") {
-    std::cout << json{{"token", resp.token()},
-                      {"jti", resp.jti()},
-                      {"tenant", s.tenant},
-                      {"roles", s.roles},
-                      {"expires_at", IsoTimeMs(resp.expires_at_epoch_ms())}}
-                     .dump()
-              << "\n";
-  } else {
-    // Only the token on stdout, so `… > token.txt` makes a compute.token_file.
-    std::cout << resp.token() << "\n";
-    std::fprintf(stderr, "compute token %s for tenant %s, expires %s\n", resp.jti().c_str(),
-                 s.tenant.c_str(), IsoTimeMs(resp.expires_at_epoch_ms()).c_str());
-  }
+  PrintMintedToken(s.token_format, resp.token(), resp.jti(), resp.expires_at_epoch_ms(),
+                   {{"tenant", s.tenant}, {"roles", s.roles}}, "compute token",
+                   "for tenant " + s.tenant);
   return kExitOk;
 }
 

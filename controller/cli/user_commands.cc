@@ -39,20 +39,9 @@ int TokenCreate(const edge::cli::GlobalOptions& opts, const State& s) {
   apb::CreateUserTokenResponse resp;
   auto st = stub->CreateUserToken(CallContext().get(), req, &resp);
   if (!st.ok()) return ReportRpcFailure(cfg, st, kExitFailure);
-  if (s.format == "json") {
-    std::cout << json{{"token", resp.token()},
-                      {"jti", resp.jti()},
-                      {"user", s.user},
-                      {"tenant", s.tenant},
-                      {"expires_at", IsoTimeMs(resp.expires_at_epoch_ms())}}
-                     .dump()
-              << "\n";
-  } else {
-    // Only the token on stdout, so `TOKEN=$(… user token create …)` works.
-    std::cout << resp.token() << "\n";
-    std::fprintf(stderr, "user token %s for user %s, tenant %s, expires %s\n", resp.jti().c_str(),
-                 s.user.c_str(), s.tenant.c_str(), IsoTimeMs(resp.expires_at_epoch_ms()).c_str());
-  }
+  PrintMintedToken(s.format, resp.token(), resp.jti(), resp.expires_at_epoch_ms(),
+                   {{"user", s.user}, {"tenant", s.tenant}}, "user token",
+                   "for user " + s.user + ", tenant " + s.tenant);
   return kExitOk;
 }
 
