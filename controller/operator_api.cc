@@ -19,18 +19,6 @@ std::shared_ptr<spdlog::logger> Log() {
   return log::Get("operator_api");
 }
 
-std::string RequestId(const http::Request& req) {
-  auto id = req.Header("X-Request-ID");
-  return id ? std::string(id->substr(0, 128)) : std::string();
-}
-
-void Answer(const std::shared_ptr<http::Exchange>& ex, http::Response resp) {
-  if (std::string id = RequestId(ex->request()); !id.empty()) {
-    resp.headers.emplace_back("X-Request-ID", std::move(id));
-  }
-  ex->Respond(std::move(resp));
-}
-
 int64_t EnrolledMs(const NodeView& v) {
   return v.edge && v.edge->edge_enrolled_at_ms != 0 ? v.edge->edge_enrolled_at_ms
                                                     : v.node.enrolled_at_ms;
@@ -142,10 +130,11 @@ void OperatorApi::Fail(const std::shared_ptr<http::Exchange>& ex, const Error& e
   auto [status, code] = ErrorStatus(e.code);
   const auto& req = ex->request();
   Log()->info("{} {} from {} (request {}): {} {}", req.method, log::Escape(req.Path(), 200),
-              req.remote, log::Escape(RequestId(req), 128), status, log::Escape(e.message, 512));
+              req.remote, log::Escape(http::RequestId(req), 128), status,
+              log::Escape(e.message, 512));
   http::Response resp = http::JsonError(status, code, e.message);
   if (status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-  Answer(ex, std::move(resp));
+  http::RespondEchoingRequestId(ex, std::move(resp));
 }
 
 std::optional<TenantTokenClaims> OperatorApi::Authenticate(
@@ -180,7 +169,8 @@ void OperatorApi::ListNodes(const std::shared_ptr<http::Exchange>& ex) {
     list.push_back(NodeJson(v, now_ms, settings_.stale_threshold));
   Log()->debug("GET /v1/edge/nodes by {} (tenant {}): {} node(s)", log::Escape(user->subject, 128),
                log::Escape(user->tenant_id, 128), list.size());
-  Answer(ex, http::Response{.status = 200, .body = json{{"nodes", std::move(list)}}.dump()});
+  http::RespondEchoingRequestId(
+      ex, http::Response{.status = 200, .body = json{{"nodes", std::move(list)}}.dump()});
 }
 
 void OperatorApi::NodeConfig(const std::shared_ptr<http::Exchange>& ex,
@@ -189,7 +179,8 @@ void OperatorApi::NodeConfig(const std::shared_ptr<http::Exchange>& ex,
   if (!user) return;
   auto node = fleet_.GetTenantNode(user->tenant_id, params.at("id"));
   if (!node) return Fail(ex, node.error());
-  Answer(ex, http::Response{.status = 200, .body = ConfigJson(*node).dump()});
+  http::RespondEchoingRequestId(ex,
+                                http::Response{.status = 200, .body = ConfigJson(*node).dump()});
 }
 
 }  // namespace edge::controller

@@ -14,19 +14,6 @@ std::shared_ptr<spdlog::logger> Log() {
   return log::Get("worker_api");
 }
 
-// The request's X-Request-ID (bounded, escaped for the log) and the header to echo it.
-std::string RequestId(const http::Request& req) {
-  auto id = req.Header("X-Request-ID");
-  return id ? std::string(id->substr(0, 128)) : std::string();
-}
-
-void Answer(const std::shared_ptr<http::Exchange>& ex, http::Response resp) {
-  if (std::string id = RequestId(ex->request()); !id.empty()) {
-    resp.headers.emplace_back("X-Request-ID", std::move(id));
-  }
-  ex->Respond(std::move(resp));
-}
-
 }  // namespace
 
 std::pair<unsigned, const char*> WorkerControlPlaneApi::ErrorStatus(ErrorCode code) {
@@ -63,8 +50,8 @@ void WorkerControlPlaneApi::Fail(const std::shared_ptr<http::Exchange>& ex, cons
   auto [status, code] = ErrorStatus(e.code);
   const auto& req = ex->request();
   Log()->info("{} {} from {} (request {}): {} {}", req.method, log::Escape(req.Path(), 200),
-              req.remote, log::Escape(RequestId(req), 128), status, e.message);
-  Answer(ex, http::JsonError(status, code, e.message));
+              req.remote, log::Escape(http::RequestId(req), 128), status, e.message);
+  http::RespondEchoingRequestId(ex, http::JsonError(status, code, e.message));
 }
 
 std::optional<std::string> WorkerControlPlaneApi::Authorize(
@@ -100,7 +87,7 @@ void WorkerControlPlaneApi::Heartbeat(const std::shared_ptr<http::Exchange>& ex,
       {"worker_id", *worker},
       {"status", "ok"},
       {"heartbeat_interval", config::FormatDuration(fleet_.settings().heartbeat_interval)}};
-  Answer(ex, http::Response{.status = 200, .body = answer.dump()});
+  http::RespondEchoingRequestId(ex, http::Response{.status = 200, .body = answer.dump()});
 }
 
 void WorkerControlPlaneApi::Renew(const std::shared_ptr<http::Exchange>& ex,
@@ -115,7 +102,7 @@ void WorkerControlPlaneApi::Renew(const std::shared_ptr<http::Exchange>& ex,
   Log()->info("worker {} renewed its lease on {} (generation {})", *worker,
               log::Escape(resource, 128), lease->generation);
   json answer = {{"lease", WorkerFleet::LeaseJson(*lease)}};
-  Answer(ex, http::Response{.status = 200, .body = answer.dump()});
+  http::RespondEchoingRequestId(ex, http::Response{.status = 200, .body = answer.dump()});
 }
 
 }  // namespace edge::controller

@@ -48,6 +48,18 @@ Response JsonError(unsigned status, std::string_view code, std::string_view mess
                   .body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
 }
 
+std::string RequestId(const Request& request) {
+  auto id = request.Header("X-Request-ID");
+  return id ? std::string(id->substr(0, 128)) : std::string();
+}
+
+void RespondEchoingRequestId(const std::shared_ptr<Exchange>& exchange, Response response) {
+  if (std::string id = RequestId(exchange->request()); !id.empty()) {
+    response.headers.emplace_back("X-Request-ID", std::move(id));
+  }
+  exchange->Respond(std::move(response));
+}
+
 void Router::Add(std::string method, std::string_view pattern, RouteHandler handler) {
   Route r{.method = std::move(method), .segments = {}, .handler = std::move(handler)};
   SplitPath(pattern, r.segments);

@@ -25,6 +25,11 @@ using RouteHandler = std::function<void(std::shared_ptr<Exchange>, const PathPar
 // {"code": code, "message": message} with `status`.
 Response JsonError(unsigned status, std::string_view code, std::string_view message);
 
+// The request's X-Request-ID, cut to 128 bytes ("" when there is none); escape it to log it.
+std::string RequestId(const Request& request);
+// Sends `response`, echoing the request's X-Request-ID when it has one.
+void RespondEchoingRequestId(const std::shared_ptr<Exchange>& exchange, Response response);
+
 class Router final : public Handler {
  public:
   // `method` is matched exactly ("POST"); `pattern` starts with '/'.
