@@ -270,8 +270,14 @@ TEST_F(ControllerSecurityTest, UnauthenticatedSurfaceIsRateLimitedAndCapped) {
   }
   const auto took = std::chrono::steady_clock::now() - start;
   const std::string log = ctl_->process().Stderr().substr(log_before);
-  EXPECT_EQ(not_found, 10) << "the burst (limits.exchange_burst 10) reaches the token check";
-  EXPECT_EQ(exhausted, 1990);
+  // The bucket holds the burst (10) and refills at limits.exchange_per_minute (10, one token
+  // every 6 s) while the calls run: on a loaded machine the 2000 calls take several seconds,
+  // so a refilled token or two reach the token check too — never more than the time allows.
+  const double secs = std::chrono::duration<double>(took).count();
+  const int refills = static_cast<int>(secs / 6.0) + 1;
+  EXPECT_GE(not_found, 10) << "the burst (limits.exchange_burst 10) reaches the token check";
+  EXPECT_LE(not_found, 10 + refills) << "only the burst and the refills of " << secs << " s";
+  EXPECT_EQ(exhausted, 2000 - not_found);
   EXPECT_LT(log.size(), 4096u) << log;
   std::printf(
       "[ figure ] 2000 bogus ExchangeJoinToken calls in %.2f s: %d RESOURCE_EXHAUSTED, "
