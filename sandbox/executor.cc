@@ -1,5 +1,6 @@
 #include "sandbox/executor.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <boost/asio/post.hpp>
@@ -29,6 +30,8 @@ std::string_view LeaseResource(std::string_view sandbox_id) {
   return sandbox_id.empty() ? std::string_view(kDefaultSandbox) : sandbox_id;
 }
 constexpr const char* kShutdownReason = "agent shutdown";
+// The tail of each stream a session's result keeps (its output streams as chunks).
+constexpr size_t kSessionTailBytes = 64u << 10;
 
 InvokeResult ErrorResult(std::string command_id, Error error) {
   InvokeResult r;
@@ -61,6 +64,10 @@ struct Executor::Inflight {
   CancelRegistration external;
   DoneCallback done;
   Clock::MonoTime started{};
+  // session.start only: its entry in the session table and where its process runs.
+  std::string session_id;
+  std::string session_workspace;  // relative to the workspace root
+  std::shared_ptr<ProcessControl> control;
 };
 
 Executor::Executor(boost::asio::io_context& io, Clock& clock, ExecutorOptions options,
@@ -120,6 +127,9 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
   }
   if (options.max_concurrent == 0) {
     return MakeError(ErrorCode::kInvalidArgument, "max_concurrent: must be > 0");
+  }
+  if (options.max_sessions == 0) {
+    return MakeError(ErrorCode::kInvalidArgument, "sandbox.max_sessions: must be > 0");
   }
   if (options.sandbox_root.empty()) options.sandbox_root = options.data_dir + "/sandboxes";
   auto provider = MakeProvider(options.provider, options.bwrap_path);
@@ -206,7 +216,40 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   const std::shared_ptr<const Rules> rules = this->rules();
   auto tool = rules->tools.Find(request.tool);
   if (!tool) return refuse(tool.error());
-  auto resolved = rules->contexts.Resolve(request.tool, (*tool)->security_context,
+  if ((*tool)->interactive) {
+    return refuse(Error{ErrorCode::kInvalidArgument,
+                        "tool '" + request.tool +
+                            "' is interactive: it runs only as a session's process, started "
+                            "with session.start {session_id, agent_name: \"" +
+                            request.tool + "\"}"});
+  }
+  // What runs: the tool, or for session.start the interactive tool it names, whose own
+  // security context binds as if it were called by name (the caller's context must also
+  // allow session.start itself).
+  const ToolDefinition* run_def = *tool;
+  std::optional<SessionStartArgs> session;
+  const ToolKind kind = (*tool)->kind;
+  if (kind == ToolKind::kSessionStart) {
+    auto args = ToolRegistry::ParseSessionStartArgs(request.args);
+    if (!args) return refuse(args.error());
+    auto agent = rules->tools.Find(args->agent_name);
+    if (!agent) {
+      return refuse(Error{ErrorCode::kNotFound, "session.start arg 'agent_name': no tool '" +
+                                                    args->agent_name + "' is configured"});
+    }
+    if (!(*agent)->interactive) {
+      return refuse(Error{ErrorCode::kInvalidArgument,
+                          "session.start arg 'agent_name': tool '" + args->agent_name +
+                              "' is not interactive (only a tool with tools." + args->agent_name +
+                              ".interactive: true can be a session's process)"});
+    }
+    auto gate =
+        rules->contexts.Resolve(request.tool, "", request.security_context, request.caller_roles);
+    if (!gate) return refuse(gate.error());
+    run_def = *agent;
+    session = std::move(*args);
+  }
+  auto resolved = rules->contexts.Resolve(run_def->name, run_def->security_context,
                                           request.security_context, request.caller_roles);
   if (!resolved) return refuse(resolved.error());
   auto ctx = std::make_shared<const SecurityContext>(std::move(*resolved));
@@ -215,7 +258,11 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   auto job = std::make_shared<Inflight>();
   {
     std::lock_guard lock(mu_);
-    if (draining_) {
+    // Input and signals for a running session are not new work: a drain lets what runs
+    // finish, and a session finishes through them.
+    const bool to_running_session =
+        kind == ToolKind::kSessionInput || kind == ToolKind::kSessionSignal;
+    if (draining_ && !to_running_session) {
       return refuse(Error{ErrorCode::kDraining,
                           "the agent is draining: tool '" + request.tool + "' was not started"});
     }
@@ -245,9 +292,30 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
                           "security context '" + ctx_name + "' max_concurrent " +
                               std::to_string(cap) + " invocations already running"});
     }
+    if (session) {
+      if (auto it = sessions_.find(session->session_id); it != sessions_.end()) {
+        return refuse(Error{ErrorCode::kAlreadyExists,
+                            "session.start arg 'session_id': session '" + session->session_id +
+                                "' already exists (command '" + it->second.command_id +
+                                "', tool '" + it->second.agent_name + "')"});
+      }
+      if (sessions_.size() >= options_.max_sessions) {
+        return refuse(Error{ErrorCode::kResourceExhausted,
+                            "sandbox.max_sessions " + std::to_string(options_.max_sessions) +
+                                " sessions already live: session '" + session->session_id +
+                                "' was not started"});
+      }
+    }
     job->id = next_job_++;
     job->command_id = command_id;
     job->context = ctx_name;
+    if (session) {
+      job->session_id = session->session_id;
+      job->session_workspace = session->workspace_path;
+      job->control = std::make_shared<ProcessControl>();
+      sessions_[session->session_id] =
+          Session{job->id, command_id, session->agent_name, job->control};
+    }
     if (request.door_limit) {
       job->door = request.door_limit->door;
       ++per_door_[job->door];
@@ -286,9 +354,22 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   job->external = cancel.OnCancel([weak](const std::string& reason) {
     if (auto j = weak.lock()) j->source.Cancel(reason);
   });
-  const ToolDefinition& def = **tool;
+  const ToolDefinition& def = *run_def;
   if (def.kind == ToolKind::kExec || def.kind == ToolKind::kConfig) {
     return RunProcess(job, def, *ctx, request, *workspace, std::move(on_chunk));
+  }
+  if (def.kind == ToolKind::kSessionInput || def.kind == ToolKind::kSessionSignal) {
+    // Never blocks (a full stdin queue is refused), so the io_context runs it; never the
+    // caller's thread.
+    boost::asio::post(io_, [this, job, rules, &def, request = std::move(request)] {
+      if (job->source.cancelled()) {
+        return Finish(job, CancelledBeforeStart(request.command_id, job->source));
+      }
+      InvokeResult r = RunSessionTool(def, request);
+      r.command_id = request.command_id;
+      Finish(job, std::move(r));
+    });
+    return;
   }
   // File tools and sysinfo: on the blocking-work pool, never on the caller's (door's) thread.
   // `rules` keeps `def` alive; the job's cancel source reaches the file walk.
@@ -342,6 +423,25 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     spec.stdin_data = args->stdin_data;
     requested = args->timeout;
     cwd_rel = args->cwd;
+  } else if (job->control) {
+    // A session's process: the interactive tool's argv (no placeholders), a persistent
+    // stdin through the session's handle, cwd = its workspace below the workspace root.
+    auto argv = tool.command->Render(json::object());
+    if (!argv) return Finish(job, ErrorResult(command_id, argv.error()));
+    spec.argv = std::move(*argv);
+    spec.env = request.env;
+    spec.env["EDGE_SESSION_ID"] = job->session_id;
+    spec.env["EDGE_AGENT_NAME"] = tool.name;
+    spec.control = job->control;
+    requested = tool.timeout;
+    cwd_rel = job->session_workspace;
+    auto root = ScopedRoot::Open(workspace);
+    if (!root) return Finish(job, ErrorResult(command_id, root.error()));
+    if (auto dir = root->OpenBeneath(cwd_rel, O_PATH | O_DIRECTORY); !dir) {
+      return Finish(job, ErrorResult(command_id, Error{dir.error().code,
+                                                       "session.start arg 'workspace_path' '" +
+                                                           cwd_rel + "': " + dir.error().message}));
+    }
   } else {
     auto argv = tool.command->Render(request.args);
     if (!argv) return Finish(job, ErrorResult(command_id, argv.error()));
@@ -351,7 +451,9 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     requested = tool.timeout;
   }
   if (request.timeout) requested = *request.timeout;
-  spec.timeout = ctx.EffectiveTimeout(requested, options_.default_timeout);
+  // A session has no default deadline (its controller ends it); a context's cap still applies.
+  spec.timeout =
+      ctx.EffectiveTimeout(requested, job->control ? milliseconds(0) : options_.default_timeout);
   spec.kill_grace = options_.kill_grace;
   spec.env_allow = options_.env_allow;
   spec.run_as = ctx.config().run_as;
@@ -360,8 +462,10 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
   spec.label = command_id;
   auto parts = ScopedRoot::Normalize(cwd_rel);
   if (!parts) {
+    const std::string field =
+        job->control ? "session.start arg 'workspace_path'" : "exec arg 'cwd'";
     return Finish(
-        job, ErrorResult(command_id, Error{parts.error().code, "exec arg 'cwd' '" + cwd_rel +
+        job, ErrorResult(command_id, Error{parts.error().code, field + " '" + cwd_rel +
                                                                    "': " + parts.error().message}));
   }
   spec.cwd = workspace;
@@ -399,6 +503,13 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
   std::shared_ptr<LogBuffer> console =
       request.sandbox_id.empty() ? nullptr : ConsoleLog(request.sandbox_id);
   bool collect = request.collect_output;
+  if (job->control) {
+    // A session can run for days: its result keeps only the last bytes of each stream.
+    collect = true;
+    if (collected->tail == 0 || collected->tail > kSessionTailBytes) {
+      collected->tail = kSessionTailBytes;
+    }
+  }
   ChunkSink sink = [collected, console, collect, on_chunk](OutputChunk chunk,
                                                            std::function<void()> ack) {
     if (console != nullptr) (void)console->Append(chunk.data);
@@ -413,44 +524,50 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     }
   };
   milliseconds timeout = spec.timeout;
-  runner_->Run(
-      std::move(spec), job->source.token(), std::move(sink),
-      [this, job, collected, collect, command_id, timeout, console](Result<ProcessResult> pr) {
-        if (console != nullptr) console->FlushPartial();
-        if (!pr) {
-          // A cancel that came before the start (a destroy removing the workspace, a drain
-          // past its grace) is why the start failed: the outcome is the cancel.
-          if (job->source.cancelled())
-            return Finish(job, CancelledBeforeStart(command_id, job->source));
-          return Finish(job, ErrorResult(command_id, pr.error()));
-        }
-        InvokeResult r;
-        r.command_id = command_id;
-        r.exit_code = pr->exit_code;
-        r.signal = pr->signal;
-        r.output_truncated = pr->output_truncated;
-        r.peak_rss_kb = pr->peak_rss_kb;
-        r.payload = json{{"exit_code", pr->exit_code}, {"signal", pr->signal}};
-        if (collect) {
-          collected->Trim(collected->out);
-          collected->Trim(collected->err);
-          // Output is bytes: text when it is UTF-8, else lossy text + the exact bytes.
-          PutBytes(r.payload, "stdout", collected->out);
-          PutBytes(r.payload, "stderr", collected->err);
-          if (collected->cut) r.payload["output_truncated"] = true;
-        }
-        r.timeout = timeout;
-        if (pr->timed_out) {
-          r.outcome = Outcome::kTimedOut;
-          r.error = Error{ErrorCode::kTimedOut, "command exceeded its timeout of " +
-                                                    std::to_string(timeout.count()) + " ms"};
-        } else if (pr->cancelled) {
-          r.outcome = Outcome::kCancelled;
-          r.reason = pr->cancel_reason;
-          r.error = Error{ErrorCode::kCancelled, "cancelled: " + pr->cancel_reason};
-        }
-        Finish(job, std::move(r));
-      });
+  const std::string agent_name = tool.name;
+  runner_->Run(std::move(spec), job->source.token(), std::move(sink),
+               [this, job, collected, collect, command_id, timeout, console,
+                agent_name](Result<ProcessResult> pr) {
+                 if (console != nullptr) console->FlushPartial();
+                 if (!pr) {
+                   // A cancel that came before the start (a destroy removing the workspace, a drain
+                   // past its grace) is why the start failed: the outcome is the cancel.
+                   if (job->source.cancelled())
+                     return Finish(job, CancelledBeforeStart(command_id, job->source));
+                   return Finish(job, ErrorResult(command_id, pr.error()));
+                 }
+                 InvokeResult r;
+                 r.command_id = command_id;
+                 r.exit_code = pr->exit_code;
+                 r.signal = pr->signal;
+                 r.output_truncated = pr->output_truncated;
+                 r.peak_rss_kb = pr->peak_rss_kb;
+                 r.payload = json{{"exit_code", pr->exit_code}, {"signal", pr->signal}};
+                 if (job->control) {
+                   r.payload["session_id"] = job->session_id;
+                   r.payload["agent_name"] = agent_name;
+                 }
+                 if (collect) {
+                   collected->Trim(collected->out);
+                   collected->Trim(collected->err);
+                   // Output is bytes: text when it is UTF-8, else lossy text + the exact bytes.
+                   PutBytes(r.payload, "stdout", collected->out);
+                   PutBytes(r.payload, "stderr", collected->err);
+                   if (collected->cut) r.payload["output_truncated"] = true;
+                 }
+                 r.timeout = timeout;
+                 if (pr->timed_out) {
+                   r.outcome = Outcome::kTimedOut;
+                   r.error =
+                       Error{ErrorCode::kTimedOut, "command exceeded its timeout of " +
+                                                       std::to_string(timeout.count()) + " ms"};
+                 } else if (pr->cancelled) {
+                   r.outcome = Outcome::kCancelled;
+                   r.reason = pr->cancel_reason;
+                   r.error = Error{ErrorCode::kCancelled, "cancelled: " + pr->cancel_reason};
+                 }
+                 Finish(job, std::move(r));
+               });
 }
 
 InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
@@ -467,8 +584,18 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
     r.payload = CollectSysinfo(options_.agent_version);
     return r;
   }
-  auto args = ToolRegistry::ParseFileArgs(tool.kind, request.args);
-  if (!args) return fail(args.error());
+  // file.search has args of its own; the other file tools share FileArgs.
+  std::optional<FileSearchArgs> search;
+  std::optional<FileArgs> args;
+  if (tool.kind == ToolKind::kFileSearch) {
+    auto parsed = ToolRegistry::ParseFileSearchArgs(request.args);
+    if (!parsed) return fail(parsed.error());
+    search = std::move(*parsed);
+  } else {
+    auto parsed = ToolRegistry::ParseFileArgs(tool.kind, request.args);
+    if (!parsed) return fail(parsed.error());
+    args = std::move(*parsed);
+  }
   // The workspace root is opened by the agent; below it the context's user does the work:
   // this pool thread takes the user's file-system identity for the call, so the kernel grants
   // exactly what that user may do inside the workspace (run_as.h).
@@ -535,6 +662,19 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
       r.payload = json{{"path", args->path}, {"mode", args->mode}};
       return r;
     }
+    case ToolKind::kFileSearch: {
+      auto found = files.Search(search->path, search->query, search->limit);
+      if (!found) return fail(found.error());
+      json arr = json::array();
+      for (const auto& c : found->candidates) {
+        json one = json::object();
+        PutBytes(one, "path", c.path);
+        one["type"] = c.type;
+        arr.push_back(std::move(one));
+      }
+      r.payload = json{{"candidates", std::move(arr)}, {"truncated", found->truncated}};
+      return r;
+    }
     case ToolKind::kFileGlob: {
       auto matches = files.Glob(args->path);
       if (!matches) return fail(matches.error());
@@ -557,6 +697,49 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
     default:
       return fail(Error{ErrorCode::kInternal, "tool '" + tool.name + "' has no file action"});
   }
+}
+
+InvokeResult Executor::RunSessionTool(const ToolDefinition& tool, const InvokeRequest& request) {
+  std::string session_id;
+  std::optional<SessionInputArgs> input;
+  std::optional<SessionSignalArgs> signal;
+  if (tool.kind == ToolKind::kSessionInput) {
+    auto a = ToolRegistry::ParseSessionInputArgs(request.args);
+    if (!a) return ErrorResult(request.command_id, a.error());
+    session_id = a->session_id;
+    input = std::move(*a);
+  } else {
+    auto a = ToolRegistry::ParseSessionSignalArgs(request.args);
+    if (!a) return ErrorResult(request.command_id, a.error());
+    session_id = a->session_id;
+    signal = std::move(*a);
+  }
+  std::shared_ptr<ProcessControl> control;
+  {
+    std::lock_guard lock(mu_);
+    auto it = sessions_.find(session_id);
+    if (it != sessions_.end()) control = it->second.control;
+  }
+  if (!control) {
+    return ErrorResult(request.command_id, Error{ErrorCode::kNotFound,
+                                                 "session '" + session_id +
+                                                     "' is not live here (unknown, or it ended)"});
+  }
+  auto fail = [&](const Error& e) {
+    return ErrorResult(request.command_id,
+                       Error{e.code, tool.name + ": session '" + session_id + "': " + e.message});
+  };
+  InvokeResult r;
+  if (input) {
+    const size_t bytes = input->line.size() + 1;
+    if (auto st = control->Write(std::move(input->line) + "\n"); !st) return fail(st.error());
+    r.payload = json{
+        {"session_id", session_id}, {"bytes", bytes}, {"queued_bytes", control->queued_bytes()}};
+    return r;
+  }
+  if (auto st = control->Signal(signal->signal); !st) return fail(st.error());
+  r.payload = json{{"session_id", session_id}, {"signal", signal->signal_name}};
+  return r;
 }
 
 void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result) {
@@ -587,10 +770,16 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     }
   }
   job->external.Reset();
+  // The session ends with its command: out of the table, its stdin closed, no more signals.
+  if (job->control) job->control->Close("session '" + job->session_id + "' has ended");
   DoneCallback done = std::move(job->done);
   std::vector<std::function<void()>> waiters;
   {
     std::lock_guard lock(mu_);
+    if (!job->session_id.empty()) {
+      auto it = sessions_.find(job->session_id);
+      if (it != sessions_.end() && it->second.job_id == job->id) sessions_.erase(it);
+    }
     inflight_.erase(job->id);
     if (!job->command_id.empty()) running_ids_.erase(job->command_id);
     if (--per_context_[job->context] <= 0) per_context_.erase(job->context);
@@ -879,6 +1068,14 @@ size_t Executor::running(const std::string& door) const {
 size_t Executor::running() const {
   std::lock_guard lock(mu_);
   return inflight_.size();
+}
+
+std::vector<std::string> Executor::Sessions() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, s] : sessions_)
+    out.push_back(id);
+  return out;
 }
 
 void Executor::Shutdown(milliseconds grace, std::function<void()> done) {

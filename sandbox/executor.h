@@ -14,6 +14,13 @@
 // thread is never held by a recursive delete or a large read), or on the caller's thread for
 // refusals, possibly before Invoke returns.
 //
+// Sessions (wire.md §5.5): session.start runs an interactive config tool as one long
+// process with a persistent stdin pipe; the executor owns the session table (session id →
+// the command and its ProcessControl). A session is an ordinary admitted command (drain,
+// caps, leases, command ids, AGENT_RESTARTED apply), capped by max_sessions; it leaves the
+// table, its stdin closed, when its command ends (exit, cancel, deadline). session.input and
+// session.signal reach it through the table.
+//
 // Text: payloads are JSON and always valid UTF-8. Bytes that are not (process output, file
 // names) are put as text with U+FFFD replacements plus a `<key>_base64` field with the exact
 // bytes (PutBytes); error messages are made valid UTF-8 the same way.
@@ -48,6 +55,7 @@
 #include "sandbox/idempotency_store.h"
 #include "sandbox/lease_table.h"
 #include "sandbox/log_buffer.h"
+#include "sandbox/process_control.h"
 #include "sandbox/process_result.h"
 #include "sandbox/process_runner.h"
 #include "sandbox/providers/provider.h"
@@ -158,6 +166,8 @@ class Executor final : public ExecutorApi {
   // Tool names (advertised by the edge stream).
   std::vector<std::string> Tools() const override;
   size_t running() const;
+  // Session ids in the table now (started and not ended), sorted.
+  std::vector<std::string> Sessions() const;
   // Invocations running that came with DoorLimit `door`.
   size_t running(const std::string& door) const override;
   // Results that could not be written to the idempotency store (each is logged); a repeat
@@ -193,9 +203,12 @@ class Executor final : public ExecutorApi {
   Result<SandboxInfo> DestroyNow(std::string_view sandbox_id, std::string_view why);
   // Shared: a command still writing keeps the log alive after a destroy drops it here.
   std::shared_ptr<LogBuffer> ConsoleLog(const std::string& sandbox_id);
+  // Runs exec, a config tool, or (tool.interactive, job->session set) a session's process.
   void RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& tool,
                   const SecurityContext& ctx, const InvokeRequest& request,
                   const std::string& workspace, ChunkSink on_chunk);
+  // session.input / session.signal on the session table (never blocks).
+  InvokeResult RunSessionTool(const ToolDefinition& tool, const InvokeRequest& request);
   InvokeResult RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
                            const std::string& workspace, const SecurityContext& ctx,
                            const CancelToken& cancel);
@@ -232,6 +245,14 @@ class Executor final : public ExecutorApi {
   std::set<std::string> running_ids_;
   std::map<std::string, int> per_context_;
   std::map<std::string, size_t> per_door_;
+  // The session table: session id → the session.start command running it.
+  struct Session {
+    uint64_t job_id = 0;
+    std::string command_id;
+    std::string agent_name;
+    std::shared_ptr<ProcessControl> control;
+  };
+  std::map<std::string, Session> sessions_;
   bool draining_ = false;
   bool spawns_draining_ = false;
   bool shutting_down_ = false;

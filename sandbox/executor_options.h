@@ -24,6 +24,7 @@ struct ExecutorOptions {
   bool bwrap_network = false;  // bwrap: keep the host network
   size_t max_sandboxes = 10;
   size_t max_concurrent = 64;  // invocations running at once, all contexts together
+  size_t max_sessions = 8;     // live sessions (session.start) at once; each is an invocation too
   std::chrono::milliseconds default_timeout{std::chrono::seconds(60)};
   uint64_t max_output_bytes = 64ull << 20;
   std::chrono::milliseconds kill_grace{std::chrono::seconds(10)};

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <deque>
 #include <functional>
 
 #include "common/atomic_file.h"
@@ -347,6 +349,87 @@ Result<std::vector<std::string>> FileService::Glob(std::string_view pattern,
   walk(root_.fd(), "", 0);
   if (Cancelled()) return std::unexpected(PathError(ECANCELED, pattern, "glob"));
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+const char* TypeName(mode_t m) {
+  if (S_ISREG(m)) return "file";
+  if (S_ISDIR(m)) return "dir";
+  if (S_ISLNK(m)) return "symlink";
+  return "other";
+}
+
+}  // namespace
+
+Result<SearchResult> FileService::Search(std::string_view path, std::string_view query,
+                                         size_t limit, size_t max_visited) const {
+  // The searched directory itself must resolve beneath the root and be a directory.
+  auto top = root_.OpenBeneath(path, O_PATH | O_DIRECTORY);
+  if (!top) return std::unexpected(top.error());
+  const std::string base = RelPath(path);
+  const std::string needle = AsciiLower(query);
+  SearchResult out;
+  // Breadth first over paths relative to `path`; each directory is opened again beneath the
+  // root (no descriptor per queued directory, no symlink followed out of the root).
+  std::deque<std::string> dirs{""};
+  while (!dirs.empty()) {
+    if (Cancelled()) return std::unexpected(PathError(ECANCELED, path, "search"));
+    const std::string rel = std::move(dirs.front());
+    dirs.pop_front();
+    UniqueFd fd;
+    if (rel.empty()) {
+      fd = UniqueFd(::openat(top->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    } else {
+      auto sub = root_.OpenBeneath(JoinRel(base, rel), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+      if (sub) fd = std::move(*sub);
+    }
+    if (!fd) {
+      if (rel.empty()) return std::unexpected(PathError(errno, path, "search"));
+      continue;  // unreadable or swapped meanwhile: skipped
+    }
+    int dup = ::dup(fd.get());
+    DIR* d = dup >= 0 ? ::fdopendir(dup) : nullptr;
+    if (d == nullptr) {
+      if (dup >= 0) ::close(dup);
+      continue;
+    }
+    std::vector<std::pair<std::string, mode_t>> entries;
+    while (auto* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      if (out.visited >= max_visited) {
+        out.truncated = true;
+        break;
+      }
+      ++out.visited;
+      struct stat st {};
+      if (::fstatat(fd.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      entries.emplace_back(std::move(n), st.st_mode);
+    }
+    ::closedir(d);
+    std::sort(entries.begin(), entries.end());
+    for (const auto& [name, mode] : entries) {
+      const std::string child = JoinRel(rel, name);
+      if (AsciiLower(child).find(needle) != std::string::npos) {
+        if (out.candidates.size() >= limit) {
+          out.truncated = true;
+          return out;
+        }
+        out.candidates.push_back({child, TypeName(mode)});
+      }
+      if (S_ISDIR(mode)) dirs.push_back(child);
+    }
+    if (out.visited >= max_visited && out.truncated) return out;
+  }
   return out;
 }
 

@@ -27,6 +27,19 @@ Result<mode_t> ParseOctalMode(std::string_view text, std::string_view field = "m
 // removed part of the tree; nothing is half-written).
 using CancelCheck = std::function<bool()>;
 
+// One file.search hit: the path relative to the searched directory and what it is.
+struct SearchCandidate {
+  std::string path;
+  std::string type;  // "file", "dir", "symlink" (never followed) or "other"
+};
+struct SearchResult {
+  std::vector<SearchCandidate> candidates;
+  // More matches exist than were returned, or the walk stopped at its entry cap before it
+  // had seen everything.
+  bool truncated = false;
+  size_t visited = 0;  // directory entries looked at
+};
+
 class FileService {
  public:
   explicit FileService(ScopedRoot root, uint64_t max_read_bytes = 64ull << 20,
@@ -49,6 +62,14 @@ class FileService {
   // Paths (relative to the root, sorted) matching a shell pattern such as "src/*.c"; at most
   // `max_matches`. Symlinked directories are not descended.
   Result<std::vector<std::string>> Glob(std::string_view pattern, size_t max_matches = 10000) const;
+  // Entries beneath the directory `path` whose path relative to it contains `query`, ASCII
+  // case-insensitively ("" matches every entry): breadth first (shallower first), names
+  // sorted within a directory, at most `limit`. Symlinks are reported, never followed;
+  // every directory is opened beneath the root. Bounded work: at most `max_visited` entries
+  // are looked at (then `truncated`); an unreadable subdirectory is skipped.
+  static constexpr size_t kMaxSearchVisited = 100000;
+  Result<SearchResult> Search(std::string_view path, std::string_view query, size_t limit,
+                              size_t max_visited = kMaxSearchVisited) const;
 
   const ScopedRoot& root() const { return root_; }
 

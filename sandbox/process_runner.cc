@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "sandbox/process_control.h"
 #include "sandbox/run_as.h"
 
 extern char** environ;
@@ -409,6 +410,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   bool terminating = false;
   bool finished = false;
   bool drain_expired = false;
+  bool writing_stdin = false;  // an interactive command's stdin write is in flight
   std::array<bool, 2> eof{false, false};
   std::array<std::array<char, OutputChunk::kMaxChunkBytes>, 2> buf{};
   std::deque<OutputChunk> queue;
@@ -431,7 +433,13 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
                      });
     ReadMore(0);
     ReadMore(1);
-    if (in.is_open()) {
+    if (spec.control) {
+      // Interactive: stdin stays open; the handle's queue is written as it fills.
+      std::weak_ptr<Child> weak = self;
+      spec.control->Attach(pid, [weak] {
+        if (auto c = weak.lock()) asio::post(c->strand, [c] { c->PumpStdin(); });
+      });
+    } else if (in.is_open()) {
       asio::async_write(in, asio::buffer(stdin_data),
                         [self](const boost::system::error_code&, size_t) {
                           boost::system::error_code ignored;
@@ -446,6 +454,28 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
         c.Terminate();
       });
     }
+  }
+
+  // Writes what the interactive command's handle has queued, one write in flight; the
+  // pipe's refusal (the process closed its stdin) ends writing for good.
+  void PumpStdin() {
+    if (writing_stdin || finished || !in.is_open() || !spec.control) return;
+    auto data = std::make_shared<std::string>(spec.control->TakeForWrite());
+    if (data->empty()) return;
+    writing_stdin = true;
+    auto self = shared_from_this();
+    asio::async_write(
+        in, asio::buffer(*data), [self, data](const boost::system::error_code& ec, size_t) {
+          self->writing_stdin = false;
+          if (ec) {
+            self->spec.control->StdinFailed("the process closed its stdin (" + ec.message() + ")");
+            boost::system::error_code ignored;
+            self->in.close(ignored);
+            return;
+          }
+          self->spec.control->Written(data->size());
+          self->PumpStdin();
+        });
   }
 
   // `fn` on the child's strand once `after` has passed on the injected clock; nothing when
@@ -547,6 +577,8 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
 
   void OnExit() {
     if (reaped.exchange(true)) return;  // the runner's destructor reaped it
+    // Before the reap: no signal through the handle can reach a reused group id.
+    if (spec.control) spec.control->Ended("its process ended");
     // The leader is a zombie, so its pid (= the group id) cannot be reused yet: kill what is
     // left of its group, then reap it.
     ::kill(-pid, SIGKILL);
@@ -857,8 +889,14 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
     argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  if (spec.control && spec.stdin_data) {
+    return fail(Error{ErrorCode::kInvalidArgument,
+                      "stdin_data and control: an interactive command's stdin is its handle's"});
+  }
   ChildPipes pipes;
-  if (auto st = pipes.Open(spec.stdin_data.has_value()); !st) return fail(st.error());
+  if (auto st = pipes.Open(spec.stdin_data.has_value() || spec.control != nullptr); !st) {
+    return fail(st.error());
+  }
 
   std::string cgroup_dir;
   int cgroup_fd = -1;
@@ -930,7 +968,7 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   child->out[1].assign(std::exchange(pipes.err[0], -1));
   if (pipes.in[1] >= 0) {
     child->in.assign(std::exchange(pipes.in[1], -1));
-    child->stdin_data = std::move(*spec.stdin_data);
+    if (spec.stdin_data) child->stdin_data = std::move(*spec.stdin_data);
   }
   child->cgroup_dir = std::move(cgroup_dir);
   if (!options.state_dir.empty()) {
@@ -976,6 +1014,7 @@ ProcessRunner::~ProcessRunner() {
   }
   for (auto& [pid, child] : live) {
     if (child->reaped.exchange(true)) continue;
+    if (child->spec.control) child->spec.control->Ended("the agent is stopping");
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     if (!child->cgroup_dir.empty()) KillAndRemoveCgroup(child->cgroup_dir);

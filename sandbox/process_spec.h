@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace edge::sandbox {
+
+class ProcessControl;
 
 // What happens when a command's output reaches max_output_bytes.
 enum class OutputCapPolicy {
@@ -29,6 +32,10 @@ struct ProcessSpec {
   std::string cwd;
   // Bytes written to the child's stdin, which is then closed; nullopt = stdin is /dev/null.
   std::optional<std::string> stdin_data;
+  // An interactive command (sandbox/process_control.h): stdin is a pipe that stays open
+  // while the process runs, written through this handle, which also signals the group.
+  // Exclusive with stdin_data. The spec shares the handle with its owner.
+  std::shared_ptr<ProcessControl> control;
   // Wall-clock limit from the start; 0 = none. Expiry: SIGTERM to the group, then SIGKILL.
   std::chrono::milliseconds timeout{0};
   // Time between SIGTERM and SIGKILL of the group on cancel, deadline or shutdown.

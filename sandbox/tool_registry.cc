@@ -2,6 +2,9 @@
 
 #include "common/utf8.h"
 
+#include <signal.h>
+
+#include <cctype>
 #include <cmath>
 #include <ctime>
 
@@ -11,16 +14,21 @@ namespace {
 using json = nlohmann::json;
 
 const std::map<std::string, ToolKind>& Builtins() {
-  static const std::map<std::string, ToolKind> kBuiltins = {{"exec", ToolKind::kExec},
-                                                            {"file.read", ToolKind::kFileRead},
-                                                            {"file.write", ToolKind::kFileWrite},
-                                                            {"file.list", ToolKind::kFileList},
-                                                            {"file.stat", ToolKind::kFileStat},
-                                                            {"file.delete", ToolKind::kFileDelete},
-                                                            {"file.move", ToolKind::kFileMove},
-                                                            {"file.chmod", ToolKind::kFileChmod},
-                                                            {"file.glob", ToolKind::kFileGlob},
-                                                            {"sysinfo", ToolKind::kSysinfo}};
+  static const std::map<std::string, ToolKind> kBuiltins = {
+      {"exec", ToolKind::kExec},
+      {"file.read", ToolKind::kFileRead},
+      {"file.write", ToolKind::kFileWrite},
+      {"file.list", ToolKind::kFileList},
+      {"file.stat", ToolKind::kFileStat},
+      {"file.delete", ToolKind::kFileDelete},
+      {"file.move", ToolKind::kFileMove},
+      {"file.chmod", ToolKind::kFileChmod},
+      {"file.glob", ToolKind::kFileGlob},
+      {"file.search", ToolKind::kFileSearch},
+      {"sysinfo", ToolKind::kSysinfo},
+      {"session.start", ToolKind::kSessionStart},
+      {"session.input", ToolKind::kSessionInput},
+      {"session.signal", ToolKind::kSessionSignal}};
   return kBuiltins;
 }
 
@@ -90,8 +98,14 @@ Result<ToolRegistry> ToolRegistry::Make(const std::map<std::string, ToolConfig>&
     if (cfg.timeout.count() < 0) {
       return MakeError(ErrorCode::kInvalidArgument, "tools." + name + ".timeout: must be >= 0");
     }
+    if (cfg.interactive && !tmpl->placeholders().empty()) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "tools." + name + ".command: an interactive tool takes no placeholders ({" +
+                           tmpl->placeholders().front() +
+                           "}): session.start has no args to fill them");
+    }
     reg.tools_.emplace(name, ToolDefinition{name, ToolKind::kConfig, std::move(*tmpl), cfg.timeout,
-                                            cfg.security_context});
+                                            cfg.security_context, cfg.interactive});
   }
   return reg;
 }
@@ -225,6 +239,127 @@ Result<FileArgs> ToolRegistry::ParseFileArgs(ToolKind kind, const json& args) {
                            args.at("recursive").type_name());
     }
     out.recursive = args.at("recursive").get<bool>();
+  }
+  return out;
+}
+
+Status ToolRegistry::ValidateSessionId(std::string_view id, std::string_view field) {
+  auto bad = [&](const std::string& why) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     std::string(field) + ": '" + ToValidUtf8(id.substr(0, 64)) + "' " + why);
+  };
+  if (id.empty()) return MakeError(ErrorCode::kInvalidArgument, std::string(field) + ": empty");
+  if (id.size() > kMaxSessionIdBytes) {
+    return bad("is " + std::to_string(id.size()) + " bytes, more than " +
+               std::to_string(kMaxSessionIdBytes));
+  }
+  for (char c : id) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') {
+      return bad("must match [A-Za-z0-9._-]{1,128}");
+    }
+  }
+  return OkStatus();
+}
+
+Result<SessionStartArgs> ToolRegistry::ParseSessionStartArgs(const json& args) {
+  constexpr const char* kTool = "session.start";
+  if (auto st = RequireObject(args, kTool); !st) return std::unexpected(st.error());
+  SessionStartArgs out;
+  auto id = OptString(args, "session_id", kTool, true);
+  if (!id) return std::unexpected(id.error());
+  if (auto st = ValidateSessionId(*id, "session.start arg 'session_id'"); !st) {
+    return std::unexpected(st.error());
+  }
+  out.session_id = *id;
+  auto agent = OptString(args, "agent_name", kTool, true);
+  if (!agent) return std::unexpected(agent.error());
+  if (agent->empty()) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "session.start arg 'agent_name': empty (name an interactive tool)");
+  }
+  out.agent_name = *agent;
+  auto ws = OptString(args, "workspace_path", kTool, false);
+  if (!ws) return std::unexpected(ws.error());
+  out.workspace_path = *ws;
+  return out;
+}
+
+Result<SessionInputArgs> ToolRegistry::ParseSessionInputArgs(const json& args) {
+  constexpr const char* kTool = "session.input";
+  if (auto st = RequireObject(args, kTool); !st) return std::unexpected(st.error());
+  SessionInputArgs out;
+  auto id = OptString(args, "session_id", kTool, true);
+  if (!id) return std::unexpected(id.error());
+  if (auto st = ValidateSessionId(*id, "session.input arg 'session_id'"); !st) {
+    return std::unexpected(st.error());
+  }
+  out.session_id = *id;
+  auto line = OptString(args, "line", kTool, true);
+  if (!line) return std::unexpected(line.error());
+  if (line->size() > kMaxSessionLineBytes) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "session.input arg 'line': " + std::to_string(line->size()) +
+                         " bytes, more than the " + std::to_string(kMaxSessionLineBytes) +
+                         " a line may have");
+  }
+  if (auto nl = line->find('\n'); nl != std::string::npos) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "session.input arg 'line': contains a newline at byte " + std::to_string(nl) +
+                         " (one line per call; the agent adds the newline)");
+  }
+  out.line = *line;
+  return out;
+}
+
+Result<SessionSignalArgs> ToolRegistry::ParseSessionSignalArgs(const json& args) {
+  constexpr const char* kTool = "session.signal";
+  if (auto st = RequireObject(args, kTool); !st) return std::unexpected(st.error());
+  SessionSignalArgs out;
+  auto id = OptString(args, "session_id", kTool, true);
+  if (!id) return std::unexpected(id.error());
+  if (auto st = ValidateSessionId(*id, "session.signal arg 'session_id'"); !st) {
+    return std::unexpected(st.error());
+  }
+  out.session_id = *id;
+  auto sig = OptString(args, "signal", kTool, true);
+  if (!sig) return std::unexpected(sig.error());
+  if (*sig == "INT") {
+    out.signal = SIGINT;
+  } else if (*sig == "TERM") {
+    out.signal = SIGTERM;
+  } else {
+    return MakeError(ErrorCode::kInvalidArgument, "session.signal arg 'signal': '" +
+                                                      ToValidUtf8(sig->substr(0, 64)) +
+                                                      "' is not one of \"INT\", \"TERM\"");
+  }
+  out.signal_name = *sig;
+  return out;
+}
+
+Result<FileSearchArgs> ToolRegistry::ParseFileSearchArgs(const json& args) {
+  constexpr const char* kTool = "file.search";
+  if (auto st = RequireObject(args, kTool); !st) return std::unexpected(st.error());
+  FileSearchArgs out;
+  auto path = OptString(args, "path", kTool, false);
+  if (!path) return std::unexpected(path.error());
+  out.path = *path;
+  auto query = OptString(args, "query", kTool, true);
+  if (!query) return std::unexpected(query.error());
+  if (query->size() > 1024) {
+    return MakeError(
+        ErrorCode::kInvalidArgument,
+        "file.search arg 'query': " + std::to_string(query->size()) + " bytes, more than 1024");
+  }
+  out.query = *query;
+  auto limit = OptUint(args, "limit", kTool);
+  if (!limit) return std::unexpected(limit.error());
+  if (limit->has_value()) {
+    if (**limit == 0 || **limit > kMaxSearchLimit) {
+      return MakeError(ErrorCode::kInvalidArgument,
+                       "file.search arg 'limit': " + std::to_string(**limit) +
+                           " is not between 1 and " + std::to_string(kMaxSearchLimit));
+    }
+    out.limit = static_cast<size_t>(**limit);
   }
   return out;
 }

@@ -1,9 +1,11 @@
 // ToolRegistry: the tools this agent offers (the edge stream advertises List()) and how a
 // call's JSON args become a typed request. Built-ins: exec, file.read, file.write, file.list,
-// file.stat, file.delete, sysinfo; plus the tools from config (`tools.<name>`: argv template,
-// timeout, security context). Running them is the Executor's job; this class only knows
-// names, kinds and arg shapes, with the same INVALID_ARGUMENT messages on every door.
-// Immutable after Make.
+// file.stat, file.delete, file.move, file.chmod, file.glob, file.search, sysinfo, and the
+// session tools session.start, session.input, session.signal (wire.md §5.5); plus the tools
+// from config (`tools.<name>`: argv template, timeout, security context, interactive). An
+// interactive config tool runs only as a session's process (session.start), never by its
+// own name. Running them is the Executor's job; this class only knows names, kinds and arg
+// shapes, with the same INVALID_ARGUMENT messages on every door. Immutable after Make.
 #pragma once
 
 #include <chrono>
@@ -31,7 +33,11 @@ enum class ToolKind {
   kFileMove,
   kFileChmod,
   kFileGlob,
+  kFileSearch,
   kSysinfo,
+  kSessionStart,
+  kSessionInput,
+  kSessionSignal,
   kConfig
 };
 
@@ -40,6 +46,9 @@ struct ToolConfig {
   std::vector<std::string> command;      // argv template with {arg} placeholders
   std::chrono::milliseconds timeout{0};  // 0 = the executor's default
   std::string security_context;          // "" = the call's context (or "default")
+  // Runs only as a session's process (session.start {agent_name: <name>}): one long process
+  // with a persistent stdin pipe. Its command takes no {placeholders} (nothing fills them).
+  bool interactive = false;
 };
 
 struct ToolDefinition {
@@ -48,6 +57,7 @@ struct ToolDefinition {
   std::optional<ToolTemplate> command;  // kConfig only
   std::chrono::milliseconds timeout{0};
   std::string security_context;
+  bool interactive = false;  // kConfig only
 };
 
 // exec {command, args:[..], mode: ""|"shell"|"argv", cwd, env:{..}, stdin, timeout}
@@ -75,10 +85,43 @@ struct FileArgs {
   bool recursive = false;
 };
 
+// Session ids: [A-Za-z0-9._-]{1,128} (a UUID fits).
+inline constexpr size_t kMaxSessionIdBytes = 128;
+// One session.input line, without its newline.
+inline constexpr size_t kMaxSessionLineBytes = 1u << 20;
+// file.search: default and largest `limit`.
+inline constexpr size_t kDefaultSearchLimit = 20;
+inline constexpr size_t kMaxSearchLimit = 1000;
+
+// session.start {session_id, agent_name, workspace_path?}
+struct SessionStartArgs {
+  std::string session_id;
+  std::string agent_name;      // an interactive config tool
+  std::string workspace_path;  // relative to the workspace root ("" = the root)
+};
+
+// session.input {session_id, line} and session.signal {session_id, signal: "INT"|"TERM"}
+struct SessionInputArgs {
+  std::string session_id;
+  std::string line;  // without '\n'; the executor adds one
+};
+struct SessionSignalArgs {
+  std::string session_id;
+  int signal = 0;           // SIGINT or SIGTERM
+  std::string signal_name;  // "INT" or "TERM"
+};
+
+// file.search {path, query, limit}
+struct FileSearchArgs {
+  std::string path;  // the directory searched ("" = the workspace root)
+  std::string query;
+  size_t limit = kDefaultSearchLimit;
+};
+
 class ToolRegistry {
  public:
   // INVALID_ARGUMENT naming the tool: a config tool named like a built-in, an empty name,
-  // or a bad argv template.
+  // a bad argv template, or an interactive tool whose template has placeholders.
   static Result<ToolRegistry> Make(const std::map<std::string, ToolConfig>& config_tools);
 
   // Every tool name, sorted.
@@ -89,6 +132,13 @@ class ToolRegistry {
   static Result<ExecArgs> ParseExecArgs(const nlohmann::json& args);
   // The args of file.read / write / list / stat / delete.
   static Result<FileArgs> ParseFileArgs(ToolKind kind, const nlohmann::json& args);
+  // The session tools and file.search; INVALID_ARGUMENT naming the tool, the arg and the rule.
+  static Result<SessionStartArgs> ParseSessionStartArgs(const nlohmann::json& args);
+  static Result<SessionInputArgs> ParseSessionInputArgs(const nlohmann::json& args);
+  static Result<SessionSignalArgs> ParseSessionSignalArgs(const nlohmann::json& args);
+  static Result<FileSearchArgs> ParseFileSearchArgs(const nlohmann::json& args);
+  // INVALID_ARGUMENT naming `field` unless `id` matches [A-Za-z0-9._-]{1,128}.
+  static Status ValidateSessionId(std::string_view id, std::string_view field);
 
  private:
   std::map<std::string, ToolDefinition, std::less<>> tools_;

@@ -294,6 +294,50 @@ TEST_P(FileServiceTest, RecursiveDeleteRemovesDirectoriesWithoutPermissions) {
   EXPECT_FALSE(fs::exists(root_ + "/locked"));
 }
 
+// file.search (wire.md §5.5): names beneath a directory, breadth first, case-insensitive,
+// bounded by the limit and by the number of entries looked at; symlinks never followed.
+TEST_P(FileServiceTest, SearchIsBoundedAndNeverFollowsSymlinks) {
+  std::ofstream(outside_ + "/match-outside") << "x";
+  for (const char* f : {"a/Match-1", "a/b/match-2", "c/MATCH-3", "c/other"}) {
+    ASSERT_TRUE(files_->Write(f, "x"));
+  }
+  auto all = files_->Search("", "match", 100);
+  ASSERT_TRUE(all.has_value()) << all.error().ToString();
+  std::vector<std::string> paths;
+  for (const auto& c : all->candidates)
+    paths.push_back(c.path + ":" + c.type);
+  EXPECT_EQ(paths,
+            (std::vector<std::string>{"a/Match-1:file", "c/MATCH-3:file", "a/b/match-2:file"}))
+      << "breadth first; the symlink 'out' leads to match-outside and is not followed";
+  EXPECT_FALSE(all->truncated);
+  EXPECT_EQ(all->visited, 8u) << "a, c, out, a/Match-1, a/b, c/MATCH-3, c/other, a/b/match-2";
+
+  auto limited = files_->Search("", "match", 2);
+  ASSERT_TRUE(limited.has_value());
+  EXPECT_EQ(limited->candidates.size(), 2u);
+  EXPECT_TRUE(limited->truncated);
+  auto exact = files_->Search("", "match", 3);
+  ASSERT_TRUE(exact.has_value());
+  EXPECT_FALSE(exact->truncated) << "exactly `limit` matches: nothing was left out";
+
+  // The walk stops at its entry cap and says so, even with room for more matches.
+  auto capped = files_->Search("", "match", 100, 4);
+  ASSERT_TRUE(capped.has_value());
+  EXPECT_EQ(capped->visited, 4u);
+  EXPECT_TRUE(capped->truncated);
+  EXPECT_LT(capped->candidates.size(), 3u);
+
+  auto out = files_->Search("out", "", 10);
+  ASSERT_FALSE(out.has_value()) << "a symlink out of the root is not a place to search";
+  EXPECT_EQ(out.error().code, ErrorCode::kPathOutsideRoot) << out.error().ToString();
+  auto up = files_->Search("a/../..", "", 10);
+  ASSERT_FALSE(up.has_value());
+  EXPECT_EQ(up.error().code, ErrorCode::kPathOutsideRoot);
+  auto file = files_->Search("c/other", "", 10);
+  ASSERT_FALSE(file.has_value());
+  EXPECT_EQ(file.error().code, ErrorCode::kFailedPrecondition) << file.error().ToString();
+}
+
 INSTANTIATE_TEST_SUITE_P(Resolvers, FileServiceTest,
                          ::testing::Values(ResolveMode::kOpenat2, ResolveMode::kWalk),
                          [](const auto& info) {

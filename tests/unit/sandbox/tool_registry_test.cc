@@ -1,6 +1,7 @@
 #include "sandbox/tool_registry.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "sandbox/sysinfo.h"
 
@@ -13,9 +14,11 @@ using namespace std::chrono_literals;
 TEST(ToolRegistryTest, ListsBuiltinsAndConfigTools) {
   auto reg = ToolRegistry::Make({{"grep", ToolConfig{{"grep", "{pattern}"}, 5s, ""}}});
   ASSERT_TRUE(reg.has_value());
-  EXPECT_EQ(reg->List(), (std::vector<std::string>{"exec", "file.chmod", "file.delete", "file.glob",
-                                                   "file.list", "file.move", "file.read",
-                                                   "file.stat", "file.write", "grep", "sysinfo"}));
+  EXPECT_EQ(reg->List(),
+            (std::vector<std::string>{"exec", "file.chmod", "file.delete", "file.glob", "file.list",
+                                      "file.move", "file.read", "file.search", "file.stat",
+                                      "file.write", "grep", "session.input", "session.signal",
+                                      "session.start", "sysinfo"}));
   auto grep = reg->Find("grep");
   ASSERT_TRUE(grep.has_value());
   EXPECT_EQ((*grep)->kind, ToolKind::kConfig);
@@ -36,6 +39,48 @@ TEST(ToolRegistryTest, ConfigToolsCannotShadowBuiltinsOrHaveBadTemplates) {
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find("tools.t"), std::string::npos);
   EXPECT_NE(bad.error().message.find("unclosed"), std::string::npos);
+}
+
+TEST(ToolRegistryTest, InteractiveToolsAreMarkedAndTakeNoPlaceholders) {
+  auto reg = ToolRegistry::Make({{"shell", ToolConfig{{"sh", "-i"}, 0s, "", true}},
+                                 {"grep", ToolConfig{{"grep", "{pattern}"}, 0s, "", false}}});
+  ASSERT_TRUE(reg.has_value()) << reg.error().ToString();
+  EXPECT_TRUE((*reg->Find("shell"))->interactive);
+  EXPECT_FALSE((*reg->Find("grep"))->interactive);
+  EXPECT_EQ((*reg->Find("session.start"))->kind, ToolKind::kSessionStart);
+  EXPECT_EQ((*reg->Find("file.search"))->kind, ToolKind::kFileSearch);
+  auto holes = ToolRegistry::Make({{"agent", ToolConfig{{"run", "--model={m}"}, 0s, "", true}}});
+  ASSERT_FALSE(holes.has_value());
+  EXPECT_EQ(holes.error().message,
+            "tools.agent.command: an interactive tool takes no placeholders ({m}): session.start "
+            "has no args to fill them");
+  auto shadow = ToolRegistry::Make({{"session.input", ToolConfig{{"sh"}, 0s, "", true}}});
+  ASSERT_FALSE(shadow.has_value());
+  EXPECT_NE(shadow.error().message.find("built-in"), std::string::npos);
+}
+
+TEST(ToolRegistryTest, SessionAndSearchArgs) {
+  auto start = ToolRegistry::ParseSessionStartArgs(
+      json{{"session_id", "3f1c-Ab_9.x"}, {"agent_name", "shell"}, {"workspace_path", "p/q"}});
+  ASSERT_TRUE(start.has_value()) << start.error().ToString();
+  EXPECT_EQ(start->session_id, "3f1c-Ab_9.x");
+  EXPECT_EQ(start->agent_name, "shell");
+  EXPECT_EQ(start->workspace_path, "p/q");
+  EXPECT_TRUE(ToolRegistry::ValidateSessionId(std::string(128, 'x'), "f").has_value());
+  EXPECT_FALSE(ToolRegistry::ValidateSessionId(std::string(129, 'x'), "f").has_value());
+  EXPECT_FALSE(ToolRegistry::ValidateSessionId("a/b", "f").has_value());
+  auto input = ToolRegistry::ParseSessionInputArgs(json{{"session_id", "s"}, {"line", ""}});
+  ASSERT_TRUE(input.has_value()) << "an empty line is a line";
+  auto sig = ToolRegistry::ParseSessionSignalArgs(json{{"session_id", "s"}, {"signal", "INT"}});
+  ASSERT_TRUE(sig.has_value());
+  EXPECT_EQ(sig->signal, SIGINT);
+  auto search = ToolRegistry::ParseFileSearchArgs(json{{"query", "main"}});
+  ASSERT_TRUE(search.has_value());
+  EXPECT_EQ(search->limit, 20u);
+  EXPECT_EQ(search->path, "");
+  search = ToolRegistry::ParseFileSearchArgs(json{{"query", "x"}, {"limit", 1000}, {"path", "s"}});
+  ASSERT_TRUE(search.has_value());
+  EXPECT_EQ(search->limit, 1000u);
 }
 
 TEST(ToolRegistryTest, ExecArgs) {
