@@ -55,6 +55,7 @@ const std::vector<std::string> kScalarPaths = {
     "sandbox.max_output_bytes",
     "sandbox.kill_grace",
     "sandbox.bwrap_network",
+    "sandbox.max_sessions",
     "log.level",
     "log.format",
     "metrics.listen",
@@ -269,7 +270,7 @@ namespace {
 void ReadSandbox(const YAML::Node& sandbox, YamlReader& r, SandboxConfig& s) {
   if (!r.Map(sandbox, "sandbox",
              {"root", "provider", "max_sandboxes", "max_concurrent", "default_timeout",
-              "max_output_bytes", "kill_grace", "bwrap_network"})) {
+              "max_output_bytes", "kill_grace", "bwrap_network", "max_sessions"})) {
     return;
   }
   r.String(sandbox, "root", "sandbox.root", s.root);
@@ -283,6 +284,7 @@ void ReadSandbox(const YAML::Node& sandbox, YamlReader& r, SandboxConfig& s) {
          16ull << 30);
   r.Duration(sandbox, "kill_grace", "sandbox.kill_grace", s.kill_grace, 0ms, 10min);
   r.Bool(sandbox, "bwrap_network", "sandbox.bwrap_network", s.bwrap_network);
+  r.Int(sandbox, "max_sessions", "sandbox.max_sessions", s.max_sessions, 1, 1000);
 }
 
 // security_contexts: name -> allowed tools, run_as, mounts, required roles, limits.
@@ -345,10 +347,11 @@ void ReadTools(const YAML::Node& tools, YamlReader& r,
     if (!IsValidNodeId(name))
       r.Issue(kv.first, path, name, "tool names must match [A-Za-z0-9._-]{1,64}");
     ToolConfig t;
-    if (r.Map(kv.second, path, {"command", "timeout", "security_context"})) {
+    if (r.Map(kv.second, path, {"command", "timeout", "security_context", "interactive"})) {
       r.StringList(kv.second, "command", path + ".command", t.command);
       r.Duration(kv.second, "timeout", path + ".timeout", t.timeout, 1ms, kMaxTimeout);
       r.String(kv.second, "security_context", path + ".security_context", t.security_context);
+      r.Bool(kv.second, "interactive", path + ".interactive", t.interactive);
       if (t.command.empty())
         r.Issue(kv.second, path + ".command", "", "must be a non-empty argv list");
       if (!t.security_context.empty() && !contexts.contains(t.security_context)) {
@@ -374,6 +377,13 @@ void CheckHandlerReferences(const YAML::Node& compute, YamlReader& r, const Agen
     }
     r.CrossReferenceIssue(compute[path.substr(8)][name]["tool"], path + "." + name + ".tool",
                           h.tool, "names no built-in or configured tool");
+  }
+  // An interactive tool runs only as a session's process, never as a handler.
+  for (const auto& [name, h] : handlers) {
+    auto it = c.tools.find(h.tool);
+    if (it == c.tools.end() || !it->second.interactive) continue;
+    r.Issue(compute[path.substr(8)][name]["tool"], path + "." + name + ".tool", h.tool,
+            "names an interactive tool, which runs only through session.start");
   }
   for (const auto& [name, h] : handlers) {
     if (h.security_context.empty() || c.security_contexts.contains(h.security_context)) {
@@ -495,8 +505,9 @@ AgentConfigResult LoadText(const std::string& text, const std::string& source_na
 
 const std::vector<std::string_view>& BuiltinTools() {
   static const std::vector<std::string_view> kTools = {
-      "exec",        "file.read", "file.write", "file.list", "file.stat",
-      "file.delete", "file.move", "file.chmod", "file.glob", "sysinfo"};
+      "exec",        "file.read",     "file.write",    "file.list",     "file.stat",
+      "file.delete", "file.move",     "file.chmod",    "file.glob",     "file.search",
+      "sysinfo",     "session.start", "session.input", "session.signal"};
   return kTools;
 }
 
@@ -634,13 +645,15 @@ std::string DumpRedacted(const AgentConfig& c) {
     << FormatDuration(s.default_timeout) << YAML::Key << "max_output_bytes" << YAML::Value
     << FormatSize(s.max_output_bytes) << YAML::Key << "kill_grace" << YAML::Value
     << FormatDuration(s.kill_grace) << YAML::Key << "bwrap_network" << YAML::Value
-    << s.bwrap_network << YAML::EndMap;
+    << s.bwrap_network << YAML::Key << "max_sessions" << YAML::Value << s.max_sessions
+    << YAML::EndMap;
   e << YAML::Key << "tools" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, t] : c.tools) {
     e << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "command" << YAML::Value
       << YAML::Flow << t.command << YAML::Key << "timeout" << YAML::Value
       << FormatDuration(t.timeout) << YAML::Key << "security_context" << YAML::Value
-      << t.security_context << YAML::EndMap;
+      << t.security_context << YAML::Key << "interactive" << YAML::Value << t.interactive
+      << YAML::EndMap;
   }
   e << YAML::EndMap;
   e << YAML::Key << "security_contexts" << YAML::Value << YAML::BeginMap;

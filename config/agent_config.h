@@ -124,12 +124,17 @@ struct SandboxConfig {
   uint64_t max_output_bytes = 64ull << 20;
   milliseconds kill_grace{10'000};
   bool bwrap_network = false;
+  // Live sessions (session.start, wire.md §5.5) at once; each also counts as a command.
+  int64_t max_sessions = 8;
 };
 
 struct ToolConfig {
   std::vector<std::string> command;  // argv template with {arg} placeholders
-  milliseconds timeout{0};           // 0 = sandbox.default_timeout
+  milliseconds timeout{0};           // 0 = sandbox.default_timeout (interactive: no deadline)
   std::string security_context;      // empty = none (built-in rules only)
+  // A session's process (wire.md §5.5): runs only through session.start, never by name;
+  // advertised in the label agent.interactive_tools.
+  bool interactive = false;
 };
 
 struct SecurityLimits {

@@ -143,6 +143,13 @@ void YamlReader::String(const YAML::Node& map, std::string_view key, const std::
 
 void YamlReader::Bool(const YAML::Node& map, std::string_view key, const std::string& path,
                       bool& out) {
+  if (map.IsMap()) {
+    YAML::Node n = map[std::string(key)];
+    if (n.IsDefined() && !n.IsNull() && !n.IsScalar()) {
+      Issue(n, path, ScalarText(n), "must be true or false");
+      return;
+    }
+  }
   std::string s;
   String(map, key, path, s);
   if (s.empty()) return;

@@ -19,8 +19,9 @@ sandbox::ExecutorOptions ExecutorOptionsFromConfig(const config::AgentConfig& c,
   o.kill_grace = c.sandbox.kill_grace;
   // The executor-wide cap is its own setting; each door passes its cap with each request.
   o.max_concurrent = static_cast<size_t>(std::max<int64_t>(c.sandbox.max_concurrent, 1));
+  o.max_sessions = static_cast<size_t>(std::max<int64_t>(c.sandbox.max_sessions, 1));
   for (const auto& [name, t] : c.tools) {
-    o.tools[name] = sandbox::ToolConfig{t.command, t.timeout, t.security_context};
+    o.tools[name] = sandbox::ToolConfig{t.command, t.timeout, t.security_context, t.interactive};
   }
   for (const auto& [name, s] : c.security_contexts) {
     sandbox::SecurityContextConfig sc;

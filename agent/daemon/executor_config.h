@@ -16,9 +16,9 @@ namespace edge::daemon {
 // Every ExecutorOptions field the config decides:
 //   data_dir ← data_dir; own_id ← worker.worker_id, else node_id; agent_version ← `version`;
 //   sandbox_root, provider, bwrap_network, max_sandboxes, default_timeout, max_output_bytes,
-//   kill_grace, max_concurrent ← sandbox.* (the executor-wide cap over every door; each
-//   door's own cap, e.g. edge.max_concurrent_commands, travels in its requests);
-//   tools.<n> ← {command, timeout, security_context};
+//   kill_grace, max_concurrent, max_sessions ← sandbox.* (the executor-wide cap over every
+//   door; each door's own cap, e.g. edge.max_concurrent_commands, travels in its requests);
+//   tools.<n> ← {command, timeout, security_context, interactive};
 //   security_contexts.<n> ← {allowed_tools, run_as, mount_points, require_roles,
 //   limits{timeout → timeout_cap, max_output_bytes, max_concurrent, max_processes}}.
 sandbox::ExecutorOptions ExecutorOptionsFromConfig(const config::AgentConfig& config,

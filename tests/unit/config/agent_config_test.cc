@@ -160,6 +160,61 @@ TEST(AgentConfig, DanglingReferences) {
       "agent.yaml:3:3: tools.exec: value \"exec\": is a built-in tool and cannot be redefined");
 }
 
+// wire.md §5.5: tools.<name>.interactive marks a session's process; sandbox.max_sessions caps
+// the live sessions.
+TEST(AgentConfig, InteractiveToolsAndMaxSessions) {
+  auto defaults = LoadOk("node_id: a\ntools:\n  t: { command: [ls] }\n");
+  EXPECT_EQ(defaults.sandbox.max_sessions, 8);
+  EXPECT_FALSE(defaults.tools.at("t").interactive);
+
+  auto c = LoadOk(
+      "node_id: a\nsandbox: { max_sessions: 3 }\ntools:\n"
+      "  claude: { command: [claude, --stdio], interactive: true, timeout: 8h }\n"
+      "  ls: { command: [ls], interactive: false }\n");
+  EXPECT_EQ(c.sandbox.max_sessions, 3);
+  EXPECT_TRUE(c.tools.at("claude").interactive);
+  EXPECT_EQ(c.tools.at("claude").timeout, milliseconds(8 * 3600 * 1000));
+  EXPECT_FALSE(c.tools.at("ls").interactive);
+  // The dump says both.
+  const std::string dump = DumpRedacted(c);
+  EXPECT_NE(dump.find("max_sessions: 3"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("interactive: true"), std::string::npos) << dump;
+  // An environment override, validated like the file.
+  EXPECT_EQ(
+      LoadOk("node_id: a\n", Env({{"EDGE_AGENT_SANDBOX_MAX_SESSIONS", "2"}})).sandbox.max_sessions,
+      2);
+}
+
+TEST(AgentConfig, BadInteractiveAndMaxSessionsAreRefusedWithWhereAndWhy) {
+  EXPECT_EQ(OnlyError("node_id: a\ntools:\n  t: { command: [sh], interactive: maybe }\n"),
+            "agent.yaml:3:36: tools.t.interactive: value \"maybe\": must be true or false");
+  EXPECT_EQ(OnlyError("node_id: a\ntools:\n  t: { command: [sh], interactive: [true] }\n"),
+            "agent.yaml:3:36: tools.t.interactive: value \"<list>\": must be true or false");
+  EXPECT_EQ(OnlyError("node_id: a\ntools:\n  t: { command: [sh], interactiv: true }\n"),
+            "agent.yaml:3:23: tools.t.interactiv: unknown key (did you mean \"interactive\"?)");
+  EXPECT_EQ(OnlyError("node_id: a\nsandbox:\n  max_sessions: 0\n"),
+            "agent.yaml:3:17: sandbox.max_sessions: value \"0\": must be an integer between 1 "
+            "and 1000");
+  EXPECT_EQ(OnlyError("node_id: a\nsandbox:\n  max_sessions: many\n"),
+            "agent.yaml:3:17: sandbox.max_sessions: value \"many\": must be an integer between 1 "
+            "and 1000");
+  EXPECT_EQ(OnlyError("node_id: a\n", Env({{"EDGE_AGENT_SANDBOX_MAX_SESSIONS", "1001"}})),
+            "environment EDGE_AGENT_SANDBOX_MAX_SESSIONS: sandbox.max_sessions: value \"1001\": "
+            "must be an "
+            "integer between 1 and 1000");
+  // The session tools are built-ins: a config tool cannot take their names.
+  for (const char* name : {"session.start", "session.input", "session.signal", "file.search"}) {
+    EXPECT_EQ(OnlyError("node_id: a\ntools:\n  " + std::string(name) + ": { command: [ls] }\n"),
+              "agent.yaml:3:3: tools." + std::string(name) + ": value \"" + name +
+                  "\": is a built-in tool and cannot be redefined");
+  }
+  // An interactive tool runs only through session.start: a compute handler cannot name it.
+  EXPECT_EQ(OnlyError("node_id: a\ntools:\n  sh: { command: [sh], interactive: true }\n"
+                      "compute:\n  processors: { p1: { tool: sh } }\n"),
+            "agent.yaml:5:29: compute.processors.p1.tool: value \"sh\": names an interactive "
+            "tool, which runs only through session.start");
+}
+
 TEST(AgentConfig, CollectsEveryProblemNotJustTheFirst) {
   auto r = LoadAgentConfigFromString(
       "node_id: a\nsandbox: { provider: lxc, max_sandboxes: 0 }\nlog: { level: loud }\n",
