@@ -34,11 +34,22 @@ aegis::cluster::v1::EdgeCapabilities BuildCapabilities(const config::AgentConfig
   auto& labels = *caps.mutable_custom_labels();
   // The agent.* labels are the agent's to state: a config label of that name is not advertised.
   for (const auto& [k, v] : config.labels) {
-    if (k == kAgentVersionLabel || k == kAgentStateLabel || k == kAgentMaxMessageLabel) continue;
+    if (k == kAgentVersionLabel || k == kAgentStateLabel || k == kAgentMaxMessageLabel ||
+        k == kAgentInteractiveToolsLabel) {
+      continue;
+    }
     labels[k] = v;
   }
   labels[kAgentVersionLabel] = agent_version;
   labels[kAgentMaxMessageLabel] = std::to_string(config.edge.max_message_bytes);
+  // std::map: already sorted by name.
+  std::string interactive;
+  for (const auto& [name, tool] : config.tools) {
+    if (!tool.interactive) continue;
+    if (!interactive.empty()) interactive += ",";
+    interactive += name;
+  }
+  if (!interactive.empty()) labels[kAgentInteractiveToolsLabel] = interactive;
   if (draining) labels[kAgentStateLabel] = "draining";
   return caps;
 }

@@ -19,7 +19,8 @@ nlohmann::json CapabilityInputs(const config::AgentConfig& c) {
   for (const auto& [name, t] : c.tools) {
     tools[name] = {{"command", t.command},
                    {"timeout_ms", t.timeout.count()},
-                   {"security_context", t.security_context}};
+                   {"security_context", t.security_context},
+                   {"interactive", t.interactive}};
   }
   nlohmann::json contexts = nlohmann::json::object();
   for (const auto& [name, s] : c.security_contexts) {

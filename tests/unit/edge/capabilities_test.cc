@@ -110,5 +110,24 @@ TEST(CapabilitiesTest, AConfigLabelCannotClaimTheAgentIsDraining) {
   EXPECT_EQ(caps.custom_labels().at("site"), "lab") << "other labels are kept";
 }
 
+// wire.md §5.5: the controller learns which tools can be a session's agent_name from the
+// label agent.interactive_tools (sorted, comma-separated; absent when there is none).
+TEST(CapabilitiesTest, InteractiveToolsAreAdvertisedSortedInTheirLabel) {
+  config::AgentConfig cfg = Config();
+  EXPECT_FALSE(BuildCapabilities(cfg, {}, "1.2.3", false)
+                   .custom_labels()
+                   .contains(kAgentInteractiveToolsLabel))
+      << "no interactive tool, no label";
+  cfg.tools["zsh-agent"] = {{"zsh"}, {}, "", true};
+  cfg.tools["backup"] = {{"tar", "c", "."}, {}, "", false};
+  cfg.tools["claude"] = {{"claude", "--stdio"}, {}, "", true};
+  cfg.labels[kAgentInteractiveToolsLabel] = "spoofed";  // the agent's label, not the config's
+  auto caps = BuildCapabilities(cfg, {"backup", "claude", "zsh-agent"}, "1.2.3", false);
+  EXPECT_EQ(std::string(kAgentInteractiveToolsLabel), "agent.interactive_tools");
+  EXPECT_EQ(caps.custom_labels().at(kAgentInteractiveToolsLabel), "claude,zsh-agent");
+  EXPECT_EQ(ToVector(caps.local_tools()),
+            (std::vector<std::string>{"backup", "claude", "zsh-agent"}));
+}
+
 }  // namespace
 }  // namespace edge::agentedge
