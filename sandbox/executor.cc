@@ -359,9 +359,9 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
     return RunProcess(job, def, *ctx, request, *workspace, std::move(on_chunk));
   }
   if (def.kind == ToolKind::kSessionInput || def.kind == ToolKind::kSessionSignal) {
-    // Never blocks (a full stdin queue is refused), so the io_context runs it; never the
-    // caller's thread.
-    boost::asio::post(io_, [this, job, rules, &def, request = std::move(request)] {
+    // Never blocks (a full stdin queue is refused); on the blocking-work pool like the file
+    // tools (never the caller's thread; the destructor joins the pool before members go).
+    boost::asio::post(*blocking_, [this, job, rules, &def, request = std::move(request)] {
       if (job->source.cancelled()) {
         return Finish(job, CancelledBeforeStart(request.command_id, job->source));
       }

@@ -11,7 +11,8 @@
 //
 // File operations are tools (file.read, file.write, file.list, file.stat, file.delete,
 // file.move, file.chmod, file.glob) run through Invoke with `sandbox_id` and `lease`, so they
-// are admitted, fenced and scheduled like any other command. Sandbox lifecycle calls are
+// are admitted, fenced and scheduled like any other command; so are sessions (session.start,
+// session.input, session.signal: wire.md §5.5). Sandbox lifecycle calls are
 // synchronous and short (registry rows and a directory), and check the lease first.
 #pragma once
 
