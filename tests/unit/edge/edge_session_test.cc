@@ -96,7 +96,8 @@ class EdgeSessionTest : public ::testing::Test {
             [this](const config::AgentConfig& c) {
               std::map<std::string, sandbox::ToolConfig> tools;
               for (const auto& [n, t] : c.tools)
-                tools[n] = sandbox::ToolConfig{t.command, t.timeout, t.security_context};
+                tools[n] =
+                    sandbox::ToolConfig{t.command, t.timeout, t.security_context, t.interactive};
               return executor_->Reconfigure(tools, {});
             },
         .request_exit =
@@ -342,6 +343,22 @@ TEST_F(EdgeSessionTest, PushConfigChangesTheHeartbeatIntervalAtOnceAndRecordsThe
   pb::EdgeResult r = WaitResult("greet-1");
   ASSERT_TRUE(r.has_ok()) << r.DebugString();
   EXPECT_EQ(PayloadJson(r)["stdout"], "hi edge\n");
+
+  // An interactive tool (wire.md §5.5): a CapabilityUpdate names it in
+  // agent.interactive_tools, and it is refused when invoked by its own name.
+  push.mutable_push_config()->set_config_delta(
+      R"({"tools":{"shell":{"command":["sh"],"interactive":true}}})");
+  push.mutable_push_config()->set_version("v5");
+  ASSERT_TRUE(fake_->Send(push));
+  ASSERT_TRUE(WaitEvents(pb::EdgeEvent::kCapabilityUpdate, 2));
+  for (const auto& e : AllEvents())
+    if (e.has_capability_update()) caps = e.capability_update().capabilities();
+  EXPECT_EQ(caps.custom_labels().at("agent.interactive_tools"), "shell");
+  ASSERT_TRUE(fake_->Send(Invoke("shell-1", "shell", {})));
+  r = WaitResult("shell-1");
+  ASSERT_TRUE(r.has_err()) << r.DebugString();
+  EXPECT_EQ(r.err().code(), "INVALID_ARGUMENT");
+  EXPECT_NE(r.err().message().find("interactive"), std::string::npos) << r.err().message();
   ExpectAllVerified();
 }
 
