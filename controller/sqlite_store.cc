@@ -130,6 +130,38 @@ CREATE TABLE workers (
 ALTER TABLE edge_nodes ADD COLUMN capabilities_version BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE edge_nodes ADD COLUMN capabilities_changed_ms BIGINT NOT NULL DEFAULT 0;
 )sql"},
+      // 6: the operator's node tags (never written by a node) and fleet commands: one
+      // ordinary command per matching node (its part) under one fleet command id.
+      {6, R"sql(
+CREATE TABLE node_tags (
+  node_id        TEXT NOT NULL,
+  tag_key        TEXT NOT NULL,
+  tag_value      TEXT NOT NULL,
+  updated_at_ms  BIGINT NOT NULL,
+  PRIMARY KEY (node_id, tag_key)
+);
+CREATE TABLE fleet_commands (
+  fleet_id          TEXT PRIMARY KEY,
+  tenant_id         TEXT NOT NULL DEFAULT '',
+  created_by        TEXT NOT NULL DEFAULT '',
+  selector          TEXT NOT NULL,
+  tool              TEXT NOT NULL,
+  args_json         TEXT NOT NULL,
+  security_context  TEXT NOT NULL DEFAULT '',
+  deadline_ms       BIGINT NOT NULL DEFAULT 0,
+  created_at_ms     BIGINT NOT NULL,
+  cancelled_at_ms   BIGINT NOT NULL DEFAULT 0
+);
+CREATE INDEX fleet_commands_by_time ON fleet_commands(created_at_ms);
+CREATE TABLE fleet_parts (
+  fleet_id       TEXT NOT NULL,
+  node_id        TEXT NOT NULL,
+  command_id     TEXT NOT NULL,
+  error_code     TEXT NOT NULL DEFAULT '',
+  error_message  TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (fleet_id, node_id)
+);
+)sql"},
   };
   return kMigrations;
 }

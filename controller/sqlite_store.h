@@ -63,6 +63,19 @@ class SqliteStore final : public Store {
   Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,
                                                          int64_t since_ms) override;
 
+  // Operator tags and fleet commands (sqlite_store_fleet.cc).
+  Result<NodeTags> GetNodeTags(const std::string& node_id) override;
+  Result<std::map<std::string, NodeTags>> ListNodeTags() override;
+  Result<NodeTags> UpdateNodeTags(const std::string& node_id, const NodeTags& set,
+                                  const std::vector<TagRemoval>& remove, size_t max_tags,
+                                  int64_t now_ms) override;
+  Status InsertFleetCommand(const FleetCommandRecord& fleet) override;
+  Status SetFleetPartError(const std::string& fleet_id, const std::string& node_id,
+                           const std::string& code, const std::string& message) override;
+  Status MarkFleetCancelled(const std::string& fleet_id, int64_t now_ms) override;
+  Result<std::optional<FleetCommandRecord>> GetFleetCommand(const std::string& fleet_id) override;
+  Result<std::vector<FleetCommandRecord>> ListFleetCommands(int limit) override;
+
   // Worker leases and workers (sqlite_store_workers.cc).
   Result<LeaseRecord> AcquireLease(const std::string& resource_id, const std::string& holder_id,
                                    int64_t ttl_ms, int64_t now_ms) override;

@@ -1,12 +1,14 @@
 // The controller's persistent state behind one interface (design.md §1): join tokens, nodes,
 // the edge registry (node keys, tenant binding, capabilities, heartbeats), NodeSecurityTokens
-// and their blacklist, rotation nonces and dispatched commands with their results. SqliteStore
+// and their blacklist, rotation nonces, dispatched commands with their results, the
+// operator's node tags and fleet commands (one command per matching node under one id). SqliteStore
 // is the embedded default; the SQL is kept portable (explicit transactions, conditional
 // UPDATEs for single-winner transitions) so a PostgreSQL backend can implement the same
 // interface. Plain data in, plain data out: no protobuf types cross this interface.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -163,6 +165,41 @@ struct WorkerRecord {
   int64_t heartbeats = 0;  // how many were recorded
 };
 
+// A node's operator tags (key → value): set only by the operator (`edge-controller tag`), never
+// by the node — a Hello's or CapabilityUpdate's labels are a separate thing (seeds/000).
+using NodeTags = std::map<std::string, std::string>;
+
+// A tag to remove: `value` set = only when the tag has that value.
+struct TagRemoval {
+  std::string key;
+  std::optional<std::string> value;
+};
+
+// One node's part of a fleet command: the ordinary command sent to it. The command id is
+// minted (and stored here) before the command is sent; a part the dispatcher refused (its
+// node disconnected in between, args too large for it, ...) keeps the refusal as its error.
+struct FleetPartRecord {
+  std::string node_id;
+  std::string command_id;
+  std::string error_code;  // "" = sent (or not sent yet)
+  std::string error_message;
+};
+
+// A fleet command: one tool run on every node its selector matched when it was created.
+struct FleetCommandRecord {
+  std::string fleet_id;    // UUIDv4
+  std::string tenant_id;   // "" = created on the admin socket (any tenant's nodes)
+  std::string created_by;  // "operator" (admin socket) or the user token's subject
+  std::string selector;
+  std::string tool;
+  std::string args_json;
+  std::string security_context;
+  int64_t deadline_ms = 0;
+  int64_t created_at_ms = 0;
+  int64_t cancelled_at_ms = 0;         // 0 = never cancelled
+  std::vector<FleetPartRecord> parts;  // ordered by node id
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -256,6 +293,33 @@ class Store {
   // `since_ms`, oldest first: what the dispatcher sends again when the node reconnects.
   virtual Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,
                                                                  int64_t since_ms) = 0;
+
+  // ---- operator tags (stored on the controller only) ---------------------------------------
+  // NOT_FOUND "node N not found" for a node without a `nodes` row.
+  virtual Result<NodeTags> GetNodeTags(const std::string& node_id) = 0;
+  // Every node's tags (nodes without tags left out).
+  virtual Result<std::map<std::string, NodeTags>> ListNodeTags() = 0;
+  // In one transaction: removes `remove` (NOT_FOUND for a key the node does not have;
+  // FAILED_PRECONDITION when its value is not the one named), then sets `set` (a key present
+  // gets the new value); RESOURCE_EXHAUSTED when the node would have more than `max_tags`.
+  // NOT_FOUND for an unknown node. Returns the node's tags afterwards. Nothing changes on
+  // an error.
+  virtual Result<NodeTags> UpdateNodeTags(const std::string& node_id, const NodeTags& set,
+                                          const std::vector<TagRemoval>& remove, size_t max_tags,
+                                          int64_t now_ms) = 0;
+
+  // ---- fleet commands ----------------------------------------------------------------------
+  // The command and its parts, in one transaction. ALREADY_EXISTS for a duplicate id.
+  virtual Status InsertFleetCommand(const FleetCommandRecord& fleet) = 0;
+  // Records why a part was not sent. NOT_FOUND for an unknown fleet command or part.
+  virtual Status SetFleetPartError(const std::string& fleet_id, const std::string& node_id,
+                                   const std::string& code, const std::string& message) = 0;
+  // The first cancel's time is kept. NOT_FOUND for an unknown fleet command.
+  virtual Status MarkFleetCancelled(const std::string& fleet_id, int64_t now_ms) = 0;
+  virtual Result<std::optional<FleetCommandRecord>> GetFleetCommand(
+      const std::string& fleet_id) = 0;
+  // Newest first, with their parts; `limit` 0 = 100.
+  virtual Result<std::vector<FleetCommandRecord>> ListFleetCommands(int limit) = 0;
 
   // ---- worker leases (the worker contract's cluster-store semantics) ----------------------
   // Atomic acquire by resource id, for `holder_id` until now + ttl: succeeds when there is no

@@ -272,6 +272,29 @@ class GatedStore final : public Store {
     return s_.GetWorker(id);
   }
   Result<std::vector<WorkerRecord>> ListWorkers() override { return s_.ListWorkers(); }
+  Result<NodeTags> GetNodeTags(const std::string& id) override { return s_.GetNodeTags(id); }
+  Result<std::map<std::string, NodeTags>> ListNodeTags() override { return s_.ListNodeTags(); }
+  Result<NodeTags> UpdateNodeTags(const std::string& id, const NodeTags& set,
+                                  const std::vector<TagRemoval>& remove, size_t max,
+                                  int64_t t) override {
+    return s_.UpdateNodeTags(id, set, remove, max, t);
+  }
+  Status InsertFleetCommand(const FleetCommandRecord& f) override {
+    return s_.InsertFleetCommand(f);
+  }
+  Status SetFleetPartError(const std::string& f, const std::string& n, const std::string& c,
+                           const std::string& m) override {
+    return s_.SetFleetPartError(f, n, c, m);
+  }
+  Status MarkFleetCancelled(const std::string& f, int64_t t) override {
+    return s_.MarkFleetCancelled(f, t);
+  }
+  Result<std::optional<FleetCommandRecord>> GetFleetCommand(const std::string& f) override {
+    return s_.GetFleetCommand(f);
+  }
+  Result<std::vector<FleetCommandRecord>> ListFleetCommands(int l) override {
+    return s_.ListFleetCommands(l);
+  }
 
  private:
   Store& s_;
