@@ -101,7 +101,14 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     c.grpc.advertise = DefaultAdvertise(c.grpc.listen);
   }
   YAML::Node http = root["http"];
-  if (r.Map(http, "http", {"listen", "tls", "max_body_bytes", "trusted_issuers"})) {
+  if (r.Map(http, "http", {"listen", "tls", "max_body_bytes", "trusted_issuers", "denied_tools"})) {
+    r.StringList(http, "denied_tools", "http.denied_tools", c.http.denied_tools);
+    for (size_t i = 0; i < c.http.denied_tools.size(); ++i) {
+      if (c.http.denied_tools[i].empty()) {
+        r.Issue(http["denied_tools"][i], "http.denied_tools[" + std::to_string(i) + "]", "",
+                "must name a tool");
+      }
+    }
     r.StringMap(http, "trusted_issuers", "http.trusted_issuers", c.http.trusted_issuers);
     for (const auto& [iss, file] : c.http.trusted_issuers) {
       if (iss.empty() || file.empty() || file[0] != '/') {
@@ -294,7 +301,8 @@ std::string DumpRedacted(const ControllerConfig& c) {
     << "trusted_issuers" << YAML::Value << YAML::BeginMap;
   for (const auto& [iss, file] : c.http.trusted_issuers)
     e << YAML::Key << iss << YAML::Value << file;
-  e << YAML::EndMap << YAML::EndMap;
+  e << YAML::EndMap << YAML::Key << "denied_tools" << YAML::Value << YAML::Flow
+    << c.http.denied_tools << YAML::EndMap;
   const auto& w = c.worker;
   e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap << YAML::Key << "heartbeat_interval"
     << YAML::Value << FormatDuration(w.heartbeat_interval) << YAML::Key << "lease_ttl"

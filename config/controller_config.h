@@ -73,6 +73,10 @@ struct ControllerConfig {
     // iss → absolute path of the issuer's public key PEM (e.g. an OIDC provider's key).
     // Tokens of tokens.issuer are always verified with the controller's own key.
     std::map<std::string, std::string> trusted_issuers;
+    // Tools an operator user of the REST API may not run: refused for REST fleet commands
+    // (403 PERMISSION_DENIED) and, per wire.md §5.3, dropped from session prompts. The admin
+    // socket (root-equivalent) may run any tool. An empty list denies nothing.
+    std::vector<std::string> denied_tools{"exec", "file.write", "file.delete"};
     struct Tls {
       bool enabled = false;
       // Both empty: the controller CA's own server certificate (data_dir/ca/server.crt).

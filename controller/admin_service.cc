@@ -237,6 +237,7 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ListNodes(grpc::CallbackServerContex
     out->set_enrolled_at_epoch_ms(n.enrolled_at_ms);
     out->set_last_seen_epoch_ms(n.last_seen_ms);
     out->set_connected(v.connected);
+    out->mutable_tags()->insert(v.tags.begin(), v.tags.end());
     if (v.edge) {
       const auto& e = *v.edge;
       out->set_edge_enrolled(true);

@@ -191,11 +191,14 @@ Status Controller::Start() {
   edge_fleet_ = std::make_unique<EdgeFleet>(*store_, *tokens_, *dispatcher_, clock_);
   admin_service_ =
       std::make_unique<AdminServiceImpl>(info_, *edge_fleet_, *dispatcher_, *user_tokens_);
+  fleet_commands_ = std::make_unique<FleetCommands>(*store_, *edge_fleet_, *dispatcher_, clock_);
+  fleet_admin_ = std::make_unique<FleetAdminImpl>(*edge_fleet_, *fleet_commands_, *dispatcher_);
   // The admin API carries a whole InvokeTool's args in, and a whole result out.
   const size_t admin_max = static_cast<size_t>(config_.grpc.max_message_bytes) + (1u << 20);
   compute_admin_ = std::make_unique<ComputeAdminImpl>(*compute_tokens_, *compute_hub_);
   if (auto st = admin_server_.Start(
-          config_.admin.socket, {admin_service_.get(), compute_admin_.get(), worker_admin_.get()},
+          config_.admin.socket,
+          {admin_service_.get(), compute_admin_.get(), worker_admin_.get(), fleet_admin_.get()},
           admin_max);
       !st) {
     Stop();
@@ -281,6 +284,11 @@ Status Controller::StartHttp() {
       OperatorApiSettings{.stale_threshold =
                               std::chrono::seconds(config_.cluster.stale_threshold_secs)});
   operator_api_->Register(router_);
+  fleet_api_ = std::make_unique<FleetApi>(
+      *fleet_commands_, *user_tokens_,
+      FleetApiSettings{
+          .denied_tools = {config_.http.denied_tools.begin(), config_.http.denied_tools.end()}});
+  fleet_api_->Register(router_);
   http::ServerOptions o;
   o.name = "controller-http";
   o.max_body_bytes = config_.http.max_body_bytes;

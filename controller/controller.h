@@ -27,6 +27,9 @@
 #include "controller/compute_tokens.h"
 #include "controller/dispatcher.h"
 #include "controller/edge_attestation.h"
+#include "controller/fleet_admin.h"
+#include "controller/fleet_api.h"
+#include "controller/fleet_commands.h"
 #include "controller/join_token_issuer.h"
 #include "controller/node_cluster_service.h"
 #include "controller/node_monitor.h"
@@ -95,6 +98,11 @@ class Controller {
   std::unique_ptr<UnauthenticatedCalls> unauthenticated_;
   std::unique_ptr<EdgeFleet> edge_fleet_;
   std::unique_ptr<AdminServiceImpl> admin_service_;
+  // Fleet commands (one command per matching node) and operator tags: the domain, its admin
+  // service and its REST extension.
+  std::unique_ptr<FleetCommands> fleet_commands_;
+  std::unique_ptr<FleetAdminImpl> fleet_admin_;
+  std::unique_ptr<FleetApi> fleet_api_;
   // The operator ("northbound") API: its user tokens (minted on the admin socket) and routes.
   std::unique_ptr<UserTokens> user_tokens_;
   std::unique_ptr<OperatorApi> operator_api_;

@@ -176,7 +176,7 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
     return MakeError(ErrorCode::kUnavailable, "node " + spec.node_id + " is not connected");
   }
 
-  const std::string id = NewUuidV4();
+  const std::string id = spec.command_id.empty() ? NewUuidV4() : spec.command_id;
   CommandRecord rec{.command_id = id,
                     .node_id = spec.node_id,
                     .tool = spec.tool,

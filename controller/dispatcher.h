@@ -61,6 +61,9 @@ struct InvokeSpec {
   std::string args_json;  // a JSON object ("" = {})
   std::string security_context;
   std::chrono::milliseconds deadline{0};  // 0 = the agent's default timeout
+  // The command id to use, minted by the caller beforehand (a fleet command stores its parts'
+  // ids before sending them); "" = a new UUIDv4. A duplicate is ALREADY_EXISTS.
+  std::string command_id;
 };
 
 class Dispatcher {

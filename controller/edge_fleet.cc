@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "config/agent_config.h"
 #include "controller/edge_codec.h"
+#include "controller/fleet_selector.h"
 
 namespace edge::controller {
 
@@ -48,6 +49,8 @@ Result<std::vector<JoinTokenRecord>> EdgeFleet::ListJoinTokens(bool include_inac
 Result<std::vector<NodeView>> EdgeFleet::ListNodes() const {
   auto nodes = store_.ListNodes();
   if (!nodes) return std::unexpected(nodes.error());
+  auto tags = store_.ListNodeTags();
+  if (!tags) return std::unexpected(tags.error());
   std::vector<NodeView> out;
   out.reserve(nodes->size());
   for (auto& n : *nodes) {
@@ -59,6 +62,7 @@ Result<std::vector<NodeView>> EdgeFleet::ListNodes() const {
       v.capabilities = CapabilitiesFromJson((*edge)->capabilities_json);
       v.edge = std::move(**edge);
     }
+    if (auto t = tags->find(n.node_id); t != tags->end()) v.tags = std::move(t->second);
     v.node = std::move(n);
     out.push_back(std::move(v));
   }
@@ -96,6 +100,39 @@ Status EdgeFleet::RevokeNode(const std::string& node_id) {
       "`token create --node {} --replace` re-enrolls it",
       log::Escape(node_id), log::Escape(node_id));
   return OkStatus();
+}
+
+Result<NodeTags> EdgeFleet::GetNodeTags(const std::string& node_id) const {
+  if (node_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
+  return store_.GetNodeTags(node_id);
+}
+
+Result<NodeTags> EdgeFleet::UpdateNodeTags(const std::string& node_id, const NodeTags& set,
+                                           const std::vector<TagRemoval>& remove) {
+  if (node_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is required");
+  if (set.empty() && remove.empty()) {
+    return MakeError(ErrorCode::kInvalidArgument, "no tag to add or remove");
+  }
+  for (const auto& [key, value] : set) {
+    if (auto st = ValidateTagKey(key); !st) return std::unexpected(st.error());
+    if (auto st = ValidateTagValue(key, value); !st) return std::unexpected(st.error());
+  }
+  for (const auto& r : remove) {
+    if (auto st = ValidateTagKey(r.key); !st) return std::unexpected(st.error());
+    if (r.value) {
+      if (auto st = ValidateTagValue(r.key, *r.value); !st) return std::unexpected(st.error());
+    }
+  }
+  auto tags =
+      store_.UpdateNodeTags(node_id, set, remove, kMaxTagsPerNode, ToEpochMillis(clock_.Now()));
+  if (!tags) return tags;
+  std::string change;
+  for (const auto& [key, value] : set)
+    change += " +" + key + "=" + value;
+  for (const auto& r : remove)
+    change += " -" + r.key + (r.value ? "=" + *r.value : "");
+  log::Get("audit")->info("node {} tags changed by the operator:{}", log::Escape(node_id), change);
+  return tags;
 }
 
 Result<std::string> EdgeFleet::Invoke(const InvokeSpec& spec,

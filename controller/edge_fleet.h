@@ -34,6 +34,7 @@ struct NodeView {
   bool connected = false;
   std::optional<EdgeNodeRecord> edge;
   aegis::cluster::v1::EdgeCapabilities capabilities;
+  NodeTags tags;  // the operator's tags (never the node's labels)
 };
 
 class EdgeFleet {
@@ -60,6 +61,15 @@ class EdgeFleet {
   // Revoked nodes stay revoked until a join token created with `replace` re-enrolls them;
   // the node's stream is closed with PERMISSION_DENIED.
   Status RevokeNode(const std::string& node_id);
+
+  // The operator's tags of a node (fleet_selector.h has the rules). NOT_FOUND for an unknown
+  // node; INVALID_ARGUMENT for an empty id.
+  Result<NodeTags> GetNodeTags(const std::string& node_id) const;
+  // Validates every key and value (INVALID_ARGUMENT naming it), then applies the removals
+  // and the new values in one store transaction (see Store::UpdateNodeTags; at most
+  // kMaxTagsPerNode per node) and audit-logs the change. Returns the node's tags afterwards.
+  Result<NodeTags> UpdateNodeTags(const std::string& node_id, const NodeTags& set,
+                                  const std::vector<TagRemoval>& remove);
 
   // See Dispatcher::Invoke.
   Result<std::string> Invoke(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer);

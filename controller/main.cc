@@ -10,6 +10,7 @@
 #include "common/grpc_lifetime.h"
 #include "common/signals.h"
 #include "controller/cli/compute_commands.h"
+#include "controller/cli/fleet_commands.h"
 #include "controller/cli/invoke_commands.h"
 #include "controller/cli/node_commands.h"
 #include "controller/cli/server_commands.h"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   groups.push_back(cli::AddTokenCommands(app, opts));
   groups.push_back(cli::AddNodeCommands(app, opts));
   groups.push_back(cli::AddInvokeCommands(app, opts));
+  groups.push_back(cli::AddFleetCommands(app, opts));
   groups.push_back(cli::AddComputeCommands(app, opts));
   groups.push_back(cli::AddWorkerCommands(app, opts));
   groups.push_back(cli::AddUserCommands(app, opts));

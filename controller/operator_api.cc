@@ -1,7 +1,6 @@
 #include "controller/operator_api.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "common/log.h"
 #include "common/rfc3339.h"
@@ -13,7 +12,6 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kDeviceNameLabel = "agent.device_name";
-constexpr size_t kMaxTokenBytes = 16 << 10;
 
 std::shared_ptr<spdlog::logger> Log() {
   return log::Get("operator_api");
@@ -41,35 +39,11 @@ int64_t LastSeenMs(const NodeView& v) {
 }  // namespace
 
 std::pair<unsigned, const char*> OperatorApi::ErrorStatus(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kInvalidArgument:
-      return {400, "INVALID_ARGUMENT"};
-    case ErrorCode::kUnauthenticated:
-      return {401, "UNAUTHENTICATED"};
-    // Another tenant's thing is 404, never 403 (§5.1): nothing leaks.
-    case ErrorCode::kPermissionDenied:
-    case ErrorCode::kNotFound:
-      return {404, "NOT_FOUND"};
-    case ErrorCode::kResourceExhausted:
-      return {429, "RATE_LIMITED"};
-    default:
-      return {500, "INTERNAL"};
-  }
+  return OperatorHttp::ErrorStatus(code);
 }
 
 std::optional<std::string_view> OperatorApi::BearerToken(std::string_view header) {
-  constexpr std::string_view kScheme = "bearer ";
-  if (header.size() <= kScheme.size() || header.size() > kScheme.size() + kMaxTokenBytes) {
-    return std::nullopt;
-  }
-  for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return std::nullopt;
-  }
-  std::string_view token = header.substr(kScheme.size());
-  for (char c : token) {
-    if (c <= 0x20 || c >= 0x7f) return std::nullopt;  // visible ASCII only (RFC 6750 b64token+)
-  }
-  return token;
+  return OperatorHttp::BearerToken(header);
 }
 
 std::string_view OperatorApi::DeriveStatus(const NodeView& v, int64_t now_ms,
@@ -91,7 +65,9 @@ json OperatorApi::NodeJson(const NodeView& v, int64_t now_ms, std::chrono::milli
               {"capabilities", Tools(v)},
               {"active_sessions_count", 0},
               {"config_versions",
-               {{"limits", 0}, {"capabilities", v.edge ? v.edge->capabilities_version : 0}}}};
+               {{"limits", 0}, {"capabilities", v.edge ? v.edge->capabilities_version : 0}}},
+              // Extension: the operator's tags (never the node's labels).
+              {"tags", v.tags.empty() ? json::object() : json(v.tags)}};
 }
 
 json OperatorApi::ConfigJson(const NodeView& v) {
@@ -127,35 +103,12 @@ void OperatorApi::Register(http::Router& router) {
 }
 
 void OperatorApi::Fail(const std::shared_ptr<http::Exchange>& ex, const Error& e) {
-  auto [status, code] = ErrorStatus(e.code);
-  const auto& req = ex->request();
-  Log()->info("{} {} from {} (request {}): {} {}", req.method, log::Escape(req.Path(), 200),
-              req.remote, log::Escape(http::RequestId(req), 128), status,
-              log::Escape(e.message, 512));
-  http::Response resp = http::JsonError(status, code, e.message);
-  if (status == 401) resp.headers.emplace_back("WWW-Authenticate", "Bearer");
-  http::RespondEchoingRequestId(ex, std::move(resp));
+  http_.Fail(ex, e);
 }
 
 std::optional<TenantTokenClaims> OperatorApi::Authenticate(
     const std::shared_ptr<http::Exchange>& ex) {
-  auto header = ex->request().Header("Authorization");
-  if (!header) {
-    Fail(ex, {ErrorCode::kUnauthenticated, "an Authorization: Bearer <user token> is required"});
-    return std::nullopt;
-  }
-  auto token = BearerToken(*header);
-  if (!token) {
-    Fail(ex,
-         {ErrorCode::kUnauthenticated, "the Authorization header is not \"Bearer <user token>\""});
-    return std::nullopt;
-  }
-  auto claims = users_.Verify(*token);
-  if (!claims) {
-    Fail(ex, claims.error());
-    return std::nullopt;
-  }
-  return std::move(*claims);
+  return http_.Authenticate(ex);
 }
 
 void OperatorApi::ListNodes(const std::shared_ptr<http::Exchange>& ex) {

@@ -24,6 +24,8 @@
 //                  time a Hello or CapabilityUpdate changes the tool list; 0 = none reported);
 //   config_versions.limits  0: the controller has no per-node `edge_api.limits` yet, so every
 //                  node runs the defaults (version 0) until PushConfig of those limits exists.
+//   tags           extension: the operator's tags of the node (`edge-controller tag`), an
+//                  object of key → value ({} when none); never the node's own labels.
 //   …/config       limits: version 0, the §5.2 defaults (kDefaultLimits), effective_at = the
 //                  node's enrollment; capabilities: the version above, effective_at = when it
 //                  last rose (capabilities_changed_ms), the enrollment while it is 0.
@@ -40,6 +42,7 @@
 
 #include "common/clock.h"
 #include "controller/edge_fleet.h"
+#include "controller/operator_http.h"
 #include "controller/tenant_tokens.h"
 #include "http/router.h"
 
@@ -63,11 +66,12 @@ class OperatorApi {
  public:
   OperatorApi(EdgeFleet& fleet, const TenantTokens& users, Clock& clock,
               OperatorApiSettings settings)
-      : fleet_(fleet), users_(users), clock_(clock), settings_(settings) {}
+      : fleet_(fleet), http_(users, "operator_api"), clock_(clock), settings_(settings) {}
 
   void Register(http::Router& router);
 
-  // The HTTP status and §5.1 code for an error of the tokens or the domain layer.
+  // The HTTP status and §5.1 code for an error of the tokens or the domain layer
+  // (OperatorHttp::ErrorStatus).
   static std::pair<unsigned, const char*> ErrorStatus(ErrorCode code);
 
   // A node's §5.2 status at `now_ms`: "offline" without a live edge stream, without an edge
@@ -82,8 +86,7 @@ class OperatorApi {
                                  std::chrono::milliseconds stale);
   // GET /v1/edge/nodes/{id}/config for a node (limits: the defaults, version 0).
   static nlohmann::json ConfigJson(const NodeView& node);
-  // The token of an `Authorization: Bearer <token>` value; nullopt when the header is not
-  // exactly that (scheme case-insensitive, one space, a token of visible ASCII, ≤ 16 KiB).
+  // OperatorHttp::BearerToken.
   static std::optional<std::string_view> BearerToken(std::string_view header);
 
  private:
@@ -94,7 +97,7 @@ class OperatorApi {
   void Fail(const std::shared_ptr<http::Exchange>& ex, const Error& e);
 
   EdgeFleet& fleet_;
-  const TenantTokens& users_;
+  OperatorHttp http_;  // authentication and error answers, shared with FleetApi
   Clock& clock_;
   const OperatorApiSettings settings_;
 };

@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include "common/grpc_status.h"
+#include "common/json_parse.h"
+#include "common/log.h"
 #include "config/duration.h"
 #include "controller/admin_server.h"
 
@@ -104,6 +106,65 @@ nlohmann::json JsonTime(int64_t epoch_ms) {
 
 std::string Dump(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json JsonOrText(const std::string& text) {
+  auto j = ParseJsonBounded(text, "json");
+  return j ? std::move(*j) : nlohmann::json(text);
+}
+
+bool CheckUtf8(const std::string& flag, const std::string& value) {
+  try {
+    (void)nlohmann::json(value).dump();
+    return true;
+  } catch (const nlohmann::json::type_error& e) {
+    std::string why = e.what();
+    if (auto p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
+    std::fprintf(stderr,
+                 "error: %s \"%s\" is not valid UTF-8 (%s): arguments travel as JSON text; "
+                 "write a character as a JSON escape in --args-json (\"\\u00ff\"), or pass "
+                 "raw bytes base64-encoded to a tool that takes them (file.write content)\n",
+                 flag.c_str(), log::Escape(value, 120).c_str(), why.c_str());
+    return false;
+  }
+}
+
+namespace {
+// A value of --arg k=v (see ArgsFromFlags).
+nlohmann::json ArgValue(const std::string& v) {
+  auto j = ParseJsonBounded(v, "--arg");
+  if (j && (j->is_number() || j->is_boolean() || j->is_array() || j->is_object() || j->is_string()))
+    return std::move(*j);
+  return v;
+}
+}  // namespace
+
+std::optional<std::string> ArgsFromFlags(const std::string& args_json,
+                                         const std::vector<std::string>& args) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!args_json.empty()) {
+    auto parsed = ParseJsonBounded(args_json, "--args-json");
+    if (!parsed) {
+      std::fprintf(stderr, "error: %s\n", parsed.error().message.c_str());
+      return std::nullopt;
+    }
+    if (!parsed->is_object()) {
+      std::fprintf(stderr,
+                   "error: --args-json must be a JSON object, such as '{\"path\":\"x\"}'\n");
+      return std::nullopt;
+    }
+    out = std::move(*parsed);
+  }
+  for (const auto& kv : args) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "error: --arg \"%s\" must be key=value\n", log::Escape(kv, 120).c_str());
+      return std::nullopt;
+    }
+    if (!CheckUtf8("--arg", kv)) return std::nullopt;
+    out[kv.substr(0, eq)] = ArgValue(kv.substr(eq + 1));
+  }
+  return out.dump();
 }
 
 void PrintMintedToken(const std::string& format, const std::string& token, const std::string& jti,

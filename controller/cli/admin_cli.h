@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/cli.h"
 #include "config/controller_config.h"
@@ -82,6 +83,21 @@ nlohmann::json JsonTime(int64_t epoch_ms);
 // JSON for the terminal: bytes that are not UTF-8 (a node's output) become U+FFFD instead of
 // an exception.
 std::string Dump(const nlohmann::json& j, int indent = -1);
+
+// JSON from the controller (a payload, stored args): the value, or the text as a string when
+// it is not JSON (or nested too deep to handle safely).
+nlohmann::json JsonOrText(const std::string& text);
+
+// Arguments travel as JSON text, which must be UTF-8. Prints a usage error naming the flag
+// and where its value stops being UTF-8, and returns false, when `value` is not.
+bool CheckUtf8(const std::string& flag, const std::string& value);
+
+// A tool's arguments from `--args-json` (a JSON object) and `--arg k=v` (repeatable; wins):
+// a value that is a JSON number, boolean, array or object is passed typed, a JSON "string"
+// unquoted, anything else (null included) as the string it is. The object as JSON text, or
+// nullopt after printing why (the caller exits 2).
+std::optional<std::string> ArgsFromFlags(const std::string& args_json,
+                                         const std::vector<std::string>& args);
 
 // Prints a token that a `… token create` command minted. With --format json: one object of
 // token, jti, expires_at and `fields`. Otherwise only the token on stdout (so `X=$(…)` or

@@ -47,41 +47,6 @@ struct ListOptions {
   int limit = 100;
 };
 
-// A value of --arg k=v: a JSON number, boolean, array or object is passed typed; a JSON
-// string in double quotes is passed unquoted (so '"42"' is the string 42); anything else,
-// null included, is passed as the string it is.
-json ArgValue(const std::string& v) {
-  auto j = ParseJsonBounded(v, "--arg");
-  if (j && (j->is_number() || j->is_boolean() || j->is_array() || j->is_object() || j->is_string()))
-    return std::move(*j);
-  return v;
-}
-
-// JSON from the controller (a payload, stored args): the value, or the text as a string when
-// it is not JSON (or nested too deep to handle safely).
-json JsonOrText(const std::string& text) {
-  auto j = ParseJsonBounded(text, "json");
-  return j ? std::move(*j) : json(text);
-}
-
-// Arguments travel as JSON text, which must be UTF-8. Prints a usage error naming the flag
-// and where its value stops being UTF-8, and returns false, when `value` is not.
-bool CheckUtf8(const std::string& flag, const std::string& value) {
-  try {
-    (void)json(value).dump();
-    return true;
-  } catch (const json::type_error& e) {
-    std::string why = e.what();
-    if (auto p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
-    std::fprintf(stderr,
-                 "error: %s \"%s\" is not valid UTF-8 (%s): arguments travel as JSON text; "
-                 "write a character as a JSON escape in --args-json (\"\\u00ff\"), or pass "
-                 "raw bytes base64-encoded to a tool that takes them (file.write content)\n",
-                 flag.c_str(), log::Escape(value, 120).c_str(), why.c_str());
-    return false;
-  }
-}
-
 json OutcomeJson(const apb::CommandOutcome& r) {
   json payload = nullptr;
   if (!r.payload_json().empty()) payload = JsonOrText(r.payload_json());
@@ -130,33 +95,12 @@ std::optional<apb::InvokeRequest> BuildRequest(const InvokeOptions& o) {
                                     std::pair{"--context", &o.context}}) {
     if (!CheckUtf8(flag, *value)) return std::nullopt;
   }
-  json args = json::object();
-  if (!o.args_json.empty()) {
-    auto parsed = ParseJsonBounded(o.args_json, "--args-json");
-    if (!parsed) {
-      std::fprintf(stderr, "error: %s\n", parsed.error().message.c_str());
-      return std::nullopt;
-    }
-    if (!parsed->is_object()) {
-      std::fprintf(stderr,
-                   "error: --args-json must be a JSON object, such as '{\"path\":\"x\"}'\n");
-      return std::nullopt;
-    }
-    args = std::move(*parsed);
-  }
-  for (const auto& kv : o.args) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "error: --arg \"%s\" must be key=value\n", log::Escape(kv, 120).c_str());
-      return std::nullopt;
-    }
-    if (!CheckUtf8("--arg", kv)) return std::nullopt;
-    args[kv.substr(0, eq)] = ArgValue(kv.substr(eq + 1));
-  }
+  auto args = ArgsFromFlags(o.args_json, o.args);
+  if (!args) return std::nullopt;
   apb::InvokeRequest req;
   req.set_node_id(o.node);
   req.set_tool(o.tool);
-  req.set_args_json(args.dump());
+  req.set_args_json(*args);
   req.set_security_context(o.context);
   req.set_detach(o.detach);
   if (!o.deadline.empty()) {

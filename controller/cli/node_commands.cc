@@ -4,6 +4,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 
 #include "admin.grpc.pb.h"
@@ -39,9 +40,11 @@ int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
     json arr = json::array();
     for (const auto& n : resp.nodes()) {
       const auto& c = n.capabilities();
-      json labels = json::object();
+      json labels = json::object(), tags = json::object();
       for (const auto& [k, v] : c.labels())
         labels[k] = v;
+      for (const auto& [k, v] : n.tags())
+        tags[k] = v;
       arr.push_back({{"node_id", n.node_id()},
                      {"tenant_id", n.tenant_id()},
                      {"state", n.state()},
@@ -52,6 +55,7 @@ int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
                      {"last_heartbeat", JsonTime(n.last_heartbeat_epoch_ms())},
                      {"public_key_sha256", n.public_key_sha256()},
                      {"config_version", n.config_version()},
+                     {"tags", tags},
                      {"capabilities",
                       {{"os", c.os()},
                        {"arch", c.arch()},
@@ -62,14 +66,20 @@ int Nodes(const edge::cli::GlobalOptions& opts, const std::string& format) {
     std::cout << Dump(arr) << "\n";
     return kExitOk;
   }
-  std::printf("%-20s %-10s %-10s %-9s %-24s %s\n", "NODE", "TENANT", "STATE", "CONNECTED",
-              "LAST HEARTBEAT", "PLATFORM");
+  std::printf("%-20s %-10s %-10s %-9s %-24s %-14s %s\n", "NODE", "TENANT", "STATE", "CONNECTED",
+              "LAST HEARTBEAT", "PLATFORM", "TAGS");
   for (const auto& n : resp.nodes()) {
     const auto& c = n.capabilities();
     std::string platform = c.os().empty() ? "-" : c.os() + "/" + c.arch();
-    std::printf("%-20s %-10s %-10s %-9s %-24s %s\n", n.node_id().c_str(), n.tenant_id().c_str(),
-                n.state().c_str(), n.connected() ? "yes" : "no",
-                IsoTimeMs(n.last_heartbeat_epoch_ms()).c_str(), platform.c_str());
+    // Sorted by key (a proto map has no order).
+    std::map<std::string, std::string> sorted(n.tags().begin(), n.tags().end());
+    std::string tags;
+    for (const auto& [k, v] : sorted)
+      tags += (tags.empty() ? "" : ",") + k + "=" + v;
+    std::printf("%-20s %-10s %-10s %-9s %-24s %-14s %s\n", n.node_id().c_str(),
+                n.tenant_id().c_str(), n.state().c_str(), n.connected() ? "yes" : "no",
+                IsoTimeMs(n.last_heartbeat_epoch_ms()).c_str(), platform.c_str(),
+                tags.empty() ? "-" : tags.c_str());
   }
   return kExitOk;
 }

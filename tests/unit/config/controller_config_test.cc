@@ -83,6 +83,37 @@ TEST(ControllerConfig, TrustedIssuersMapIssuersToAbsolutePemPaths) {
   EXPECT_FALSE(not_a_map);
 }
 
+TEST(ControllerConfig, DeniedToolsDefaultToTheMutatingToolsAndCanBeSet) {
+  auto defaults = LoadControllerConfigFromString("{}\n", "controller.yaml", NoEnv());
+  ASSERT_TRUE(defaults) << defaults.error().ToString();
+  EXPECT_EQ(defaults->http.denied_tools,
+            (std::vector<std::string>{"exec", "file.write", "file.delete"}));
+
+  auto set = LoadControllerConfigFromString("http: { denied_tools: [sysinfo] }\n",
+                                            "controller.yaml", NoEnv());
+  ASSERT_TRUE(set) << set.error().ToString();
+  EXPECT_EQ(set->http.denied_tools, (std::vector<std::string>{"sysinfo"}));
+  EXPECT_NE(DumpRedacted(*set).find("denied_tools: [sysinfo]"), std::string::npos)
+      << DumpRedacted(*set);
+
+  auto none =
+      LoadControllerConfigFromString("http: { denied_tools: [] }\n", "controller.yaml", NoEnv());
+  ASSERT_TRUE(none) << none.error().ToString();
+  EXPECT_TRUE(none->http.denied_tools.empty());
+
+  auto empty = LoadControllerConfigFromString("http: { denied_tools: [exec, \"\"] }\n",
+                                              "controller.yaml", NoEnv());
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().ToString().find("http.denied_tools[1]"), std::string::npos)
+      << empty.error().ToString();
+  EXPECT_NE(empty.error().ToString().find("must name a tool"), std::string::npos);
+
+  auto not_a_list =
+      LoadControllerConfigFromString("http: { denied_tools: exec }\n", "controller.yaml", NoEnv());
+  ASSERT_FALSE(not_a_list);
+  EXPECT_NE(not_a_list.error().ToString().find("http.denied_tools"), std::string::npos);
+}
+
 TEST(ControllerConfig, EnvOverride) {
   auto c = LoadControllerConfigFromString("{}\n", "controller.yaml", [](const std::string& k) {
     return k == "EDGE_CONTROLLER_GRPC_LISTEN" ? std::optional<std::string>("127.0.0.1:7000")
