@@ -2,6 +2,9 @@
 
 #include <strings.h>
 #include <boost/beast/http/status.hpp>
+#include <nlohmann/json.hpp>
+
+#include "http/query.h"
 
 namespace edge::http {
 
@@ -15,8 +18,19 @@ std::optional<std::string_view> FindHeader(const Headers& headers, std::string_v
 }
 
 std::string_view Request::Path() const {
-  std::string_view t(target);
-  return t.substr(0, t.find('?'));
+  return SplitTarget(target).path;
+}
+
+std::string_view Request::Query() const {
+  return SplitTarget(target).query;
+}
+
+Result<std::shared_ptr<WebSocket>> Exchange::AcceptWebSocket(const WebSocketOptions&,
+                                                             std::shared_ptr<WebSocketHandler>) {
+  const std::string message = "this exchange cannot be upgraded to a WebSocket";
+  nlohmann::json body = {{"code", "BAD_REQUEST"}, {"message", message}};
+  Respond({.status = 400, .body = body.dump()});
+  return MakeError(ErrorCode::kFailedPrecondition, message);
 }
 
 std::string_view ReasonPhrase(unsigned status) {

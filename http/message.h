@@ -1,7 +1,8 @@
 // HTTP/1.1 messages as plain values, and the Exchange a handler answers through (edge_http).
 // Nothing here exposes Boost.Beast: a handler (the worker RPC door, the controller's worker
-// endpoints) sees a Request and answers with one Response, or with a streamed (chunked)
-// response flushed chunk by chunk. A fake Exchange makes a handler testable without sockets.
+// endpoints, the operator API) sees a Request and answers with one Response, with a streamed
+// (chunked) response flushed chunk by chunk, or by accepting a WebSocket upgrade
+// (http/websocket.h). A fake Exchange makes a handler testable without sockets.
 #pragma once
 
 #include <functional>
@@ -12,7 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/error.h"
+
 namespace edge::http {
+
+class WebSocket;
+class WebSocketHandler;
+struct WebSocketOptions;
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
@@ -26,12 +33,16 @@ struct Request {
   std::string body;
   std::string remote;      // "ip:port" of the peer
   bool keep_alive = true;  // HTTP/1.1 default; false for "Connection: close" or HTTP/1.0
+  unsigned version = 11;   // 11 for HTTP/1.1, 10 for HTTP/1.0
 
   std::optional<std::string_view> Header(std::string_view name) const {
     return FindHeader(headers, name);
   }
-  // The target without its query string.
+  // The target without its query string (still percent-encoded; http/query.h SplitTarget).
   std::string_view Path() const;
+  // The raw query string, without the '?' ("" when there is none); parse it with
+  // http/query.h ParseQuery.
+  std::string_view Query() const;
 };
 
 struct Response {
@@ -41,10 +52,10 @@ struct Response {
   std::string content_type = "application/json";
 };
 
-// One request/response exchange. Exactly one of Respond or BeginStream (followed by chunks
-// and EndStream) must be called, from any thread, at any later time; the connection waits
-// for it (no work runs on the server's threads). Calls after the client went away are
-// accepted and dropped.
+// One request/response exchange. Exactly one of Respond, BeginStream (followed by chunks
+// and EndStream) or AcceptWebSocket must be called, from any thread, at any later time; the
+// connection waits for it (no work runs on the server's threads). Calls after the client
+// went away are accepted and dropped.
 class Exchange {
  public:
   virtual ~Exchange() = default;
@@ -63,6 +74,17 @@ class Exchange {
   // write to it fails) before the response is complete. At once when it is gone already.
   virtual void OnClientGone(std::function<void()> gone) = 0;
   virtual bool client_gone() const = 0;
+
+  // Answers with 101 and turns the connection into a WebSocket (http/websocket.h) whose
+  // messages go to `handler`. Returns the socket at once; the handshake completes on the
+  // connection's strand (a client gone by then ends in handler->OnClosed(1006)). Refusals
+  // are ordinary responses, given instead of this call (401, 403, 404, 410 …).
+  // INVALID_ARGUMENT, after answering 400 {"code":"BAD_REQUEST"} itself, when the request is
+  // not a valid upgrade (CheckWebSocketUpgrade) or `handler` is null; FAILED_PRECONDITION
+  // when the exchange was answered already. The default (an Exchange that cannot upgrade,
+  // such as a test's fake) answers 400 and returns FAILED_PRECONDITION.
+  virtual Result<std::shared_ptr<WebSocket>> AcceptWebSocket(
+      const WebSocketOptions& options, std::shared_ptr<WebSocketHandler> handler);
 };
 
 class Handler {
