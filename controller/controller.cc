@@ -189,6 +189,13 @@ Status Controller::Start() {
                         .ca_pin = info_.ca_pin,
                         .default_ttl = config_.tokens.default_ttl});
   edge_fleet_ = std::make_unique<EdgeFleet>(*store_, *tokens_, *dispatcher_, clock_);
+  session_timers_ = std::make_unique<TimerQueue>(clock_);
+  sessions_ = std::make_unique<SessionManager>(
+      *store_, *edge_fleet_, clock_, *session_timers_,
+      SessionSettings{
+          .denied_tools = {config_.http.denied_tools.begin(), config_.http.denied_tools.end()},
+          .node_stale = std::chrono::seconds(config_.cluster.stale_threshold_secs)});
+  sessions_->Start(*dispatcher_);
   admin_service_ =
       std::make_unique<AdminServiceImpl>(info_, *edge_fleet_, *dispatcher_, *user_tokens_);
   fleet_commands_ = std::make_unique<FleetCommands>(*store_, *edge_fleet_, *dispatcher_, clock_);
@@ -283,6 +290,7 @@ Status Controller::StartHttp() {
       *edge_fleet_, *user_tokens_, clock_,
       OperatorApiSettings{.stale_threshold =
                               std::chrono::seconds(config_.cluster.stale_threshold_secs)});
+  operator_api_->AttachSessions(sessions_.get());
   operator_api_->Register(router_);
   fleet_api_ = std::make_unique<FleetApi>(
       *fleet_commands_, *user_tokens_,
@@ -342,6 +350,7 @@ void Controller::StopHttp() {
 
 void Controller::Stop() {
   StopHttp();
+  if (sessions_) sessions_->Stop();
   if (monitor_) monitor_->Stop();
   if (compute_hub_) {
     // Before the admin socket: a dispatch in flight is answered before its server goes.
@@ -360,6 +369,7 @@ void Controller::Stop() {
     grpc_server_.reset();
     log::Get("controller")->info("gRPC server stopped");
   }
+  if (session_timers_) session_timers_->Stop();
 }
 
 }  // namespace edge::controller

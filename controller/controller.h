@@ -16,6 +16,7 @@
 #include "agent/identity/jwt.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/timer_queue.h"
 #include "config/controller_config.h"
 #include "controller/admin_server.h"
 #include "controller/admin_service.h"
@@ -35,6 +36,7 @@
 #include "controller/node_monitor.h"
 #include "controller/node_tokens.h"
 #include "controller/operator_api.h"
+#include "controller/session_manager.h"
 #include "controller/store.h"
 #include "controller/user_tokens.h"
 #include "controller/worker_admin.h"
@@ -103,6 +105,9 @@ class Controller {
   std::unique_ptr<FleetCommands> fleet_commands_;
   std::unique_ptr<FleetAdminImpl> fleet_admin_;
   std::unique_ptr<FleetApi> fleet_api_;
+  // Operator sessions (wire.md §5.5) and the timers of their windows.
+  std::unique_ptr<TimerQueue> session_timers_;
+  std::unique_ptr<SessionManager> sessions_;
   // The operator ("northbound") API: its user tokens (minted on the admin socket) and routes.
   std::unique_ptr<UserTokens> user_tokens_;
   std::unique_ptr<OperatorApi> operator_api_;

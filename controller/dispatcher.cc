@@ -21,6 +21,7 @@ void Dispatcher::Attach(const std::string& node_id, std::shared_ptr<CommandSink>
     std::lock_guard lock(mu_);
     auto& slot = streams_[node_id];
     old = std::exchange(slot, std::move(sink));
+    attached_ms_[node_id] = ToEpochMillis(clock_.Now());
   }
   if (old) {
     log::Get("edge")->info("node {}: a newer stream replaces the previous one",
@@ -101,6 +102,7 @@ void Dispatcher::Detach(const std::string& node_id, const CommandSink* sink) {
     auto it = streams_.find(node_id);
     if (it == streams_.end() || it->second.get() != sink) return;
     streams_.erase(it);
+    attached_ms_.erase(node_id);
     for (const auto& [id, w] : waiters_)
       if (w.node_id == node_id) tell.push_back(w.observer);
   }
@@ -111,6 +113,22 @@ void Dispatcher::Detach(const std::string& node_id, const CommandSink* sink) {
 bool Dispatcher::IsConnected(const std::string& node_id) const {
   std::lock_guard lock(mu_);
   return streams_.contains(node_id);
+}
+
+void Dispatcher::SetCapabilitiesListener(std::function<void(const std::string&)> listener) {
+  std::lock_guard lock(listener_mu_);
+  capabilities_listener_ = std::move(listener);
+}
+
+void Dispatcher::CapabilitiesReported(const std::string& node_id) {
+  std::lock_guard lock(listener_mu_);
+  if (capabilities_listener_) capabilities_listener_(node_id);
+}
+
+int64_t Dispatcher::ConnectedSinceMs(const std::string& node_id) const {
+  std::lock_guard lock(mu_);
+  auto it = attached_ms_.find(node_id);
+  return it == attached_ms_.end() ? 0 : it->second;
 }
 
 void Dispatcher::Disconnect(const std::string& node_id, const grpc::Status& status) {

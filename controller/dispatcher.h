@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -85,6 +86,8 @@ class Dispatcher {
   // running commands are told.
   void Detach(const std::string& node_id, const CommandSink* sink);
   bool IsConnected(const std::string& node_id) const;
+  // When the node's current stream said Hello (epoch ms); 0 = not connected.
+  int64_t ConnectedSinceMs(const std::string& node_id) const;
   // Closes the node's stream, if any, with `status` (a revoked node).
   void Disconnect(const std::string& node_id, const grpc::Status& status);
   // Closes every stream (controller stop).
@@ -105,6 +108,12 @@ class Dispatcher {
   Status Shutdown(const std::string& node_id, std::chrono::milliseconds grace);
   Status PushConfig(const std::string& node_id, const std::string& delta,
                     const std::string& version);
+
+  // Who is told when a node reported its capabilities (Hello, CapabilityUpdate), after they
+  // are stored: the session manager (node.config.changed). One listener; set before streams
+  // arrive, cleared (nullptr) before the listener goes.
+  void SetCapabilitiesListener(std::function<void(const std::string& node_id)> listener);
+  void CapabilitiesReported(const std::string& node_id);
 
   // From a node's stream (already authenticated as `node_id`).
   void OnProgress(const std::string& node_id, const std::string& command_id,
@@ -130,6 +139,9 @@ class Dispatcher {
   const size_t max_message_bytes_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<CommandSink>> streams_;
+  std::map<std::string, int64_t> attached_ms_;  // node → when its current stream attached
+  std::mutex listener_mu_;  // held while the listener runs, so clearing it waits for it
+  std::function<void(const std::string&)> capabilities_listener_;
   struct Waiter {
     std::string node_id;
     std::shared_ptr<CommandObserver> observer;

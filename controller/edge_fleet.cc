@@ -56,6 +56,7 @@ Result<std::vector<NodeView>> EdgeFleet::ListNodes() const {
   for (auto& n : *nodes) {
     NodeView v;
     v.connected = dispatcher_.IsConnected(n.node_id);
+    v.connected_since_ms = dispatcher_.ConnectedSinceMs(n.node_id);
     auto edge = store_.GetEdgeNode(n.node_id);
     if (!edge) return std::unexpected(edge.error());
     if (*edge) {
@@ -88,6 +89,14 @@ Result<NodeView> EdgeFleet::GetTenantNode(const std::string& tenant_id,
   for (auto& v : *nodes)
     if (v.node.node_id == node_id) return std::move(v);
   return MakeError(ErrorCode::kNotFound, "node " + log::Escape(node_id, 128) + " not found");
+}
+
+Result<NodeActivity> EdgeFleet::GetNodeActivity(const std::string& tenant_id,
+                                                const std::string& node_id, int64_t since_ms,
+                                                int64_t until_ms) const {
+  auto node = GetTenantNode(tenant_id, node_id);
+  if (!node) return std::unexpected(node.error());
+  return store_.GetNodeActivity(node_id, since_ms, until_ms);
 }
 
 Status EdgeFleet::RevokeNode(const std::string& node_id) {

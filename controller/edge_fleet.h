@@ -32,6 +32,7 @@ struct FleetSummary {
 struct NodeView {
   NodeRecord node;
   bool connected = false;
+  int64_t connected_since_ms = 0;  // when its current stream attached (0 = not connected)
   std::optional<EdgeNodeRecord> edge;
   aegis::cluster::v1::EdgeCapabilities capabilities;
   NodeTags tags;  // the operator's tags (never the node's labels)
@@ -61,6 +62,10 @@ class EdgeFleet {
   // Revoked nodes stay revoked until a join token created with `replace` re-enrolls them;
   // the node's stream is closed with PERMISSION_DENIED.
   Status RevokeNode(const std::string& node_id);
+  // What a node of `tenant_id` did in [since_ms, until_ms) (usage, commands, latest error);
+  // NOT_FOUND as GetTenantNode.
+  Result<NodeActivity> GetNodeActivity(const std::string& tenant_id, const std::string& node_id,
+                                       int64_t since_ms, int64_t until_ms) const;
 
   // The operator's tags of a node (fleet_selector.h has the rules). NOT_FOUND for an unknown
   // node; INVALID_ARGUMENT for an empty id.

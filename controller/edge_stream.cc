@@ -130,6 +130,7 @@ grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
       stream_id_ = event.hello().stream_id();
       attached_ = true;
       deps_.dispatcher.Attach(node_id_, shared_from_this());
+      deps_.dispatcher.CapabilitiesReported(node_id_);
       log::Get("edge")->info("node {} connected (stream {}, {}/{}, {} tools)",
                              log::Escape(node_id_), log::Escape(stream_id_), log::Escape(caps.os()),
                              log::Escape(caps.arch()), caps.local_tools_size());
@@ -140,8 +141,10 @@ grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
     case pb::EdgeEvent::kCapabilityUpdate: {
       const auto& caps = event.capability_update().capabilities();
       if (IsDraining(caps)) log::Get("edge")->info("node {} is draining", log::Escape(node_id_));
-      return stored(deps_.store.UpdateCapabilities(node_id_, CapabilitiesToJson(caps),
-                                                   IsDraining(caps), now_ms));
+      auto st = stored(deps_.store.UpdateCapabilities(node_id_, CapabilitiesToJson(caps),
+                                                      IsDraining(caps), now_ms));
+      if (st.ok()) deps_.dispatcher.CapabilitiesReported(node_id_);
+      return st;
     }
     case pb::EdgeEvent::kCommandProgress:
       if (event.command_progress().command_id().empty()) {

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "controller/edge_codec.h"
+#include "controller/session_manager.h"
 
 namespace edge::controller {
 namespace {
@@ -54,7 +55,8 @@ std::string_view OperatorApi::DeriveStatus(const NodeView& v, int64_t now_ms,
   return "online";
 }
 
-json OperatorApi::NodeJson(const NodeView& v, int64_t now_ms, std::chrono::milliseconds stale) {
+json OperatorApi::NodeJson(const NodeView& v, int64_t now_ms, std::chrono::milliseconds stale,
+                           size_t active_sessions) {
   const auto& labels = v.capabilities.custom_labels();
   auto name = labels.find(kDeviceNameLabel);
   return json{{"node_id", v.node.node_id},
@@ -63,7 +65,7 @@ json OperatorApi::NodeJson(const NodeView& v, int64_t now_ms, std::chrono::milli
               {"status", DeriveStatus(v, now_ms, stale)},
               {"last_seen", FormatRfc3339(FromEpochMillis(LastSeenMs(v)))},
               {"capabilities", Tools(v)},
-              {"active_sessions_count", 0},
+              {"active_sessions_count", active_sessions},
               {"config_versions",
                {{"limits", 0}, {"capabilities", v.edge ? v.edge->capabilities_version : 0}}},
               // Extension: the operator's tags (never the node's labels).
@@ -100,6 +102,7 @@ void OperatorApi::Register(http::Router& router) {
   router.Add(
       "GET", "/v1/edge/nodes/{id}/config",
       [this](std::shared_ptr<http::Exchange> ex, const http::PathParams& p) { NodeConfig(ex, p); });
+  RegisterSessions(router);
 }
 
 void OperatorApi::Fail(const std::shared_ptr<http::Exchange>& ex, const Error& e) {
@@ -119,7 +122,8 @@ void OperatorApi::ListNodes(const std::shared_ptr<http::Exchange>& ex) {
   const int64_t now_ms = ToEpochMillis(clock_.Now());
   json list = json::array();
   for (const auto& v : *nodes)
-    list.push_back(NodeJson(v, now_ms, settings_.stale_threshold));
+    list.push_back(NodeJson(v, now_ms, settings_.stale_threshold,
+                            sessions_ ? sessions_->ActiveSessions(v.node.node_id) : 0));
   Log()->debug("GET /v1/edge/nodes by {} (tenant {}): {} node(s)", log::Escape(user->subject, 128),
                log::Escape(user->tenant_id, 128), list.size());
   http::RespondEchoingRequestId(

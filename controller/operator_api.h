@@ -37,10 +37,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "controller/edge_api_limits.h"
 #include "controller/edge_fleet.h"
 #include "controller/operator_http.h"
 #include "controller/tenant_tokens.h"
@@ -48,19 +50,17 @@
 
 namespace edge::controller {
 
-// The §5.2 defaults of edge_api.limits, what every node runs until per-node limits exist.
-struct EdgeApiLimits {
-  int64_t rate_limit = 20;                             // control frames per second per session
-  int64_t max_frame_size = 1 << 20;                    // bytes
-  int64_t reattach_window = 300;                       // seconds
-  int64_t max_buffer_size = 4 << 20;                   // bytes
-  std::string buffer_overflow_policy = "drop_oldest";  // or "disconnect"
-};
-
 struct OperatorApiSettings {
   // A node whose last heartbeat is older is offline (cluster.stale_threshold_secs).
   std::chrono::milliseconds stale_threshold{90'000};
+  // Browser origins besides the controller's own allowed to open session sockets
+  // (http.allowed_origins), e.g. "https://dashboard.example".
+  std::vector<std::string> allowed_origins;
+  std::chrono::milliseconds ws_ping_interval{30'000};
+  std::chrono::milliseconds ws_idle_timeout{90'000};
 };
+
+class SessionManager;
 
 class OperatorApi {
  public:
@@ -68,7 +68,16 @@ class OperatorApi {
               OperatorApiSettings settings)
       : fleet_(fleet), http_(users, "operator_api"), clock_(clock), settings_(settings) {}
 
+  // The sessions behind the session endpoints and the WebSocket relay (without them, only
+  // the node endpoints are served). Before Register; borrowed.
+  void AttachSessions(SessionManager* sessions) { sessions_ = sessions; }
   void Register(http::Router& router);
+
+  // The UTC window [since, until) of a metrics period at `now`: "today" (from 00:00),
+  // "week" (from Monday 00:00), "month" (from the 1st, 00:00), until just after `now`;
+  // INVALID_ARGUMENT for anything else ("" = today).
+  static Result<std::pair<int64_t, int64_t>> PeriodWindow(std::string_view period,
+                                                          Clock::WallTime now);
 
   // The HTTP status and §5.1 code for an error of the tokens or the domain layer
   // (OperatorHttp::ErrorStatus).
@@ -83,7 +92,7 @@ class OperatorApi {
                                        std::chrono::milliseconds stale);
   // One element of GET /v1/edge/nodes.
   static nlohmann::json NodeJson(const NodeView& node, int64_t now_ms,
-                                 std::chrono::milliseconds stale);
+                                 std::chrono::milliseconds stale, size_t active_sessions = 0);
   // GET /v1/edge/nodes/{id}/config for a node (limits: the defaults, version 0).
   static nlohmann::json ConfigJson(const NodeView& node);
   // OperatorHttp::BearerToken.
@@ -92,6 +101,13 @@ class OperatorApi {
  private:
   void ListNodes(const std::shared_ptr<http::Exchange>& ex);
   void NodeConfig(const std::shared_ptr<http::Exchange>& ex, const http::PathParams& params);
+  // operator_api_sessions.cc
+  void RegisterSessions(http::Router& router);
+  void NodeMetrics(const std::shared_ptr<http::Exchange>& ex, const http::PathParams& params);
+  void CreateSession(const std::shared_ptr<http::Exchange>& ex, const http::PathParams& params);
+  void ListSessions(const std::shared_ptr<http::Exchange>& ex);
+  void OpenStream(const std::shared_ptr<http::Exchange>& ex);
+  bool OriginAllowed(const http::Request& req) const;
   // The caller's verified claims; otherwise answers 401 itself and returns nullopt.
   std::optional<TenantTokenClaims> Authenticate(const std::shared_ptr<http::Exchange>& ex);
   void Fail(const std::shared_ptr<http::Exchange>& ex, const Error& e);
@@ -100,6 +116,7 @@ class OperatorApi {
   OperatorHttp http_;  // authentication and error answers, shared with FleetApi
   Clock& clock_;
   const OperatorApiSettings settings_;
+  SessionManager* sessions_ = nullptr;
 };
 
 }  // namespace edge::controller

@@ -21,6 +21,14 @@ std::pair<unsigned, const char*> OperatorHttp::ErrorStatus(ErrorCode code) {
       return {404, "NOT_FOUND"};
     case ErrorCode::kResourceExhausted:
       return {429, "RATE_LIMITED"};
+    case ErrorCode::kUnavailable:  // the node has no stream
+      return {409, "NODE_OFFLINE"};
+    case ErrorCode::kDraining:
+      return {409, "NODE_DRAINING"};
+    case ErrorCode::kFailedPrecondition:
+      return {409, "FAILED_PRECONDITION"};
+    case ErrorCode::kAborted:  // the node refused or failed the work
+      return {502, "NODE_ERROR"};
     default:
       return {500, "INTERNAL"};
   }

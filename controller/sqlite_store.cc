@@ -162,6 +162,38 @@ CREATE TABLE fleet_parts (
   PRIMARY KEY (fleet_id, node_id)
 );
 )sql"},
+      // 7: operator sessions (wire.md §5.2, §5.5) and the usage their processes reported.
+      {7, R"sql(
+CREATE TABLE operator_sessions (
+  session_id            TEXT PRIMARY KEY,
+  node_id               TEXT NOT NULL,
+  tenant_id             TEXT NOT NULL,
+  user_id               TEXT NOT NULL,
+  agent_name            TEXT NOT NULL,
+  workspace_path        TEXT NOT NULL DEFAULT '',
+  status                TEXT NOT NULL,
+  start_command_id      TEXT NOT NULL DEFAULT '',
+  limits_version        BIGINT NOT NULL DEFAULT 0,
+  capabilities_version  BIGINT NOT NULL DEFAULT 0,
+  pinned_tools_json     TEXT NOT NULL DEFAULT '[]',
+  created_at_ms         BIGINT NOT NULL,
+  last_activity_at_ms   BIGINT NOT NULL,
+  ended_at_ms           BIGINT NOT NULL DEFAULT 0,
+  exit_code             BIGINT,
+  end_reason            TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX operator_sessions_by_tenant ON operator_sessions(tenant_id, created_at_ms);
+CREATE TABLE session_usage (
+  node_id           TEXT NOT NULL,
+  session_id        TEXT NOT NULL,
+  at_ms             BIGINT NOT NULL,
+  input_tokens      BIGINT NOT NULL,
+  output_tokens     BIGINT NOT NULL,
+  cost_micros       BIGINT NOT NULL,
+  tool_invocations  BIGINT NOT NULL
+);
+CREATE INDEX session_usage_by_node ON session_usage(node_id, at_ms);
+)sql"},
   };
   return kMigrations;
 }

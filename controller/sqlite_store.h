@@ -75,6 +75,18 @@ class SqliteStore final : public Store {
   Status MarkFleetCancelled(const std::string& fleet_id, int64_t now_ms) override;
   Result<std::optional<FleetCommandRecord>> GetFleetCommand(const std::string& fleet_id) override;
   Result<std::vector<FleetCommandRecord>> ListFleetCommands(int limit) override;
+  // Operator sessions and usage (sqlite_store_sessions.cc).
+  Status UpsertSession(const OperatorSessionRecord& session) override;
+  Result<std::optional<OperatorSessionRecord>> GetSession(const std::string& session_id) override;
+  Result<std::vector<OperatorSessionRecord>> ListSessions(const std::string& tenant_id,
+                                                          const std::string& user_id,
+                                                          const std::string& node_id,
+                                                          const std::string& status,
+                                                          int limit) override;
+  Result<std::vector<OperatorSessionRecord>> ListOpenSessions() override;
+  Status InsertUsage(const UsageRecord& usage) override;
+  Result<NodeActivity> GetNodeActivity(const std::string& node_id, int64_t since_ms,
+                                       int64_t until_ms) override;
 
   // Worker leases and workers (sqlite_store_workers.cc).
   Result<LeaseRecord> AcquireLease(const std::string& resource_id, const std::string& holder_id,

@@ -121,6 +121,51 @@ struct CommandOutcomeRecord {
   int64_t duration_ms = 0;   // Ok.duration, or TimedOut.deadline
 };
 
+// An operator's session on a node (wire.md §5.2, §5.5), as the controller keeps it: live ones
+// while they run, ended ones as their history.
+struct OperatorSessionRecord {
+  std::string session_id;  // UUIDv4
+  std::string node_id;
+  std::string tenant_id;
+  std::string user_id;
+  std::string agent_name;
+  std::string workspace_path;
+  std::string status;            // INIT, RUNNING, DETACHED, TERMINATED
+  std::string start_command_id;  // the session.start command
+  int64_t limits_version = 0;    // pinned when the session was created
+  int64_t capabilities_version = 0;
+  std::string pinned_tools_json = "[]";  // the node's tools then
+  int64_t created_at_ms = 0;
+  int64_t last_activity_at_ms = 0;
+  int64_t ended_at_ms = 0;           // 0 = not ended
+  std::optional<int32_t> exit_code;  // of the session's process, when it exited
+  std::string end_reason;            // why it ended ("" while it runs)
+};
+
+// One session.usage frame of a session's process (wire.md §5.2 metrics).
+struct UsageRecord {
+  std::string node_id;
+  std::string session_id;
+  int64_t at_ms = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double estimated_cost = 0;
+  int64_t tool_invocations = 0;
+};
+
+// What a node did in a period (GET /v1/edge/nodes/{id}/metrics).
+struct NodeActivity {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double estimated_cost = 0;
+  int64_t commands = 0;                  // InvokeTools created in the period
+  int64_t session_tool_invocations = 0;  // reported by session.usage frames
+  // The latest failed command (outcome other than ok, or ok with a non-zero exit) or session
+  // error: "" = none.
+  std::string last_error;
+  int64_t last_error_at_ms = 0;
+};
+
 inline constexpr const char* kCommandDispatched = "dispatched";
 inline constexpr const char* kCommandCompleted = "completed";
 
@@ -320,6 +365,24 @@ class Store {
       const std::string& fleet_id) = 0;
   // Newest first, with their parts; `limit` 0 = 100.
   virtual Result<std::vector<FleetCommandRecord>> ListFleetCommands(int limit) = 0;
+  // ---- operator sessions and their usage (wire.md §5) ------------------------------------
+  // Inserts or replaces the session's row.
+  virtual Status UpsertSession(const OperatorSessionRecord& session) = 0;
+  virtual Result<std::optional<OperatorSessionRecord>> GetSession(
+      const std::string& session_id) = 0;
+  // The sessions of `tenant_id` (and `user_id`, `node_id`, `status` when not empty), newest
+  // first, at most `limit`; TERMINATED ones only when `status` asks for them.
+  virtual Result<std::vector<OperatorSessionRecord>> ListSessions(const std::string& tenant_id,
+                                                                  const std::string& user_id,
+                                                                  const std::string& node_id,
+                                                                  const std::string& status,
+                                                                  int limit) = 0;
+  // Sessions not TERMINATED (what a restarted controller ends).
+  virtual Result<std::vector<OperatorSessionRecord>> ListOpenSessions() = 0;
+  virtual Status InsertUsage(const UsageRecord& usage) = 0;
+  // The node's usage, commands and latest error in [since_ms, until_ms).
+  virtual Result<NodeActivity> GetNodeActivity(const std::string& node_id, int64_t since_ms,
+                                               int64_t until_ms) = 0;
 
   // ---- worker leases (the worker contract's cluster-store semantics) ----------------------
   // Atomic acquire by resource id, for `holder_id` until now + ttl: succeeds when there is no

@@ -81,6 +81,9 @@ class WebSocketHandler {
   // dropped without a close handshake. `reason` is the matching close reason ("" if none).
   // Not called for a socket that Server::Stop closed after Stop returned.
   virtual void OnClosed(uint16_t code, std::string reason) = 0;
+  // A queued message has been written to the peer (queued_bytes() went down): a caller that
+  // keeps its own queue hands over more. Default: nothing.
+  virtual void OnWritten() {}
 };
 
 class WebSocket {

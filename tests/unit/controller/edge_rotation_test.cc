@@ -295,6 +295,23 @@ class GatedStore final : public Store {
   Result<std::vector<FleetCommandRecord>> ListFleetCommands(int l) override {
     return s_.ListFleetCommands(l);
   }
+  Status UpsertSession(const OperatorSessionRecord& r) override { return s_.UpsertSession(r); }
+  Result<std::optional<OperatorSessionRecord>> GetSession(const std::string& id) override {
+    return s_.GetSession(id);
+  }
+  Result<std::vector<OperatorSessionRecord>> ListSessions(const std::string& t,
+                                                          const std::string& u,
+                                                          const std::string& n,
+                                                          const std::string& st, int l) override {
+    return s_.ListSessions(t, u, n, st, l);
+  }
+  Result<std::vector<OperatorSessionRecord>> ListOpenSessions() override {
+    return s_.ListOpenSessions();
+  }
+  Status InsertUsage(const UsageRecord& u) override { return s_.InsertUsage(u); }
+  Result<NodeActivity> GetNodeActivity(const std::string& n, int64_t a, int64_t b) override {
+    return s_.GetNodeActivity(n, a, b);
+  }
 
  private:
   Store& s_;
