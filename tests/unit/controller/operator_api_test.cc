@@ -134,6 +134,41 @@ TEST(OperatorApiErrors, StatusTableFollowsTheContract) {
   EXPECT_EQ(OperatorApi::ErrorStatus(ErrorCode::kPermissionDenied).first, 404u);
   EXPECT_EQ(OperatorApi::ErrorStatus(ErrorCode::kNotFound).first, 404u);
   EXPECT_EQ(OperatorApi::ErrorStatus(ErrorCode::kInternal).first, 500u);
+  // §5.1: 409 NODE_OFFLINE / NODE_DRAINING, 429 RATE_LIMITED, 502 NODE_ERROR.
+  EXPECT_EQ(OperatorApi::ErrorStatus(ErrorCode::kUnavailable).first, 409u);
+  EXPECT_STREQ(OperatorApi::ErrorStatus(ErrorCode::kUnavailable).second, "NODE_OFFLINE");
+  EXPECT_EQ(OperatorApi::ErrorStatus(ErrorCode::kDraining).first, 409u);
+  EXPECT_STREQ(OperatorApi::ErrorStatus(ErrorCode::kDraining).second, "NODE_DRAINING");
+  EXPECT_EQ(OperatorApi::ErrorStatus(ErrorCode::kResourceExhausted).first, 429u);
+  EXPECT_EQ(OperatorApi::ErrorStatus(ErrorCode::kAborted).first, 502u);
+  EXPECT_STREQ(OperatorApi::ErrorStatus(ErrorCode::kAborted).second, "NODE_ERROR");
+}
+
+// Metrics periods are UTC windows: from midnight, from Monday, from the 1st.
+TEST(OperatorApiMetrics, PeriodWindowsStartAtUtcBoundaries) {
+  // Wednesday 2026-11-25 13:14:15.678 UTC.
+  const auto now = FromEpochMillis(1'795'612'455'678);
+  auto ms = [](const char* text) { return ToEpochMillis(*ParseRfc3339(text)); };
+  auto today = OperatorApi::PeriodWindow("today", now);
+  ASSERT_TRUE(today);
+  EXPECT_EQ(today->first, ms("2026-11-25T00:00:00Z"));
+  EXPECT_EQ(today->second, 1'795'612'455'679);  // just after now
+  EXPECT_EQ(OperatorApi::PeriodWindow("", now)->first, ms("2026-11-25T00:00:00Z"));
+  EXPECT_EQ(OperatorApi::PeriodWindow("week", now)->first, ms("2026-11-23T00:00:00Z"));
+  EXPECT_EQ(OperatorApi::PeriodWindow("month", now)->first, ms("2026-11-01T00:00:00Z"));
+  // On a Monday at midnight the week starts now; on a Sunday it began six days before.
+  const auto monday = FromEpochMillis(ms("2026-11-23T00:00:00Z"));
+  EXPECT_EQ(OperatorApi::PeriodWindow("week", monday)->first, ms("2026-11-23T00:00:00Z"));
+  const auto sunday = FromEpochMillis(ms("2026-11-29T23:59:59Z"));
+  EXPECT_EQ(OperatorApi::PeriodWindow("week", sunday)->first, ms("2026-11-23T00:00:00Z"));
+  // The 1st of a month in a leap year, one millisecond before it ends.
+  const auto leap = FromEpochMillis(ms("2028-02-29T23:59:59.999Z"));
+  EXPECT_EQ(OperatorApi::PeriodWindow("month", leap)->first, ms("2028-02-01T00:00:00Z"));
+  EXPECT_EQ(OperatorApi::PeriodWindow("today", leap)->first, ms("2028-02-29T00:00:00Z"));
+  auto bad = OperatorApi::PeriodWindow("year", now);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("\"year\" is not today, week or month"), std::string::npos);
 }
 
 // capabilities_version: +1 when a Hello or CapabilityUpdate changes the tools, kept on the

@@ -67,7 +67,7 @@ INSERT INTO nodes VALUES ('edge-01', 't1', 'enrolled', 'ab', 1500, 1500);
 
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 6);
+  EXPECT_EQ(store->schema_version(), 7);
   auto node = store->GetNode("edge-01");
   ASSERT_TRUE(node && node->has_value());
   EXPECT_EQ((*node)->cert_serial_hex, "ab");

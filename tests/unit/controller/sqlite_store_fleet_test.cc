@@ -57,10 +57,12 @@ TEST_F(SqliteStoreFleetTest, MigratesAVersionFiveDatabaseKeepingItsRows) {
                                       .state = kCommandDispatched,
                                       .created_at_ms = 3000}));
   }
-  // Back to exactly what schema version 5 left: migration 6's tables gone, its row too.
+  // Back to exactly what schema version 5 left: the tables of migrations 6 and 7 gone, their
+  // rows too.
   RawExec(
       "DROP TABLE node_tags; DROP TABLE fleet_parts; DROP TABLE fleet_commands;"
-      "DELETE FROM schema_migrations WHERE component = 'controller' AND version = 6;");
+      "DROP TABLE operator_sessions; DROP TABLE session_usage;"
+      "DELETE FROM schema_migrations WHERE component = 'controller' AND version >= 6;");
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
@@ -76,7 +78,7 @@ TEST_F(SqliteStoreFleetTest, MigratesAVersionFiveDatabaseKeepingItsRows) {
 
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 6);
+  EXPECT_EQ(store->schema_version(), 7);
   auto node = store->GetEdgeNode("edge-01");
   ASSERT_TRUE(node && node->has_value()) << "version-5 rows are kept";
   auto cmd = store->GetCommand("c1");
@@ -93,7 +95,7 @@ TEST_F(SqliteStoreFleetTest, MigratesAVersionFiveDatabaseKeepingItsRows) {
                                          .parts = {{.node_id = "edge-01", .command_id = "c2"}}}));
   auto reopened = OpenStore();
   ASSERT_TRUE(reopened);
-  EXPECT_EQ(reopened->schema_version(), 6) << "reopening runs no migration again";
+  EXPECT_EQ(reopened->schema_version(), 7) << "reopening runs no migration again";
   EXPECT_EQ(reopened->GetNodeTags("edge-01")->at("role"), "web");
   EXPECT_TRUE(reopened->GetFleetCommand("f1")->has_value());
 }

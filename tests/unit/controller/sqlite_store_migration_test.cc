@@ -80,14 +80,14 @@ TEST_F(SqliteStoreMigrationTest, OpensADatabaseTheOldStoreWroteAtTheLatestVersio
                                               .expires_at_ms = 3'602'000}});
     ASSERT_TRUE(e) << e.error().ToString();
   }
-  RewriteAsOldStore(6);
+  RewriteAsOldStore(7);
   ASSERT_EQ(RawColumn("SELECT name FROM sqlite_master WHERE name LIKE 'schema%'"),
             "schema_version");
 
   for (int open = 0; open < 2; ++open) {  // adopted once, then opened as any other file
     auto store = OpenStore();
     ASSERT_TRUE(store);
-    EXPECT_EQ(store->schema_version(), 6);
+    EXPECT_EQ(store->schema_version(), 7);
     auto node = store->GetEdgeNode("edge-01");
     ASSERT_TRUE(node && node->has_value());
     EXPECT_EQ((*node)->public_key, kKey) << "the hex-encoded key reads back";
@@ -98,17 +98,18 @@ TEST_F(SqliteStoreMigrationTest, OpensADatabaseTheOldStoreWroteAtTheLatestVersio
               "schema_migrations");
     EXPECT_EQ(RawColumn("SELECT component || ':' || version FROM schema_migrations "
                         "ORDER BY version"),
-              "controller:1,controller:2,controller:3,controller:4,controller:5,controller:6");
+              "controller:1,controller:2,controller:3,controller:4,controller:5,controller:6,"
+              "controller:7");
   }
 }
 
 TEST_F(SqliteStoreMigrationTest, RefusesAnOldStyleDatabaseFromANewerController) {
   ASSERT_TRUE(OpenStore());
-  RewriteAsOldStore(7);
+  RewriteAsOldStore(8);
   auto store = SqliteStore::Open(path_);
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
-  EXPECT_NE(store.error().message.find("version 7, newer than this controller's 6"),
+  EXPECT_NE(store.error().message.find("version 8, newer than this controller's 7"),
             std::string::npos)
       << store.error().message;
 }
