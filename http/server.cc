@@ -22,20 +22,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "http/server_impl.h"
+#include "http/websocket_connection.h"
 
 namespace edge::http {
-namespace {
 
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-namespace net = boost::asio;
-namespace ssl = net::ssl;
-using tcp = net::ip::tcp;
-using Clean = beast::error_code;
+namespace detail {
 
-constexpr auto kGonePollInterval = std::chrono::milliseconds(200);
-
-// Header values go on the wire as given; CR and LF would split them.
 std::string HeaderSafe(std::string_view v) {
   std::string out;
   out.reserve(v.size());
@@ -44,6 +37,21 @@ std::string HeaderSafe(std::string_view v) {
   }
   return out;
 }
+
+}  // namespace detail
+
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace bws = beast::websocket;
+namespace net = boost::asio;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using Clean = beast::error_code;
+using detail::HeaderSafe;
+
+constexpr auto kGonePollInterval = std::chrono::milliseconds(200);
 
 std::string Head(unsigned status, const Headers& headers, const std::string& content_type,
                  std::optional<size_t> content_length, bool chunked, bool close,
@@ -96,56 +104,49 @@ Result<std::shared_ptr<ssl::context>> LoadTls(const TlsFiles& files) {
 
 }  // namespace
 
-class SessionBase;
-
 // ---------------------------------------------------------------------------------------
-struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
-  Impl(net::io_context& io_, ServerOptions options_, Handler& handler_)
-      : io(io_),
-        options(std::move(options_)),
-        handler(handler_),
-        acceptor(net::make_strand(io_)),
-        log(log::Get(options.name)) {}
+Server::Impl::Impl(net::io_context& io_, ServerOptions options_, Handler& handler_)
+    : io(io_),
+      options(std::move(options_)),
+      handler(handler_),
+      clock(options.clock ? *options.clock : SystemClock::Instance()),
+      acceptor(net::make_strand(io_)),
+      log(log::Get(options.name)) {}
 
-  void Accept();
-  void Register(uint64_t id, std::weak_ptr<SessionBase> s) {
-    std::lock_guard lock(mu);
-    sessions[id] = std::move(s);
-  }
-  void Unregister(uint64_t id) {
-    std::lock_guard lock(mu);
-    sessions.erase(id);
-  }
-  std::shared_ptr<ssl::context> Tls() {
-    std::lock_guard lock(mu);
-    return tls;
-  }
+Server::Impl::~Impl() {
+  StopTimers();
+}
 
-  net::io_context& io;
-  ServerOptions options;
-  Handler& handler;
-  tcp::acceptor acceptor;
-  std::shared_ptr<spdlog::logger> log;
-  std::mutex mu;
-  std::shared_ptr<ssl::context> tls;
-  std::map<uint64_t, std::weak_ptr<SessionBase>> sessions;
-  std::atomic<uint64_t> next_id{1};
-  std::atomic<size_t> connections{0};
-  std::atomic<bool> stopped{false};
-  // Handle() calls in progress: Stop waits for them, so the handler may go after Stop.
-  std::atomic<int> active_handlers{0};
-  uint16_t port = 0;
-};
+TimerQueue& Server::Impl::Timers() {
+  std::lock_guard lock(mu);
+  if (!timers) {
+    timers = std::make_unique<TimerQueue>(clock);
+    if (timers_stopped) timers->Stop();
+  }
+  return *timers;
+}
+
+void Server::Impl::StopTimers() {
+  TimerQueue* t = nullptr;
+  {
+    std::lock_guard lock(mu);
+    timers_stopped = true;
+    t = timers.get();
+  }
+  if (t) t->Stop();
+}
 
 // The connection side an Exchange talks to; every Do* runs on the connection's strand.
-class SessionBase {
+class SessionBase : public Connection {
  public:
-  virtual ~SessionBase() = default;
   virtual void Post(std::function<void()> fn) = 0;
   virtual void DoRespond(uint64_t gen, Response r) = 0;
   virtual void DoBeginStream(uint64_t gen, unsigned status, Headers h, std::string ctype) = 0;
   virtual void DoWriteChunk(uint64_t gen, std::string data, std::function<void(bool)> cb) = 0;
   virtual void DoEndStream(uint64_t gen) = 0;
+  // Any thread: makes the WebSocket and posts the upgrade of exchange `gen` to the strand.
+  virtual std::shared_ptr<WebSocket> Upgrade(uint64_t gen, const WebSocketOptions& options,
+                                             std::shared_ptr<WebSocketHandler> handler) = 0;
   virtual void Close() = 0;
 };
 
@@ -155,6 +156,30 @@ class ExchangeImpl final : public Exchange {
  public:
   ExchangeImpl(Request request, std::shared_ptr<SessionBase> session, uint64_t gen)
       : request_(std::move(request)), session_(std::move(session)), gen_(gen) {}
+
+  Result<std::shared_ptr<WebSocket>> AcceptWebSocket(
+      const WebSocketOptions& options, std::shared_ptr<WebSocketHandler> handler) override {
+    if (answered_) {
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       "the exchange was answered already; it cannot become a WebSocket");
+    }
+    if (!handler) {
+      Respond({.status = 500, .body = ErrorBody("INTERNAL", "internal error")});
+      return MakeError(ErrorCode::kInvalidArgument, "AcceptWebSocket needs a handler");
+    }
+    if (auto st = CheckWebSocketUpgrade(request_); !st) {
+      // Sec-WebSocket-Version tells a client of another version which one we speak.
+      Respond({.status = 400,
+               .headers = {{"Sec-WebSocket-Version", "13"}},
+               .body = ErrorBody("BAD_REQUEST", st.error().message)});
+      return std::unexpected(st.error());
+    }
+    if (answered_.exchange(true)) {
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       "the exchange was answered already; it cannot become a WebSocket");
+    }
+    return session_->Upgrade(gen_, options, std::move(handler));
+  }
 
   const Request& request() const override { return request_; }
 
@@ -233,11 +258,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
         stream_(std::move(stream)),
         remote_(std::move(remote)),
         id_(server_->next_id++),
+        executor_(stream_.get_executor()),
         gone_timer_(stream_.get_executor()) {
     ++server_->connections;
   }
   ~Session() override {
-    --server_->connections;
+    if (counted_) --server_->connections;
     server_->Unregister(id_);
   }
 
@@ -259,7 +285,19 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
   }
 
-  void Post(std::function<void()> fn) override { net::post(stream_.get_executor(), std::move(fn)); }
+  void Post(std::function<void()> fn) override { net::post(executor_, std::move(fn)); }
+
+  void Shutdown() override {
+    Post([self = this->shared_from_this()] { self->Close(); });
+  }
+
+  std::shared_ptr<WebSocket> Upgrade(uint64_t gen, const WebSocketOptions& options,
+                                     std::shared_ptr<WebSocketHandler> handler) override {
+    auto ws = std::make_shared<detail::WsConnection<Stream>>(server_, executor_, options,
+                                                             std::move(handler), remote_);
+    Post([self = this->shared_from_this(), gen, ws] { self->DoUpgrade(gen, ws); });
+    return ws;
+  }
 
   void Close() override {
     if (closed_) return;
@@ -275,6 +313,42 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     Clean ignored;
     sock.shutdown(tcp::socket::shutdown_both, ignored);
     sock.close(ignored);
+  }
+
+  // ---- the upgrade to a WebSocket (strand) ----
+  void DoUpgrade(uint64_t gen, const std::shared_ptr<detail::WsConnection<Stream>>& ws) {
+    if (closed_ || gen != gen_ || !exchange_) {
+      return ws->Abort("the client went away before the WebSocket handshake");
+    }
+    if (!upgrade_request_) {
+      ws->Abort("not a WebSocket upgrade request");
+      return Refuse(400, "BAD_REQUEST", "not a WebSocket upgrade request");
+    }
+    if (buffer_.size() > 0) {
+      // RFC 6455 §4.1: a client sends nothing more before the server's handshake answer.
+      ws->Abort("data arrived before the WebSocket handshake");
+      return Refuse(400, "BAD_REQUEST",
+                    "data arrived after the upgrade request, before the handshake answer");
+    }
+    // The stream moves to the WebSocket: nothing of this session may touch it again.
+    gone_timer_.cancel();
+    Clean ignored;
+    tcp().socket().cancel(ignored);  // the client watch
+    tcp().expires_never();
+    exchange_->Completed();
+    exchange_.reset();
+    ++gen_;
+    closed_ = true;
+    // The WebSocket counts the connection from now on (this session may live on for a while
+    // in an Exchange its handler keeps).
+    counted_ = false;
+    --server_->connections;
+    server_->Unregister(id_);
+    const auto target = upgrade_request_->target();
+    server_->log->debug("GET {} from {}: upgrading to a WebSocket",
+                        log::Escape(std::string_view(target.data(), target.size()), 200), remote_);
+    ws->Begin(std::move(stream_), std::move(*upgrade_request_), tls_);
+    upgrade_request_.reset();
   }
 
   // ---- responses (strand) ----
@@ -423,18 +497,18 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     }
     req.body = std::move(msg.body());
     req.keep_alive = msg.keep_alive();
+    req.version = msg.version() < 11 ? 10 : 11;
     req.remote = remote_;
     keep_alive_ = req.keep_alive;
     http10_ = msg.version() < 11;
+    // Kept (without its body) for the handshake, in case the handler accepts the upgrade.
+    upgrade_request_.reset();
+    if (bws::is_upgrade(msg)) upgrade_request_ = std::move(msg);
     streaming_ = false;
     ++gen_;
     auto ex = std::make_shared<ExchangeImpl>(std::move(req), this->shared_from_this(), gen_);
     exchange_ = ex;
-    ++server_->active_handlers;
-    if (server_->stopped) {
-      --server_->active_handlers;
-      return Close();
-    }
+    if (!server_->EnterHandler()) return Close();
     WatchClient(gen_);
     try {
       server_->handler.Handle(ex);
@@ -442,7 +516,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       server_->log->error("handler threw: {}", e.what());
       ex->Respond({.status = 500, .body = ErrorBody("INTERNAL", "internal error")});
     }
-    --server_->active_handlers;
+    server_->LeaveHandler();
   }
 
   // ---- noticing a client that goes away while its answer is prepared ----
@@ -542,14 +616,17 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   Stream stream_;
   std::string remote_;
   uint64_t id_;
+  typename Stream::executor_type executor_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::request<bhttp::string_body>> upgrade_request_;
   std::shared_ptr<ExchangeImpl> exchange_;
   uint64_t gen_ = 0;
   bool keep_alive_ = true;
   bool http10_ = false;
   bool streaming_ = false;
   bool closed_ = false;
+  bool counted_ = true;  // in server_->connections
   std::deque<Write> writes_;
   net::steady_timer gone_timer_;
 };
@@ -596,6 +673,9 @@ Server::Server(boost::asio::io_context& io, ServerOptions options, Handler& hand
 
 Server::~Server() {
   Stop();
+  // WebSockets still closing go on without timers; they end when the peer answers or the
+  // io_context stops.
+  impl_->StopTimers();
 }
 
 Status Server::Listen(const std::string& host_port) {
@@ -650,15 +730,15 @@ void Server::Stop() {
     Clean ignored;
     impl->acceptor.close(ignored);
   });
-  std::vector<std::shared_ptr<SessionBase>> live;
+  std::vector<std::shared_ptr<Connection>> live;
   {
     std::lock_guard lock(impl_->mu);
-    for (auto& [id, w] : impl_->sessions) {
-      if (auto s = w.lock()) live.push_back(std::move(s));
+    for (auto& [id, w] : impl_->connections_by_id) {
+      if (auto c = w.lock()) live.push_back(std::move(c));
     }
   }
-  for (auto& s : live) {
-    s->Post([s] { s->Close(); });
+  for (auto& c : live) {
+    c->Shutdown();
   }
   // Handle() does not block: this wait is short. After it the handler is never called again.
   while (impl_->active_handlers.load() > 0) {

@@ -1,5 +1,6 @@
-// edge_http Server: HTTP/1.1 on Boost.Beast over a caller's io_context (design.md §4) — the
-// agent's worker RPC door and, later, the controller's worker endpoints.
+// edge_http Server: HTTP/1.1 and WebSocket on Boost.Beast over a caller's io_context
+// (design.md §4) — the agent's worker RPC door, the controller's worker control-plane
+// endpoints and its operator API (REST + the WebSocket relay of wire.md §5.3).
 //
 // - Many connections on the io_context, each on its own strand: no thread per connection.
 // - Keep-alive (HTTP/1.1 default; "Connection: close" and HTTP/1.0 close after the answer).
@@ -15,6 +16,13 @@
 //   connections (SIGHUP).
 // - While a handler works, the server watches the connection: a client that closes it is
 //   reported through Exchange::OnClientGone (a streamed exec is cancelled that way).
+// - WebSocket: a handler may accept an upgrade request instead of answering
+//   (Exchange::AcceptWebSocket, http/websocket.h), over plain TCP or TLS alike. The
+//   connection then stays a WebSocket until it closes and still counts toward
+//   `max_connections`; its ping, idle, write-progress and close-handshake timers run on
+//   `clock` (the HTTP timeouts above run in real time on the io_context).
+// - Stop() closes WebSockets with 1001 and HTTP connections at once; after it returns no
+//   handler (Handler, WebSocketHandler) is called again.
 #pragma once
 
 #include <atomic>
@@ -28,8 +36,10 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "http/message.h"
+#include "http/websocket.h"
 
 namespace edge::http {
 
@@ -47,7 +57,11 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};
   size_t max_connections = 4096;
   std::optional<TlsFiles> tls;
-  std::string name = "http";  // logger module and Server header
+  std::string name = "http";  // logger module
+  // The WebSockets' timers (ping, idle, write progress, close handshake); nullptr = the
+  // system clock. A test passes a ManualClock and advances it. Must outlive the
+  // io_context's handlers of this server.
+  Clock* clock = nullptr;
 };
 
 class Server {
@@ -64,13 +78,17 @@ class Server {
   Status Listen(const std::string& host_port);
   // The bound port (after Listen).
   uint16_t port() const;
-  // Stops accepting and closes every connection (handlers still running see client_gone).
-  // Once it returns the handler is never called again (it may be destroyed); connections
-  // end on the io_context's threads. Not to be called from inside Handler::Handle.
+  // Stops accepting and closes every connection (handlers still running see client_gone;
+  // WebSockets get a close frame 1001 "server stopping", bounded by their close_timeout
+  // while the server object lives). Once it returns no handler is called again: neither
+  // Handler nor any WebSocketHandler (so a WebSocket that Stop closes gets no OnClosed); they
+  // may be destroyed. Connections end on the io_context's threads. Not to be called from
+  // inside a handler.
   void Stop();
   // Loads the TLS files again for new connections; on error the old ones stay.
   Status ReloadTls();
 
+  // Open connections, WebSockets included.
   size_t connections() const;
 
   struct Impl;

@@ -21,8 +21,9 @@
 //   which nothing (a message, a pong, a ping) arrived for `idle_timeout`.
 // - A write (a message, a ping, the handshake response) not complete after the server's
 //   write_timeout drops the connection (OnClosed 1006): a stalled reader costs one write.
-// - A close handshake not finished `close_timeout` after our close frame was queued drops
-//   the connection.
+// - A close handshake not finished `close_timeout` after the close frame (ours, or the
+//   peer's) drops the connection.
+// - The transport's own closes (1003, 1009, idle, Stop) drop the messages still queued.
 // - Server::Stop closes with 1001 ("server stopping").
 // - No extensions (permessage-deflate off), no subprotocol unless the options name one.
 // These timers run on the server's injected clock (ServerOptions::clock), so tests move a
@@ -58,7 +59,7 @@ inline constexpr uint16_t kTryAgainLater = 1013;  // e.g. a reader too slow for 
 }  // namespace close_code
 
 struct WebSocketOptions {
-  // The largest message accepted from the peer (bytes, all fragments together).
+  // The largest message accepted from the peer (bytes, all fragments together; 0 = none).
   size_t max_frame_size = 1 << 20;
   std::chrono::milliseconds ping_interval{30'000};
   std::chrono::milliseconds idle_timeout{90'000};
@@ -95,9 +96,17 @@ class WebSocket {
   // socket is closing or closed (the message is dropped); INVALID_ARGUMENT when `text` is
   // not valid UTF-8 (a browser would fail the connection).
   virtual Status SendText(std::string text) = 0;
-  // Starts the close handshake with `code` and `reason` (cut to 123 bytes); messages still
-  // queued are dropped, one being written finishes first. Idempotent: the first call wins.
-  virtual void Close(uint16_t code, std::string reason) = 0;
+  // What Close does with the messages still queued.
+  enum class Pending {
+    kFlush,  // sends them first, then the close frame (a last message, then 1000)
+    kDrop,   // drops them: the close frame follows the message being written (1013 for a
+             // reader too slow for its queue)
+  };
+  // Starts the close handshake with `code` and `reason` (cut to 123 bytes at a character
+  // boundary); a code that may not be sent (RFC 6455 §7.4: below 1000, 1004-1006,
+  // 1015-2999, above 4999) is sent as 1011. SendText is refused from now on. Idempotent: the first
+  // call wins (a later kDrop still drops what is queued).
+  virtual void Close(uint16_t code, std::string reason, Pending pending = Pending::kFlush) = 0;
 
   // Messages queued and not yet written (the one being written included), and their bytes:
   // the caller's overflow policy reads these (the socket itself never drops or refuses for
