@@ -64,8 +64,10 @@ class SocketBridge final : public http::WebSocketHandler,
     return ws ? ws->queued_bytes() : 0;
   }
   void Close(uint16_t code, std::string reason) override {
-    // TODO(ws merge): drop what is queued for 1013.
-    if (auto ws = Socket()) ws->Close(code, std::move(reason));
+    if (auto ws = Socket())
+      ws->Close(code, std::move(reason),
+                code == kCloseTryAgainLater ? http::WebSocket::Pending::kDrop
+                                            : http::WebSocket::Pending::kFlush);
   }
 
   // WebSocketHandler

@@ -296,6 +296,15 @@ class WsConnection final : public WebSocket,
     if (ec && ec != net::error::operation_aborted && !Closing()) {
       return HardClose("a write failed: " + ec.message());
     }
+    if (!ec && state_ == State::kOpen && handler_ && server_->EnterHandler()) {
+      try {
+        handler_->OnWritten();
+      } catch (const std::exception& e) {
+        server_->log->error("WebSocket handler threw: {}", e.what());
+        StartClose(close_code::kInternalError, "internal error", Pending::kDrop);
+      }
+      server_->LeaveHandler();
+    }
     WriteNext();
   }
 

@@ -1,0 +1,236 @@
+// Operator sessions end to end through the real binaries on loopback (wire.md §5.2–§5.5):
+// POST a session on an agent's interactive tool, open WebSockets with one-time tickets, and
+// check the relay's rules where the issue asks for them — a reused ticket is 401, two
+// sockets see the same seq stream, the same message_id from both reaches the node once, a
+// forbidden tool never reaches it, usage shows in the metrics, DELETE ends the session and
+// kills the process, a killed agent gives NODE_DISCONNECTED, another tenant sees 404.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/random.h"
+#include "tests/integration/operator_fixture.h"
+
+namespace edge::testing {
+namespace {
+
+using nlohmann::json;
+
+// Answers each input line with an agent.message, a plain line and a session.usage frame.
+constexpr const char* kChatScript = R"(echo ready
+n=0
+while IFS= read -r line; do
+  n=$((n+1))
+  printf '{"type":"agent.message","payload":{"n":%d}}\n' "$n"
+  printf 'plain %d\n' "$n"
+  printf '{"type":"session.usage","payload":{"input_tokens":3,"output_tokens":5,"estimated_cost":0.25,"tool_invocations":1}}\n'
+done
+)";
+
+class OperatorSessionTest : public OperatorFixture {
+ protected:
+  void StartChatAgent(const std::string& node = "edge-01") {
+    const std::string script = dir_ / "chat.sh";
+    WriteText(script, kChatScript);
+    EnrollAndStart(
+        node, "tools:\n  chat:\n    command: [sh, \"" + script + "\"]\n    interactive: true\n");
+  }
+  // POST …/sessions as `token`: the 201 body.
+  json CreateSession(const std::string& token, const std::string& node = "edge-01") {
+    auto r =
+        Http("POST", "/v1/edge/nodes/" + node + "/sessions", token, R"({"agent_name":"chat"})");
+    EXPECT_EQ(r.status, 201u) << r.body;
+    return Body(r);
+  }
+  std::string Ticket(const std::string& token, const std::string& session) {
+    auto r = Http("POST", "/v1/edge/sessions/" + session + "/tickets", token);
+    EXPECT_EQ(r.status, 201u) << r.body;
+    return Body(r).value("edge_ws_ticket", "");
+  }
+  static std::string Target(const std::string& ticket, const std::string& session,
+                            const std::string& extra = "") {
+    return "/v1/edge/ws/stream?ticket=" + ticket + "&session_id=" + session + extra;
+  }
+  static std::string Prompt(const std::string& session, const std::string& message_id,
+                            const json& payload = json{{"text", "hello"}}) {
+    return json{{"v", "rawp-dps-1.0"},      {"type", "control.prompt.request"},
+                {"message_id", message_id}, {"timestamp", "2026-11-25T00:00:00Z"},
+                {"session_id", session},    {"payload", payload}}
+        .dump();
+  }
+  // How many commands of `tool` the controller sent to the node.
+  int CommandsOf(const std::string& tool, const std::string& node = "edge-01") {
+    auto r = Ctl({"commands", "--node", node, "--format", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    auto list = json::parse(r.out, nullptr, false);
+    if (!list.is_array()) return -1;
+    return static_cast<int>(std::count_if(
+        list.begin(), list.end(), [&](const json& c) { return c.value("tool", "") == tool; }));
+  }
+  static auto IsType(const std::string& type) {
+    return [type](const json& f) { return f.value("type", "") == type; };
+  }
+  static auto IsOutput(const std::string& data) {
+    return [data](const json& f) {
+      return f.value("type", "") == "agent.output" && f["payload"].value("data", "") == data;
+    };
+  }
+};
+
+TEST_F(OperatorSessionTest, TwoSocketsMirrorOneSessionAndTheRelayRulesHold) {
+  StartChatAgent();
+  const std::string alice = UserToken("alice", "default");
+  json created = CreateSession(alice);
+  const std::string sid = created.value("session_id", "");
+  ASSERT_EQ(sid.size(), 36u) << created.dump();
+  const std::string status = created.value("status", "");
+  EXPECT_TRUE(status == "RUNNING" || status == "INIT") << status;
+  EXPECT_EQ(created["pinned_config_versions"]["capabilities"], 1);
+  const std::string ticket = created.value("edge_ws_ticket", "");
+  ASSERT_EQ(ticket.size(), 43u);
+
+  WsClient phone, laptop, reuse;
+  ASSERT_EQ(phone.Open(http_port_, Target(ticket, sid)), 101u);
+  EXPECT_EQ(reuse.Open(http_port_, Target(ticket, sid)), 401u) << "a ticket opens one socket";
+  ASSERT_EQ(laptop.Open(http_port_, Target(Ticket(alice, sid), sid)), 101u);
+  // Both get the session's stream from its start: session.started, then "ready".
+  auto p_ready = phone.ReadUntil(IsOutput("ready"));
+  auto l_ready = laptop.ReadUntil(IsOutput("ready"));
+  ASSERT_TRUE(p_ready && l_ready);
+  EXPECT_EQ((*p_ready)["seq"], (*l_ready)["seq"]);
+  EXPECT_EQ(phone.seen.front().value("type", ""), "session.started");
+  EXPECT_EQ(phone.seen.front()["seq"], 1);
+
+  // The same prompt from both devices reaches the node once; both see it echoed and answered.
+  const std::string mid = NewUuidV4();
+  phone.Send(Prompt(sid, mid));
+  laptop.Send(Prompt(sid, mid));
+  auto p_answer = phone.ReadUntil(IsOutput("plain 1"));
+  auto l_answer = laptop.ReadUntil(IsOutput("plain 1"));
+  ASSERT_TRUE(p_answer && l_answer);
+  EXPECT_EQ((*p_answer)["seq"], (*l_answer)["seq"]);
+  for (auto* ws : {&phone, &laptop}) {
+    auto echo = std::find_if(ws->seen.begin(), ws->seen.end(), IsType("control.prompt.request"));
+    ASSERT_NE(echo, ws->seen.end());
+    EXPECT_EQ((*echo)["message_id"], mid);
+    auto msg = std::find_if(ws->seen.begin(), ws->seen.end(), IsType("agent.message"));
+    ASSERT_NE(msg, ws->seen.end());
+    EXPECT_EQ((*msg)["payload"]["n"], 1);
+    EXPECT_EQ((*msg)["message_id"].get<std::string>().size(), 36u);
+    // seq rises by one per frame of the numbered stream.
+    std::vector<uint64_t> seqs;
+    for (const auto& f : ws->seen)
+      if (f.contains("seq")) seqs.push_back(f["seq"].get<uint64_t>());
+    for (size_t i = 0; i < seqs.size(); ++i)
+      EXPECT_EQ(seqs[i], i + 1) << ws->seen[i].dump();
+  }
+  EXPECT_EQ(CommandsOf("session.input"), 1) << "one session.input for the duplicated prompt";
+
+  // A prompt naming a denied tool never reaches the node; only its sender is told.
+  phone.Send(Prompt(sid, NewUuidV4(), json{{"text", "rm it"}, {"tools", {"exec"}}}));
+  auto denied = phone.ReadUntil([](const json& f) {
+    return f.value("type", "") == "session.error" &&
+           f["payload"].value("code", "") == "PERMISSION_DENIED";
+  });
+  ASSERT_TRUE(denied);
+  EXPECT_FALSE(denied->contains("seq"));
+  EXPECT_EQ(CommandsOf("session.input"), 1);
+  // A frame that is not a control frame is refused with a precise message; the socket stays.
+  laptop.Send(R"({"v":"rawp-dps-1.0","type":"control.prompt.request"})");
+  auto bad = laptop.ReadUntil(IsType("session.error"));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ((*bad)["payload"]["code"], "INVALID_ARGUMENT");
+  EXPECT_NE((*bad)["payload"].value("message", "").find("message_id is missing"), std::string::npos)
+      << bad->dump();
+
+  // The usage the process reported is in the node's metrics; the session is listed.
+  auto metrics = Body(Http("GET", "/v1/edge/nodes/edge-01/metrics?period=today", alice));
+  EXPECT_EQ(metrics["period"], "today") << metrics.dump();
+  EXPECT_EQ(metrics["aggregated_usage"]["total_input_tokens"], 3) << metrics.dump();
+  EXPECT_EQ(metrics["aggregated_usage"]["total_output_tokens"], 5);
+  EXPECT_DOUBLE_EQ(metrics["aggregated_usage"]["estimated_cost"].get<double>(), 0.25);
+  // session.start, one session.input, and the one tool the process reported.
+  EXPECT_EQ(metrics["aggregated_usage"]["total_tool_invocations"], 3);
+  EXPECT_GE(metrics["health"]["uptime_seconds"].get<int64_t>(), 0);
+  EXPECT_EQ(Http("GET", "/v1/edge/nodes/edge-01/metrics?period=year", alice).status, 400u);
+  auto list = Body(Http("GET", "/v1/edge/sessions", alice));
+  ASSERT_EQ(list["sessions"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["sessions"][0]["session_id"], sid);
+  EXPECT_EQ(list["sessions"][0]["status"], "RUNNING");
+  auto nodes = Body(Http("GET", "/v1/edge/nodes", alice));
+  EXPECT_EQ(nodes["nodes"][0]["active_sessions_count"], 1);
+
+  // Another tenant's user sees nothing of it.
+  const std::string mallory = UserToken("mallory", "other");
+  EXPECT_EQ(Http("GET", "/v1/edge/sessions/" + sid + "/history", mallory).status, 404u);
+  EXPECT_EQ(Http("POST", "/v1/edge/sessions/" + sid + "/tickets", mallory).status, 404u);
+  EXPECT_EQ(Http("DELETE", "/v1/edge/sessions/" + sid, mallory).status, 404u);
+  EXPECT_EQ(Body(Http("GET", "/v1/edge/sessions", mallory))["sessions"], json::array());
+
+  // DELETE ends it: both sockets see session.ended and are closed; the history says so.
+  EXPECT_EQ(Http("DELETE", "/v1/edge/sessions/" + sid, alice).status, 204u);
+  ASSERT_TRUE(phone.ReadUntil(IsType("session.ended")));
+  ASSERT_TRUE(laptop.ReadUntil(IsType("session.ended")));
+  EXPECT_FALSE(phone.Read(10s));
+  EXPECT_EQ(phone.close_code(), 1000);
+  auto history = Body(Http("GET", "/v1/edge/sessions/" + sid + "/history", alice));
+  EXPECT_EQ(history["status"], "TERMINATED") << history.dump();
+  EXPECT_FALSE(history.value("end_reason", "").empty());
+  EXPECT_EQ(Http("POST", "/v1/edge/sessions/" + sid + "/tickets", alice).status, 409u);
+  WsClient late;
+  EXPECT_EQ(late.Open(http_port_, Target(ticket, sid)), 410u) << "an ended session is gone";
+  EXPECT_EQ(Body(Http("GET", "/v1/edge/sessions", alice))["sessions"], json::array());
+}
+
+TEST_F(OperatorSessionTest, RefusalsBeforeTheUpgradeAndAKilledAgent) {
+  StartChatAgent();
+  const std::string alice = UserToken("alice", "default");
+  // Bad requests: not an interactive tool, a path out of the root, unknown node, no token.
+  auto not_interactive =
+      Http("POST", "/v1/edge/nodes/edge-01/sessions", alice, R"({"agent_name":"exec"})");
+  EXPECT_EQ(not_interactive.status, 400u) << not_interactive.body;
+  EXPECT_NE(not_interactive.body.find("its interactive tools: chat"), std::string::npos)
+      << not_interactive.body;
+  EXPECT_EQ(Http("POST", "/v1/edge/nodes/edge-01/sessions", alice,
+                 R"({"agent_name":"chat","workspace_path":"../etc"})")
+                .status,
+            400u);
+  EXPECT_EQ(Http("POST", "/v1/edge/nodes/edge-01/sessions", alice, R"({"agent":"chat"})").status,
+            400u);
+  EXPECT_EQ(Http("POST", "/v1/edge/nodes/nope/sessions", alice, R"({"agent_name":"chat"})").status,
+            404u);
+  EXPECT_EQ(Http("POST", "/v1/edge/nodes/edge-01/sessions", "", R"({"agent_name":"chat"})").status,
+            401u);
+
+  json a = CreateSession(alice);
+  json b = CreateSession(alice);
+  const std::string sa = a.value("session_id", ""), sb = b.value("session_id", "");
+  WsClient unknown, other, nowhere;
+  EXPECT_EQ(unknown.Open(http_port_, Target(std::string(43, 'A'), sa)), 401u) << "unknown ticket";
+  EXPECT_EQ(other.Open(http_port_, Target(a.value("edge_ws_ticket", ""), sb)), 403u)
+      << "a ticket of another session";
+  EXPECT_EQ(nowhere.Open(http_port_, Target(Ticket(alice, sa), NewUuidV4())), 404u);
+  WsClient foreign;
+  EXPECT_EQ(foreign.Open(http_port_, Target(Ticket(alice, sa), sa), "https://evil.example"), 403u)
+      << "an Origin that is neither the controller nor allowed";
+  WsClient bad_seq;
+  EXPECT_EQ(bad_seq.Open(http_port_, Target(Ticket(alice, sa), sa, "&last_seq=-1")), 400u);
+
+  // The browser's own origin is fine; the socket hears when the node's agent is killed.
+  WsClient live;
+  ASSERT_EQ(live.Open(http_port_, Target(Ticket(alice, sa), sa),
+                      "http://127.0.0.1:" + std::to_string(http_port_)),
+            101u);
+  ASSERT_TRUE(live.ReadUntil(IsOutput("ready")));
+  agents_.back()->Signal(SIGKILL);
+  auto gone = live.ReadUntil([](const json& f) {
+    return f.value("type", "") == "session.error" &&
+           f["payload"].value("code", "") == "NODE_DISCONNECTED";
+  });
+  ASSERT_TRUE(gone) << "the socket is told the node went away";
+  EXPECT_TRUE(gone->contains("seq"));
+}
+
+}  // namespace
+}  // namespace edge::testing
