@@ -605,7 +605,6 @@ TEST_F(WebSocketTest, ASlowReaderGrowsTheQueueWithoutBlockingSendText) {
   WaitStalled(ws);
   EXPECT_GE(ws->queued_bytes(), 2u << 20);
   EXPECT_GE(ws->queued_messages(), 8u);
-  EXPECT_LT(ws->queued_messages(), 32u);  // some left already
   // Still accepted at once while the writes are stalled.
   ASSERT_TRUE(ws->SendText("last"));
   // The reader catches up: everything arrives, in order, and the queue drains.
