@@ -30,6 +30,11 @@ const std::vector<std::string> kScalarPaths = {
     "http.tls.cert_file",
     "http.tls.key_file",
     "http.tls.client_ca_file",
+    "edge_api.limits.rate_limit",
+    "edge_api.limits.max_frame_size",
+    "edge_api.limits.reattach_window",
+    "edge_api.limits.max_buffer_size",
+    "edge_api.limits.buffer_overflow_policy",
     "worker.heartbeat_interval",
     "worker.lease_ttl",
     "worker.max_lease_ttl",
@@ -75,7 +80,7 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
   }
   r.Map(root, "",
         {"data_dir", "grpc", "http", "admin", "cluster", "tokens", "compute", "limits", "log",
-         "worker"});
+         "worker", "edge_api"});
   r.String(root, "data_dir", "data_dir", c.data_dir);
   if (c.data_dir.empty()) r.Issue(root["data_dir"], "data_dir", "", "must not be empty");
   auto host_port = [&](const YAML::Node& map, const char* key, const std::string& path,
@@ -101,7 +106,17 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     c.grpc.advertise = DefaultAdvertise(c.grpc.listen);
   }
   YAML::Node http = root["http"];
-  if (r.Map(http, "http", {"listen", "tls", "max_body_bytes", "trusted_issuers", "denied_tools"})) {
+  if (r.Map(http, "http",
+            {"listen", "tls", "max_body_bytes", "trusted_issuers", "denied_tools",
+             "allowed_origins"})) {
+    r.StringList(http, "allowed_origins", "http.allowed_origins", c.http.allowed_origins);
+    for (size_t i = 0; i < c.http.allowed_origins.size(); ++i) {
+      const std::string& o = c.http.allowed_origins[i];
+      if (!(o.starts_with("http://") || o.starts_with("https://")) || o.back() == '/') {
+        r.Issue(http["allowed_origins"][i], "http.allowed_origins[" + std::to_string(i) + "]", o,
+                "must be an origin: http(s)://host[:port], without a path");
+      }
+    }
     r.StringList(http, "denied_tools", "http.denied_tools", c.http.denied_tools);
     for (size_t i = 0; i < c.http.denied_tools.size(); ++i) {
       if (c.http.denied_tools[i].empty()) {
@@ -181,6 +196,28 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
     r.Issue(http["trusted_issuers"], "http.trusted_issuers." + c.tokens.issuer,
             c.http.trusted_issuers.at(c.tokens.issuer),
             "must not name tokens.issuer: the controller verifies its own tokens with its own key");
+  }
+  YAML::Node edge_api = root["edge_api"];
+  if (r.Map(edge_api, "edge_api", {"limits"})) {
+    YAML::Node el = edge_api["limits"];
+    auto& a = c.edge_api;
+    if (r.Map(el, "edge_api.limits",
+              {"rate_limit", "max_frame_size", "reattach_window", "max_buffer_size",
+               "buffer_overflow_policy"})) {
+      r.Int(el, "rate_limit", "edge_api.limits.rate_limit", a.rate_limit, 1, 100'000);
+      r.Size(el, "max_frame_size", "edge_api.limits.max_frame_size", a.max_frame_size, 1ull << 10,
+             64ull << 20);
+      r.Int(el, "reattach_window", "edge_api.limits.reattach_window", a.reattach_window_secs, 1,
+            7 * 86'400);
+      r.Size(el, "max_buffer_size", "edge_api.limits.max_buffer_size", a.max_buffer_size,
+             4ull << 10, 1ull << 30);
+      r.String(el, "buffer_overflow_policy", "edge_api.limits.buffer_overflow_policy",
+               a.buffer_overflow_policy);
+      if (a.buffer_overflow_policy != "drop_oldest" && a.buffer_overflow_policy != "disconnect") {
+        r.Issue(el["buffer_overflow_policy"], "edge_api.limits.buffer_overflow_policy",
+                a.buffer_overflow_policy, "must be drop_oldest or disconnect");
+      }
+    }
   }
   YAML::Node compute = root["compute"];
   if (r.Map(compute, "compute",
@@ -302,7 +339,15 @@ std::string DumpRedacted(const ControllerConfig& c) {
   for (const auto& [iss, file] : c.http.trusted_issuers)
     e << YAML::Key << iss << YAML::Value << file;
   e << YAML::EndMap << YAML::Key << "denied_tools" << YAML::Value << YAML::Flow
-    << c.http.denied_tools << YAML::EndMap;
+    << c.http.denied_tools << YAML::Key << "allowed_origins" << YAML::Value << YAML::Flow
+    << c.http.allowed_origins << YAML::EndMap;
+  const auto& ea = c.edge_api;
+  e << YAML::Key << "edge_api" << YAML::Value << YAML::BeginMap << YAML::Key << "limits"
+    << YAML::Value << YAML::BeginMap << YAML::Key << "rate_limit" << YAML::Value << ea.rate_limit
+    << YAML::Key << "max_frame_size" << YAML::Value << ea.max_frame_size << YAML::Key
+    << "reattach_window" << YAML::Value << ea.reattach_window_secs << YAML::Key << "max_buffer_size"
+    << YAML::Value << ea.max_buffer_size << YAML::Key << "buffer_overflow_policy" << YAML::Value
+    << ea.buffer_overflow_policy << YAML::EndMap << YAML::EndMap;
   const auto& w = c.worker;
   e << YAML::Key << "worker" << YAML::Value << YAML::BeginMap << YAML::Key << "heartbeat_interval"
     << YAML::Value << FormatDuration(w.heartbeat_interval) << YAML::Key << "lease_ttl"

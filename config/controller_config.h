@@ -77,6 +77,9 @@ struct ControllerConfig {
     // (403 PERMISSION_DENIED) and, per wire.md §5.3, dropped from session prompts. The admin
     // socket (root-equivalent) may run any tool. An empty list denies nothing.
     std::vector<std::string> denied_tools{"exec", "file.write", "file.delete"};
+    // Browser origins besides the controller's own (http(s)://<Host>) that may open session
+    // WebSockets, e.g. "https://dashboard.example" (exact match).
+    std::vector<std::string> allowed_origins;
     struct Tls {
       bool enabled = false;
       // Both empty: the controller CA's own server certificate (data_dir/ca/server.crt).
@@ -86,6 +89,15 @@ struct ControllerConfig {
     } tls;
     uint64_t max_body_bytes = 1ull << 20;
   } http;
+  // The operator API's session limits (wire.md §5.2 edge_api.limits): what every node's
+  // sessions run with (per-node limits through PushConfig do not exist yet).
+  struct EdgeApi {
+    int64_t rate_limit = 20;             // control frames per second per session
+    uint64_t max_frame_size = 1 << 20;   // bytes
+    int64_t reattach_window_secs = 300;  // a session without a socket this long ends
+    uint64_t max_buffer_size = 4 << 20;  // replay buffer bytes (each socket's queue: half)
+    std::string buffer_overflow_policy = "drop_oldest";  // or "disconnect"
+  } edge_api;
   // The control plane of workers (`edge-agent --listen`): their heartbeats, their leases and
   // the operator's calls to them (`edge-controller worker call`).
   struct Worker {

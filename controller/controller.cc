@@ -193,6 +193,11 @@ Status Controller::Start() {
   sessions_ = std::make_unique<SessionManager>(
       *store_, *edge_fleet_, clock_, *session_timers_,
       SessionSettings{
+          .limits = {.rate_limit = config_.edge_api.rate_limit,
+                     .max_frame_size = static_cast<int64_t>(config_.edge_api.max_frame_size),
+                     .reattach_window = config_.edge_api.reattach_window_secs,
+                     .max_buffer_size = static_cast<int64_t>(config_.edge_api.max_buffer_size),
+                     .buffer_overflow_policy = config_.edge_api.buffer_overflow_policy},
           .denied_tools = {config_.http.denied_tools.begin(), config_.http.denied_tools.end()},
           .node_stale = std::chrono::seconds(config_.cluster.stale_threshold_secs)});
   sessions_->Start(*dispatcher_);
@@ -288,8 +293,9 @@ Status Controller::StartHttp() {
   worker_api_->Register(router_);
   operator_api_ = std::make_unique<OperatorApi>(
       *edge_fleet_, *user_tokens_, clock_,
-      OperatorApiSettings{.stale_threshold =
-                              std::chrono::seconds(config_.cluster.stale_threshold_secs)});
+      OperatorApiSettings{
+          .stale_threshold = std::chrono::seconds(config_.cluster.stale_threshold_secs),
+          .allowed_origins = config_.http.allowed_origins});
   operator_api_->AttachSessions(sessions_.get());
   operator_api_->Register(router_);
   fleet_api_ = std::make_unique<FleetApi>(

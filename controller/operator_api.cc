@@ -72,8 +72,7 @@ json OperatorApi::NodeJson(const NodeView& v, int64_t now_ms, std::chrono::milli
               {"tags", v.tags.empty() ? json::object() : json(v.tags)}};
 }
 
-json OperatorApi::ConfigJson(const NodeView& v) {
-  const EdgeApiLimits limits;
+json OperatorApi::ConfigJson(const NodeView& v, const EdgeApiLimits& limits) {
   const int64_t enrolled_ms = EnrolledMs(v);
   const int64_t caps_version = v.edge ? v.edge->capabilities_version : 0;
   const int64_t caps_ms = v.edge && v.edge->capabilities_changed_ms != 0
@@ -136,8 +135,12 @@ void OperatorApi::NodeConfig(const std::shared_ptr<http::Exchange>& ex,
   if (!user) return;
   auto node = fleet_.GetTenantNode(user->tenant_id, params.at("id"));
   if (!node) return Fail(ex, node.error());
-  http::RespondEchoingRequestId(ex,
-                                http::Response{.status = 200, .body = ConfigJson(*node).dump()});
+  http::RespondEchoingRequestId(
+      ex,
+      http::Response{.status = 200,
+                     .body = ConfigJson(*node, sessions_ ? sessions_->LimitsOf(node->node.node_id)
+                                                         : EdgeApiLimits{})
+                                 .dump()});
 }
 
 }  // namespace edge::controller

@@ -26,7 +26,8 @@
 //                  node runs the defaults (version 0) until PushConfig of those limits exists.
 //   tags           extension: the operator's tags of the node (`edge-controller tag`), an
 //                  object of key → value ({} when none); never the node's own labels.
-//   …/config       limits: version 0, the §5.2 defaults (kDefaultLimits), effective_at = the
+//   …/config       limits: version 0, the controller's edge_api.limits (the §5.2 defaults
+//                  unless configured), effective_at = the
 //                  node's enrollment; capabilities: the version above, effective_at = when it
 //                  last rose (capabilities_changed_ms), the enrollment while it is 0.
 // Borrows the fleet, the tokens and the clock.
@@ -94,7 +95,7 @@ class OperatorApi {
   static nlohmann::json NodeJson(const NodeView& node, int64_t now_ms,
                                  std::chrono::milliseconds stale, size_t active_sessions = 0);
   // GET /v1/edge/nodes/{id}/config for a node (limits: the defaults, version 0).
-  static nlohmann::json ConfigJson(const NodeView& node);
+  static nlohmann::json ConfigJson(const NodeView& node, const EdgeApiLimits& limits = {});
   // OperatorHttp::BearerToken.
   static std::optional<std::string_view> BearerToken(std::string_view header);
 

@@ -79,6 +79,7 @@ struct SessionManager::Live {
   TimerQueue::TimerId start_timer = 0;
   TimerQueue::TimerId reattach_timer = 0;
   std::string search_command_id;
+  std::string ending_reason;  // why the controller ended it (EndLive), before the result came
 };
 
 // Observes the session.start command.
@@ -402,9 +403,13 @@ void SessionManager::OnStartResult(const std::shared_ptr<Live>& live,
       live->ended = true;
       live->rec.status = kSessionTerminated;
       live->rec.ended_at_ms = NowMs();
-      live->rec.end_reason = r.outcome == "ok"
-                                 ? "the process exited with code " + std::to_string(r.exit_code)
-                                 : "session.start ended " + Describe(r);
+      if (!live->ending_reason.empty()) {
+        live->rec.end_reason = live->ending_reason;
+      } else if (r.outcome == "ok") {
+        live->rec.end_reason = "the process exited with code " + std::to_string(r.exit_code);
+      } else {
+        live->rec.end_reason = "session.start ended " + Describe(r);
+      }
       live->relay->CloseAll(kCloseNormal, "session ended");
       if (live->start_timer) timers_.Cancel(live->start_timer);
       if (live->reattach_timer) timers_.Cancel(live->reattach_timer);
@@ -517,6 +522,7 @@ void SessionManager::EndLive(const std::shared_ptr<Live>& live, const std::strin
     std::lock_guard lock(live->mu);
     if (live->ended) return;
     command_id = live->rec.start_command_id;
+    if (live->ending_reason.empty()) live->ending_reason = reason;
   }
   // The agent kills the process group; its result ends the session (OnStartResult).
   auto st = fleet_.CancelCommand(command_id, reason);

@@ -232,5 +232,42 @@ TEST_F(OperatorSessionTest, RefusalsBeforeTheUpgradeAndAKilledAgent) {
   EXPECT_TRUE(gone->contains("seq"));
 }
 
+// Controller-wide edge_api.limits: a session nobody attaches to ends after reattach_window,
+// and the agent kills its process group.
+class SessionLimitsTest : public OperatorSessionTest {
+ protected:
+  void SetUp() override {
+    StartControllerWithHttp("", "edge_api:\n  limits:\n    reattach_window: 2\n");
+  }
+};
+
+TEST_F(SessionLimitsTest, ASessionWithoutASocketEndsAfterTheReattachWindow) {
+  StartChatAgent();
+  const std::string alice = UserToken("alice", "default");
+  auto config = Body(Http("GET", "/v1/edge/nodes/edge-01/config", alice));
+  EXPECT_EQ(config["limits"]["limits"]["reattach_window"], 2) << config.dump();
+  const std::string sid = CreateSession(alice).value("session_id", "");
+  ASSERT_FALSE(sid.empty());
+  const std::string script = dir_ / "chat.sh";
+  json history;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        history = Body(Http("GET", "/v1/edge/sessions/" + sid + "/history", alice));
+        return history.value("status", "") == "TERMINATED";
+      },
+      60s))
+      << history.dump();
+  EXPECT_NE(history.value("end_reason", "").find("reattach_window"), std::string::npos)
+      << history.dump();
+  // The session's command ended cancelled, and no process of its tool is left.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto r = RunCommand({"pgrep", "-f", script});
+        return r.exit_code == 1;
+      },
+      30s))
+      << "the session's process group was killed";
+}
+
 }  // namespace
 }  // namespace edge::testing

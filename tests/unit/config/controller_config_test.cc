@@ -114,6 +114,51 @@ TEST(ControllerConfig, DeniedToolsDefaultToTheMutatingToolsAndCanBeSet) {
   EXPECT_NE(not_a_list.error().ToString().find("http.denied_tools"), std::string::npos);
 }
 
+TEST(ControllerConfig, SessionLimitsAndAllowedOriginsDefaultAndValidate) {
+  auto d = LoadControllerConfigFromString("{}\n", "controller.yaml", NoEnv());
+  ASSERT_TRUE(d) << d.error().ToString();
+  EXPECT_EQ(d->edge_api.rate_limit, 20);
+  EXPECT_EQ(d->edge_api.max_frame_size, 1u << 20);
+  EXPECT_EQ(d->edge_api.reattach_window_secs, 300);
+  EXPECT_EQ(d->edge_api.max_buffer_size, 4u << 20);
+  EXPECT_EQ(d->edge_api.buffer_overflow_policy, "drop_oldest");
+  EXPECT_TRUE(d->http.allowed_origins.empty());
+
+  auto set = LoadControllerConfigFromString(
+      "edge_api:\n  limits:\n    rate_limit: 5\n    max_frame_size: 4096\n"
+      "    reattach_window: 2\n    max_buffer_size: 65536\n"
+      "    buffer_overflow_policy: disconnect\n"
+      "http:\n  allowed_origins: [\"https://dash.example\"]\n",
+      "controller.yaml", NoEnv());
+  ASSERT_TRUE(set) << set.error().ToString();
+  EXPECT_EQ(set->edge_api.rate_limit, 5);
+  EXPECT_EQ(set->edge_api.max_frame_size, 4096u);
+  EXPECT_EQ(set->edge_api.reattach_window_secs, 2);
+  EXPECT_EQ(set->edge_api.max_buffer_size, 65536u);
+  EXPECT_EQ(set->edge_api.buffer_overflow_policy, "disconnect");
+  EXPECT_EQ(set->http.allowed_origins, (std::vector<std::string>{"https://dash.example"}));
+  const std::string dump = DumpRedacted(*set);
+  EXPECT_NE(dump.find("buffer_overflow_policy: disconnect"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("allowed_origins: [\"https://dash.example\"]"), std::string::npos) << dump;
+
+  for (const auto& [yaml, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"edge_api: { limits: { buffer_overflow_policy: newest } }",
+            "must be drop_oldest or disconnect"},
+           {"edge_api: { limits: { rate_limit: 0 } }", "edge_api.limits.rate_limit"},
+           {"edge_api: { limits: { reattach_window: 999999999 } }",
+            "edge_api.limits.reattach_window"},
+           {"edge_api: { limits: { max_buffer_size: 10 } }", "edge_api.limits.max_buffer_size"},
+           {"edge_api: { limits: { window: 3 } }", "window"},
+           {"edge_api: { limit: {} }", "limit"},
+           {"http: { allowed_origins: [\"dash.example\"] }", "http.allowed_origins[0]"},
+           {"http: { allowed_origins: [\"https://dash.example/\"] }", "without a path"}}) {
+    auto bad = LoadControllerConfigFromString(yaml + "\n", "controller.yaml", NoEnv());
+    ASSERT_FALSE(bad) << yaml;
+    EXPECT_NE(bad.error().ToString().find(expect), std::string::npos)
+        << yaml << ": " << bad.error().ToString();
+  }
+}
+
 TEST(ControllerConfig, EnvOverride) {
   auto c = LoadControllerConfigFromString("{}\n", "controller.yaml", [](const std::string& k) {
     return k == "EDGE_CONTROLLER_GRPC_LISTEN" ? std::optional<std::string>("127.0.0.1:7000")
