@@ -281,7 +281,7 @@ void SessionManager::Create(const TenantTokenClaims& who, const std::string& nod
       rec.start_command_id = *id;
       if (!live->ended && !live->waiters.empty()) {
         std::weak_ptr<Live> weak = live;
-        live->start_timer = timers_.After(settings_.start_wait, [this, weak] {
+        live->start_timer = timers_.After(settings_.start_wait, [weak] {
           auto l = weak.lock();
           if (!l) return;
           std::vector<CreatedCallback> w;
@@ -488,7 +488,7 @@ void SessionManager::Act(const std::shared_ptr<Live>& live, const ControlFrame& 
     std::weak_ptr<Live> weak = live;
     Invoke(
         live, "file.search", std::move(args), ref,
-        [this, weak, ref](const CommandRecord& c) {
+        [weak, ref](const CommandRecord& c) {
           auto l = weak.lock();
           if (!l) return;
           std::lock_guard lock(l->mu);
