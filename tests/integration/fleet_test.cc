@@ -9,7 +9,7 @@
 #include <set>
 
 #include "http/client.h"
-#include "tests/integration/edge_fixture.h"
+#include "tests/integration/operator_fixture.h"
 
 namespace edge::testing {
 namespace {
@@ -23,27 +23,8 @@ constexpr const char* kFailsOnEdge03 =
     "echo \"out from $n\";; esac; done; echo err-line >&2; "
     "case \"$PWD\" in *agent-edge-03/*) exit 3;; esac";
 
-class FleetTest : public EdgeFixture {
+class FleetTest : public OperatorFixture {
  protected:
-  void SetUp() override {
-    ctl_ = std::make_unique<ControllerFixture>(dir_, "ctl", "http:\n  listen: 127.0.0.1:0\n");
-    std::regex re("HTTP on \\S+ \\(port (\\d+)");
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          std::smatch m;
-          std::string err = ctl_->process().Stderr();
-          if (!std::regex_search(err, m, re)) return false;
-          http_port_ = static_cast<uint16_t>(std::stoi(m[1]));
-          return true;
-        },
-        30s))
-        << ctl_->process().Stderr();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << "controller stderr:\n" << ctl_->process().Stderr() << "\n";
-    EdgeFixture::TearDown();
-  }
-
   // Three agents of tenant "default", each with a `sleeper` tool (runs long, not denied).
   void StartThree() {
     const std::string sleeper =
@@ -78,32 +59,6 @@ class FleetTest : public EdgeFixture {
       out[p.value("node_id", "")] = p;
     return out;
   }
-
-  std::string UserToken(const std::string& user, const std::string& tenant) {
-    auto r =
-        Ctl({"user", "token", "create", "--user", user, "--tenant", tenant, "--format", "json"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto j = json::parse(r.out, nullptr, false);
-    return j.is_object() ? j.value("token", "") : "";
-  }
-  http::Response Http(const std::string& method, const std::string& target,
-                      const std::string& token, const std::string& body = "") {
-    auto c = http::Client::Connect("127.0.0.1", http_port_, {.timeout = 30s});
-    EXPECT_TRUE(c) << (c ? "" : c.error().message);
-    if (!c) return {.status = 0};
-    http::Headers h;
-    if (!token.empty()) h.emplace_back("Authorization", "Bearer " + token);
-    if (!body.empty()) h.emplace_back("Content-Type", "application/json");
-    auto r = (*c)->Send({.method = method, .target = target, .headers = h, .body = body});
-    EXPECT_TRUE(r) << (r ? "" : r.error().message);
-    return r ? *r : http::Response{.status = 0};
-  }
-  static json Body(const http::Response& r) {
-    auto j = json::parse(r.body, nullptr, false);
-    return j.is_discarded() ? json() : j;
-  }
-
-  uint16_t http_port_ = 0;
 };
 
 TEST_F(FleetTest, TagsAreTheOperatorsAndShowInNodesAndTheApi) {

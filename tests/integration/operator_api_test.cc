@@ -8,54 +8,19 @@
 #include "agent/identity/jwt.h"
 #include "common/rfc3339.h"
 #include "http/client.h"
-#include "tests/integration/edge_fixture.h"
+#include "tests/integration/operator_fixture.h"
 
 namespace edge::testing {
 namespace {
 
 using nlohmann::json;
 
-class OperatorApiTest : public EdgeFixture {
+class OperatorApiTest : public OperatorFixture {
  protected:
-  void SetUp() override { StartController(""); }
-  void StartController(const std::string& extra_http) {
-    ctl_ = std::make_unique<ControllerFixture>(dir_, "ctl",
-                                               "http:\n  listen: 127.0.0.1:0\n" + extra_http);
-    std::regex re("HTTP on \\S+ \\(port (\\d+)");
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          std::smatch m;
-          std::string err = ctl_->process().Stderr();
-          if (!std::regex_search(err, m, re)) return false;
-          http_port_ = static_cast<uint16_t>(std::stoi(m[1]));
-          return true;
-        },
-        30s))
-        << ctl_->process().Stderr();
-  }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << "controller stderr:\n" << ctl_->process().Stderr() << "\n";
-    EdgeFixture::TearDown();
-  }
-
-  // `user token create --format json`: the token.
-  std::string UserToken(const std::string& user, const std::string& tenant,
-                        const std::string& ttl = "1h") {
-    auto r = Ctl({"user", "token", "create", "--user", user, "--tenant", tenant, "--ttl", ttl,
-                  "--format", "json"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    auto j = json::parse(r.out, nullptr, false);
-    EXPECT_TRUE(j.is_object()) << r.out;
-    return j.is_object() ? j.value("token", "") : "";
-  }
+  void StartController(const std::string& extra_http) { StartControllerWithHttp(extra_http); }
   http::Response Get(const std::string& target, http::Headers headers = {},
                      const std::string& method = "GET") {
-    auto c = http::Client::Connect("127.0.0.1", http_port_, {.timeout = 30s});
-    EXPECT_TRUE(c) << (c ? "" : c.error().message);
-    if (!c) return {.status = 0};
-    auto r = (*c)->Send({.method = method, .target = target, .headers = std::move(headers)});
-    EXPECT_TRUE(r) << (r ? "" : r.error().message);
-    return r ? *r : http::Response{.status = 0};
+    return Http(method, target, "", "", std::move(headers));
   }
   static http::Headers Bearer(const std::string& token) {
     return {{"Authorization", "Bearer " + token}};
@@ -67,8 +32,6 @@ class OperatorApiTest : public EdgeFixture {
     auto j = json::parse(r.body, nullptr, false);
     return r.status == 200 && j.is_object() ? j["nodes"] : json();
   }
-
-  uint16_t http_port_ = 0;
 };
 
 // 401 UNAUTHENTICATED with WWW-Authenticate: Bearer and a {"code","message"} body.
