@@ -9,13 +9,31 @@
 #include <algorithm>
 #include <set>
 
+#include <filesystem>
+#include <fstream>
+
 #include "common/random.h"
 #include "tests/integration/operator_fixture.h"
+#include "tests/support/processes.h"
 
 namespace edge::testing {
 namespace {
 
 using nlohmann::json;
+
+// Live processes whose command line mentions `needle` (from /proc; zombies left out).
+std::vector<pid_t> ProcessesRunning(const std::string& needle) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline(e.path() / "cmdline", std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(cmdline)), {});
+    const pid_t pid = static_cast<pid_t>(std::stoi(name));
+    if (text.find(needle) != std::string::npos && !ProcessGone(pid)) out.push_back(pid);
+  }
+  return out;
+}
 
 // Answers each input line with an agent.message, a plain line and a session.usage frame.
 constexpr const char* kChatScript = R"(echo ready
@@ -259,14 +277,15 @@ TEST_F(SessionLimitsTest, ASessionWithoutASocketEndsAfterTheReattachWindow) {
       << history.dump();
   EXPECT_NE(history.value("end_reason", "").find("reattach_window"), std::string::npos)
       << history.dump();
-  // The session's command ended cancelled, and no process of its tool is left.
+  // No process of its tool is left (the agent killed the session's process group).
+  std::vector<pid_t> left;
   EXPECT_TRUE(WaitUntil(
       [&] {
-        auto r = RunCommand({"pgrep", "-f", script});
-        return r.exit_code == 1;
+        left = ProcessesRunning(script);
+        return left.empty();
       },
       30s))
-      << "the session's process group was killed";
+      << "the session's process group was killed; left: " << left.size();
 }
 
 }  // namespace
