@@ -355,9 +355,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void DoRespond(uint64_t gen, Response r) override {
     if (closed_ || gen != gen_ || !exchange_) return;
     bool close = !keep_alive_;
+    // HEAD: the headers a GET would get (its Content-Length too), never the body (RFC 9110
+    // §9.3.2), so the connection stays in step.
+    const bool head = exchange_->request().method == "HEAD";
     Queue(
         Head(r.status, r.headers, r.content_type, r.body.size(), false, close, http10_ && !close) +
-            r.body,
+            (head ? std::string() : r.body),
         nullptr, close ? After::kClose : After::kNext);
   }
   void DoBeginStream(uint64_t gen, unsigned status, Headers h, std::string ctype) override {

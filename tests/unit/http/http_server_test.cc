@@ -108,6 +108,25 @@ TEST_F(HttpServerTest, AnswersAndKeepsTheConnectionAlive) {
   EXPECT_EQ(server_->connections(), 1u);  // one connection carried all three
 }
 
+// HEAD gets a GET's headers, Content-Length included, and no body: the next answer on the
+// same connection starts right after the blank line.
+TEST_F(HttpServerTest, HeadAnswersHeadersWithoutTheBody) {
+  handler_.fn = [](std::shared_ptr<Exchange> ex) {
+    ex->Respond({.status = 200, .body = "twelve bytes", .content_type = "text/plain"});
+  };
+  Start();
+  std::string out = RawExchange(
+      "HEAD /x HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\nHost: a\r\nConnection: "
+      "close\r\n\r\n");
+  const std::string head_end = "Content-Length: 12\r\n\r\n";
+  size_t first = out.find(head_end);
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out.compare(first + head_end.size(), 15, "HTTP/1.1 200 OK"), 0)
+      << "the HEAD answer carried a body: " << out;
+  EXPECT_TRUE(out.ends_with("\r\n\r\ntwelve bytes")) << out;
+  EXPECT_EQ(out.find("twelve bytes"), out.rfind("twelve bytes")) << out;
+}
+
 TEST_F(HttpServerTest, AnswersLaterFromAnotherThread) {
   std::vector<std::thread> workers;
   std::mutex mu;
