@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "controller/peer_identity.h"
 #include "controller/sqlite_store.h"
+#include "controller/ui_assets.h"
 
 namespace edge::controller {
 
@@ -303,6 +304,7 @@ Status Controller::StartHttp() {
       FleetApiSettings{
           .denied_tools = {config_.http.denied_tools.begin(), config_.http.denied_tools.end()}});
   fleet_api_->Register(router_);
+  UiAssets::Register(router_);  // the fleet page at /ui/
   http::ServerOptions o;
   o.name = "controller-http";
   o.max_body_bytes = config_.http.max_body_bytes;
