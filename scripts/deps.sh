@@ -14,6 +14,12 @@ pkgs=(
   googletest libgtest-dev libgmock-dev
   clang-format bubblewrap procps iproute2 passwd
 )
+# The fleet page's browser test (tests/browser/): Debian's chromium, and Node.js with npm
+# unless a `node` and `npm` are already on the PATH (from another Debian repository, say,
+# whose nodejs bundles npm and conflicts with Debian's npm package). playwright-core comes
+# from the npm registry when the test runs (tests/browser/run.sh).
+pkgs+=(chromium)
+command -v node >/dev/null && command -v npm >/dev/null || pkgs+=(nodejs npm)
 if [[ "${1:-}" == "--packaging" ]]; then
   pkgs+=(dpkg-dev rpm file lintian systemd adduser)
 fi
