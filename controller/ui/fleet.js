@@ -36,9 +36,16 @@ function argValue(v) {
 }
 
 const STATE_WORDS = {
-  pending: 'pending', running: 'running', ok: 'ok', error: 'error', timed_out: 'timed out',
+  pending: 'pending', running: 'running', error: 'error', timed_out: 'timed out',
   cancelled: 'cancelled',
 };
+
+// A part as the grid shows it: a part that ran (state ok) succeeded only with exit code 0, as
+// `edge-controller fleet invoke` counts it; [word, css class].
+function partState(p) {
+  if (p.state === 'ok') return p.exit_code === 0 ? ['succeeded', 'ok'] : ['failed', 'failed'];
+  return [STATE_WORDS[p.state] || p.state || 'unknown', p.state || 'unknown'];
+}
 
 export class FleetPanel {
   constructor({api, onError}) {
@@ -144,8 +151,11 @@ export class FleetPanel {
     show($('fleet-result'), true);
     const parts = f.parts || [];
     const tally = {};
-    for (const p of parts) tally[p.state] = (tally[p.state] || 0) + 1;
-    const tallyText = Object.entries(tally).map(([s, n]) => `${n} ${STATE_WORDS[s] || s}`).join(', ');
+    for (const p of parts) {
+      const [word] = partState(p);
+      tally[word] = (tally[word] || 0) + 1;
+    }
+    const tallyText = Object.entries(tally).map(([word, n]) => `${n} ${word}`).join(', ');
     const done = f.state === 'completed';
     setText($('fleet-summary'), `Fleet command ${f.fleet_command_id}: ${f.tool} on ` +
         `${parts.length} node${parts.length === 1 ? '' : 's'} matching "${f.selector}" — ` +
@@ -155,12 +165,12 @@ export class FleetPanel {
     show($('fleet-cancel'), !done);
     const rows = parts.map((p) => {
       const cell = (label, text, cls) => h('td', {dataset: {label}, class: cls, text});
-      const state = STATE_WORDS[p.state] || p.state || '—';
+      const [state, cls] = partState(p);
       const err = p.error ? [p.error.code, p.error.message].filter(Boolean).join(': ') : '';
       return h('tr', {dataset: {node: p.node_id, state: p.state || ''}},
           cell('Node', p.node_id),
           h('td', {dataset: {label: 'State'}},
-              h('span', {class: `pstate pstate-${p.state || 'unknown'}`, text: state})),
+              h('span', {class: `pstate pstate-${cls}`, text: state})),
           cell('Exit code', p.exit_code === null || p.exit_code === undefined ? '—' : String(p.exit_code)),
           cell('Duration', formatDuration(p.duration_ms)),
           cell('Error', err || '—', err ? 'error-text' : ''));

@@ -4,7 +4,9 @@
 // missing and starts this with:
 //   node fleet_page_test.mjs --bin-dir DIR --modules DIR --out-dir DIR
 // --modules: where playwright-core is installed (DIR/node_modules/playwright-core);
-// --out-dir: screenshots (desktop and phone size) and, on failure, the daemons' logs.
+// --out-dir: screenshots (desktop and phone size) and, on failure, the daemons' logs;
+// --allow-missing sessions,metrics: skip (saying so) the steps of an endpoint the controller
+// does not have yet (404 "no such endpoint") instead of failing.
 //
 // What it checks, in order: the /ui routes and headers over plain HTTP; sign-in with the
 // keyboard; three agents online in the list (status in words); an agent stopped → its row
@@ -31,10 +33,12 @@ function parseFlags(argv) {
     flags[argv[i].slice(2)] = argv[i + 1];
   }
   for (const k of ['bin-dir', 'modules', 'out-dir']) if (!flags[k]) usage(`--${k} is required`);
+  flags.allowMissing = new Set((flags['allow-missing'] || '').split(',').filter(Boolean));
+  for (const f of flags.allowMissing) if (!['sessions', 'metrics'].includes(f)) usage(`--allow-missing ${f}: only sessions, metrics`);
   return flags;
 }
 function usage(msg) {
-  console.error(`fleet_page_test: ${msg}\nusage: node fleet_page_test.mjs --bin-dir DIR --modules DIR --out-dir DIR`);
+  console.error(`fleet_page_test: ${msg}\nusage: node fleet_page_test.mjs --bin-dir DIR --modules DIR --out-dir DIR [--allow-missing sessions,metrics]`);
   process.exit(2);
 }
 
@@ -165,6 +169,17 @@ async function checkRoutes(base) {
   const post = await fetch(`${base}/ui/`, {method: 'POST'});
   check(post.status === 405 && post.headers.get('allow') === 'GET, HEAD', `POST /ui/ → 405 Allow GET, HEAD (got ${post.status} ${post.headers.get('allow')})`);
   ok('/ui routes: redirect, index, module, HEAD, 404, 405; no-cache, nosniff, strict CSP');
+}
+
+// True when the controller has the endpoint (anything but the router's 404 "no such
+// endpoint"); false, after saying so, when it has not and --allow-missing names `feature`.
+async function endpointExists(base, token, feature, method, target) {
+  const r = await fetch(`${base}${target}`, {method, headers: {Authorization: `Bearer ${token}`}});
+  const body = await r.text();
+  if (!(r.status === 404 && /no such endpoint/.test(body))) return true;
+  if (!flags.allowMissing.has(feature)) throw new TestFailure(`the controller has no ${method} ${target} (${body})`);
+  log(`SKIPPED: ${feature} — the controller has no ${method} ${target} yet (--allow-missing ${feature})`);
+  return false;
 }
 
 // ---- the browser ------------------------------------------------------------------------
@@ -310,7 +325,7 @@ async function sessionSteps(page, context, base) {
 
 async function fleetSteps(page) {
   // A bad argument line is caught on the page.
-  await page.locator('#fleet-selector').fill('os:linux');
+  await page.locator('#fleet-selector').fill('tag:group=browser,os:linux');
   await page.locator('#fleet-tool').fill('greet');
   await page.locator('#fleet-args').fill('novalue');
   await page.locator('#fleet-run').click();
@@ -326,24 +341,49 @@ async function fleetSteps(page) {
   await page.locator('#fleet-args').fill('# no arguments needed\n');
   await page.locator('#fleet-run').click();
   await page.locator('#fleet-result').waitFor({state: 'visible', timeout: 30000});
+  // edge-02 answers at once, edge-01 after 5 s: the grid fills in while the command runs.
+  await until('edge-02 done while edge-01 still runs', async () => page.evaluate(() => {
+    const st = (n) => document.querySelector(`#fleet-body tr[data-node="${n}"]`)?.dataset.state;
+    return document.querySelector('#fleet-result').dataset.state === 'running' &&
+        st('edge-02') === 'ok' && ['running', 'pending'].includes(st('edge-01'));
+  }), 30000, 100);
+  check(await page.locator('#fleet-cancel').isVisible(), 'a running fleet command can be cancelled');
   await until('the fleet command to complete', async () =>
     (await page.locator('#fleet-result').getAttribute('data-state')) === 'completed', 90000, 300);
   const grid = await page.evaluate(() => [...document.querySelectorAll('#fleet-body tr')].map((tr) => ({
-    node: tr.dataset.node, state: tr.dataset.state,
+    node: tr.dataset.node, state: tr.dataset.state, shown: tr.querySelector('.pstate').textContent,
     exit: tr.querySelector('td[data-label="Exit code"]').textContent,
     duration: tr.querySelector('td[data-label="Duration"]').textContent,
   })));
   const by = Object.fromEntries(grid.map((g) => [g.node, g]));
   check(grid.length === 2 && by['edge-01'] && by['edge-02'], `the grid has edge-01 and edge-02 (edge-03 is offline): ${JSON.stringify(grid)}`);
-  check(by['edge-01'].state === 'ok' && by['edge-01'].exit === '0', `edge-01: ok, exit 0 (${JSON.stringify(by['edge-01'])})`);
-  check(by['edge-02'].state === 'ok' && by['edge-02'].exit === '3', `edge-02: ok, exit 3 (${JSON.stringify(by['edge-02'])})`);
+  check(by['edge-01'].state === 'ok' && by['edge-01'].exit === '0' && by['edge-01'].shown === 'succeeded',
+      `edge-01: ran, exit 0, shown as succeeded (${JSON.stringify(by['edge-01'])})`);
+  check(by['edge-02'].state === 'ok' && by['edge-02'].exit === '3' && by['edge-02'].shown === 'failed',
+      `edge-02: ran, exit 3, shown as failed (${JSON.stringify(by['edge-02'])})`);
   check(grid.every((g) => g.duration !== '—'), `every part has a duration: ${JSON.stringify(grid)}`);
-  check(/completed/.test(await page.locator('#fleet-summary').textContent()), 'the summary says completed');
-  ok(`fleet command over os:linux: the per-node grid filled in (${grid.map((g) => `${g.node} ${g.state} exit ${g.exit} ${g.duration}`).join('; ')})`);
+  const summary = await page.locator('#fleet-summary').textContent();
+  check(/completed \(1 succeeded, 1 failed\)/.test(summary), `the summary says completed with the tally: ${summary}`);
+  ok(`fleet command over tag:group=browser,os:linux: the per-node grid filled in (${grid.map((g) => `${g.node} ${g.shown} exit ${g.exit} ${g.duration}`).join('; ')})`);
+  check(await page.locator('#fleet-cancel').isHidden(), 'no cancel button once completed');
   await shot(page, 'fleet-desktop', DESKTOP);
   await shot(page, 'fleet-phone', PHONE);
   await noSidewaysScroll(page, 'fleet grid on a phone');
   await page.setViewportSize(DESKTOP);
+
+  // Cancel: a part that would run two minutes ends cancelled.
+  await page.locator('#fleet-selector').fill('node:edge-01');
+  await page.locator('#fleet-tool').fill('slow');
+  await page.locator('#fleet-args').fill('');
+  await page.locator('#fleet-run').click();
+  await until('the slow part to run', async () =>
+    (await page.locator('#fleet-body tr[data-node="edge-01"]').getAttribute('data-state')) === 'running', 30000);
+  await page.locator('#fleet-cancel').click();
+  await until('the cancelled fleet command to complete', async () =>
+    (await page.locator('#fleet-result').getAttribute('data-state')) === 'completed', 60000, 300);
+  const cancelled = await page.locator('#fleet-body tr[data-node="edge-01"]').textContent();
+  check(/cancelled/.test(cancelled) && /CANCELLED/.test(cancelled), `the part shows cancelled with its error: ${cancelled}`);
+  ok('Cancel fleet command: the running part ended cancelled (CANCELLED)');
 }
 
 async function main() {
@@ -358,7 +398,8 @@ async function main() {
   const agents = {
     'edge-01': startAgent('edge-01',
         `  echo-agent:\n    command: ["${node}", "${echoAgent}"]\n    interactive: true\n` +
-        `  greet:\n    command: ["sh", "-c", "echo hello from edge-01"]\n`,
+        `  greet:\n    command: ["sh", "-c", "sleep 5; echo hello from edge-01"]\n` +
+        `  slow:\n    command: ["sleep", "120"]\n`,
         'labels:\n  agent.device_name: bench-laptop\n'),
     'edge-02': startAgent('edge-02', '  greet:\n    command: ["sh", "-c", "echo failing on edge-02; exit 3"]\n'),
     'edge-03': startAgent('edge-03', '  greet:\n    command: ["echo", "hi"]\n'),
@@ -395,6 +436,15 @@ async function main() {
     await everyInputLabelled(page);
     ok('three nodes online in the list, with device name, tools, config versions and a last-updated time');
 
+    // Operator tags appear as they are set, without a reload.
+    for (const n of Object.keys(agents)) {
+      const t = cli(['tag', '--node', n, 'add', 'group=browser', `name=${n}`]);
+      check(t.code === 0, `tag ${n}: ${t.err}`);
+    }
+    await until('the tags in the list', async () =>
+      (await row(page, 'edge-02').locator('td[data-label="Tags"]').textContent()) === 'group=browser, name=edge-02', 30000);
+    ok('operator tags set on the admin socket show up in the list by themselves');
+
     // An agent stops: its row says offline, without a reload.
     await page.evaluate(() => { window.__sameDocument = true; });
     const updated = await page.locator('#updated').textContent();
@@ -415,10 +465,25 @@ async function main() {
     await until('the metrics (or why not)', async () => (await page.locator('#metrics').textContent()).length > 0, 30000);
     const metrics = await page.locator('#metrics').textContent();
     log(`  metrics: ${metrics.replace(/\s+/g, ' ').slice(0, 200)}`);
+    const haveMetrics = await endpointExists(base, token, 'metrics', 'GET', '/v1/edge/nodes/edge-01/metrics?period=today');
+    if (haveMetrics) {
+      check(/Input tokens/.test(metrics) && /Tool invocations/.test(metrics), `the metrics are shown: ${metrics}`);
+      await page.locator('#metrics-period').selectOption('month');
+      await until('the month\'s metrics', async () => /Periodmonth/.test(await page.locator('#metrics').textContent()), 15000);
+    }
     check(await page.locator('#agent-name').inputValue() === 'echo-agent', 'the agent field is prefilled with the interactive tool');
     ok('node detail: config (limits and tools), metrics, agent prefilled "echo-agent"');
 
-    await sessionSteps(page, context, base);
+    if (await endpointExists(base, token, 'sessions', 'GET', '/v1/edge/sessions')) {
+      await sessionSteps(page, context, base);
+      if (haveMetrics) {
+        await page.locator('#metrics-form button[type=submit]').click();
+        await until('the session\'s usage in the metrics', async () =>
+          /Input tokens(\d+)/.test(await page.locator('#metrics').textContent()) &&
+          Number(/Input tokens(\d+)/.exec(await page.locator('#metrics').textContent())[1]) > 0, 15000);
+        ok('the session\'s session.usage frames show in the node\'s metrics');
+      }
+    }
     await fleetSteps(page);
 
     // The phone: a fresh window signs in; the list is readable as cards, no sideways scroll.
@@ -439,6 +504,21 @@ async function main() {
     await phone.locator('#signin-error', {hasText: '401'}).waitFor({timeout: 15000});
     check(await phone.locator('#app').isHidden(), 'a refused token does not get in');
     ok('sign-out clears the token; a forged token is refused with 401 on the sign-in form');
+
+    // The control: an inline style is refused by the page's CSP, and both listeners see it.
+    const mark = pageErrors.length;
+    await phone.evaluate(() => {
+      const d = document.createElement('div');
+      d.setAttribute('style', 'color: red');
+      document.body.append(d);
+    });
+    await until('the CSP to refuse an inline style', async () => (await phone.evaluate(() => window.__csp.length)) === 1, 10000);
+    check(/style-src/.test(await phone.evaluate(() => window.__csp[0])), 'the refusal names style-src');
+    await phone.evaluate(() => { window.__csp = []; });
+    await until('the console to report the refusal', () => pageErrors.length > mark, 10000);
+    check(pageErrors.slice(mark).every((e) => /^CSP: .*style-src/.test(e)), `only the control's refusal: ${pageErrors.slice(mark)}`);
+    pageErrors.splice(mark);
+    ok('the CSP is enforced: an inline style set by a script is refused and reported');
 
     for (const p of context.pages()) {
       const csp = await p.evaluate(() => window.__csp || []).catch(() => []);
