@@ -206,6 +206,7 @@ export class SessionView {
     this.attempts = 0;
     if (this.ws) {
       this.now = true;
+      this.setConn('reconnecting…', 'connecting');
       this.ws.close(1000, 'reconnect');
     } else {
       this.fetchTicketAndConnect();
@@ -276,6 +277,12 @@ export class SessionView {
         kind = 'error';
         body = h('p', {class: 'text'}, h('strong', {text: `Error ${p.code || ''}: `}),
             String(p.message ?? ''), p.ref_message_id ? ` (about frame ${p.ref_message_id})` : '');
+        break;
+      case 'session.usage':
+        kind = 'lifecycle';
+        body = h('p', {class: 'text', text: `Usage: ${p.input_tokens ?? 0} input tokens, ` +
+            `${p.output_tokens ?? 0} output tokens, estimated cost ${p.estimated_cost ?? 0}, ` +
+            `${p.tool_invocations ?? 0} tool invocations.`});
         break;
       case 'session.started':
         kind = 'lifecycle';

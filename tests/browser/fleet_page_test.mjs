@@ -293,6 +293,7 @@ async function sessionSteps(page, context, base) {
   // Reconnect: a new ticket, last_seq; nothing is shown twice.
   const before = await numbered(page);
   await page.locator('#session-reconnect').click();
+  check((await page.locator('#session').getAttribute('data-conn')) === 'connecting', 'Reconnect says so at once');
   await until('the reconnect', async () => (await page.locator('#session').getAttribute('data-conn')) === 'connected', 60000);
   await page.locator('#prompt').fill('after the reconnect');
   await page.locator('#prompt').press('Enter');
