@@ -135,7 +135,7 @@ export class NodeDetail {
     this.loadMetrics();
     this.loadConfig();
     this.section.scrollIntoView({block: 'start'});
-    $('node-h').focus?.();
+    $('node-h').focus({preventScroll: true});  // keyboard users continue in the detail
   }
 
   close() {

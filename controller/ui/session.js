@@ -78,6 +78,7 @@ export class SessionView {
     if (info.edge_ws_ticket) this.connect(info.edge_ws_ticket);
     else this.fetchTicketAndConnect();
     this.section.scrollIntoView({block: 'start'});
+    $('prompt').focus({preventScroll: true});
   }
 
   // The session list knows more about the session (node, agent) than a ticket answer.

@@ -458,8 +458,11 @@ async function main() {
     await shot(page, 'nodes-desktop', DESKTOP);
 
     // A node's detail.
-    await row(page, 'edge-01').getByRole('button', {name: 'Open node edge-01'}).click();
+    // …opened with the keyboard: focus the node's button, Enter; focus moves into the detail.
+    await row(page, 'edge-01').getByRole('button', {name: 'Open node edge-01'}).focus();
+    await page.keyboard.press('Enter');
     await page.locator('#node').waitFor({state: 'visible'});
+    check(await page.evaluate(() => document.activeElement?.id) === 'node-h', 'focus moved to the node detail');
     await until('the node config', async () => /Capabilities version/.test(await page.locator('#config').textContent()), 30000);
     check(/echo-agent/.test(await page.locator('#config').textContent()), 'config lists the tools');
     check(/drop_oldest|disconnect/.test(await page.locator('#config').textContent()), 'config shows the limits');
