@@ -4,9 +4,7 @@
 // missing and starts this with:
 //   node fleet_page_test.mjs --bin-dir DIR --modules DIR --out-dir DIR
 // --modules: where playwright-core is installed (DIR/node_modules/playwright-core);
-// --out-dir: screenshots (desktop and phone size) and, on failure, the daemons' logs;
-// --allow-missing sessions,metrics: skip (saying so) the steps of an endpoint the controller
-// does not have yet (404 "no such endpoint") instead of failing.
+// --out-dir: screenshots (desktop and phone size) and, on failure, the daemons' logs.
 //
 // What it checks, in order: the /ui routes and headers over plain HTTP; sign-in with the
 // keyboard; three agents online in the list (status in words); an agent stopped → its row
@@ -33,12 +31,10 @@ function parseFlags(argv) {
     flags[argv[i].slice(2)] = argv[i + 1];
   }
   for (const k of ['bin-dir', 'modules', 'out-dir']) if (!flags[k]) usage(`--${k} is required`);
-  flags.allowMissing = new Set((flags['allow-missing'] || '').split(',').filter(Boolean));
-  for (const f of flags.allowMissing) if (!['sessions', 'metrics'].includes(f)) usage(`--allow-missing ${f}: only sessions, metrics`);
   return flags;
 }
 function usage(msg) {
-  console.error(`fleet_page_test: ${msg}\nusage: node fleet_page_test.mjs --bin-dir DIR --modules DIR --out-dir DIR [--allow-missing sessions,metrics]`);
+  console.error(`fleet_page_test: ${msg}\nusage: node fleet_page_test.mjs --bin-dir DIR --modules DIR --out-dir DIR`);
   process.exit(2);
 }
 
@@ -169,17 +165,6 @@ async function checkRoutes(base) {
   const post = await fetch(`${base}/ui/`, {method: 'POST'});
   check(post.status === 405 && post.headers.get('allow') === 'GET, HEAD', `POST /ui/ → 405 Allow GET, HEAD (got ${post.status} ${post.headers.get('allow')})`);
   ok('/ui routes: redirect, index, module, HEAD, 404, 405; no-cache, nosniff, strict CSP');
-}
-
-// True when the controller has the endpoint (anything but the router's 404 "no such
-// endpoint"); false, after saying so, when it has not and --allow-missing names `feature`.
-async function endpointExists(base, token, feature, method, target) {
-  const r = await fetch(`${base}${target}`, {method, headers: {Authorization: `Bearer ${token}`}});
-  const body = await r.text();
-  if (!(r.status === 404 && /no such endpoint/.test(body))) return true;
-  if (!flags.allowMissing.has(feature)) throw new TestFailure(`the controller has no ${method} ${target} (${body})`);
-  log(`SKIPPED: ${feature} — the controller has no ${method} ${target} yet (--allow-missing ${feature})`);
-  return false;
 }
 
 // ---- the browser ------------------------------------------------------------------------
@@ -469,25 +454,17 @@ async function main() {
     await until('the metrics (or why not)', async () => (await page.locator('#metrics').textContent()).length > 0, 30000);
     const metrics = await page.locator('#metrics').textContent();
     log(`  metrics: ${metrics.replace(/\s+/g, ' ').slice(0, 200)}`);
-    const haveMetrics = await endpointExists(base, token, 'metrics', 'GET', '/v1/edge/nodes/edge-01/metrics?period=today');
-    if (haveMetrics) {
-      check(/Input tokens/.test(metrics) && /Tool invocations/.test(metrics), `the metrics are shown: ${metrics}`);
-      await page.locator('#metrics-period').selectOption('month');
-      await until('the month\'s metrics', async () => /Periodmonth/.test(await page.locator('#metrics').textContent()), 15000);
-    }
+    check(/Input tokens/.test(metrics) && /Tool invocations/.test(metrics), `the metrics are shown: ${metrics}`);
+    await page.locator('#metrics-period').selectOption('month');
+    await until('the month\'s metrics', async () => /Periodmonth/.test(await page.locator('#metrics').textContent()), 15000);
     check(await page.locator('#agent-name').inputValue() === 'echo-agent', 'the agent field is prefilled with the interactive tool');
     ok('node detail: config (limits and tools), metrics, agent prefilled "echo-agent"');
 
-    if (await endpointExists(base, token, 'sessions', 'GET', '/v1/edge/sessions')) {
-      await sessionSteps(page, context, base);
-      if (haveMetrics) {
-        await page.locator('#metrics-form button[type=submit]').click();
-        await until('the session\'s usage in the metrics', async () =>
-          /Input tokens(\d+)/.test(await page.locator('#metrics').textContent()) &&
-          Number(/Input tokens(\d+)/.exec(await page.locator('#metrics').textContent())[1]) > 0, 15000);
-        ok('the session\'s session.usage frames show in the node\'s metrics');
-      }
-    }
+    await sessionSteps(page, context, base);
+    await page.locator('#metrics-form button[type=submit]').click();
+    await until('the session\'s usage in the metrics', async () =>
+      Number((/Input tokens(\d+)/.exec(await page.locator('#metrics').textContent()) || [])[1]) > 0, 15000);
+    ok('the session\'s session.usage frames show in the node\'s metrics (month)');
     await fleetSteps(page);
 
     // The phone: a fresh window signs in; the list is readable as cards, no sideways scroll.

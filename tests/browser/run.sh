@@ -5,7 +5,7 @@
 # BUILD_DIR/tests/browser/npm — then runs fleet_page_test.mjs against BUILD_DIR/bin.
 # Screenshots (desktop and phone size) go to BUILD_DIR/tests/browser/screenshots, with the
 # daemons' logs there too when the test fails.
-# Usage: tests/browser/run.sh BUILD_DIR [fleet_page_test.mjs flags, e.g. --allow-missing sessions]
+# Usage: tests/browser/run.sh BUILD_DIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
@@ -53,4 +53,4 @@ if [[ "$have" != "$playwright_version" ]]; then
 fi
 
 rm -rf "$out"
-exec node "$here/fleet_page_test.mjs" --bin-dir "$build/bin" --modules "$modules" --out-dir "$out" "${@:2}"
+exec node "$here/fleet_page_test.mjs" --bin-dir "$build/bin" --modules "$modules" --out-dir "$out"
