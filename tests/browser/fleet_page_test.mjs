@@ -239,6 +239,8 @@ async function sessionSteps(page, context, base) {
   await until('the socket to connect', async () => (await page.locator('#session').getAttribute('data-conn')) === 'connected', 60000);
   await frameWith(page, 'agent.output', 'echo agent ready').waitFor({timeout: 60000});
   ok(`session ${sessionId} started; its process's first line streamed in as agent.output`);
+  await until('edge-01 to count one active session', async () =>
+    (await row(page, 'edge-01').locator('td[data-label="Active sessions"]').textContent()) === '1', 15000);
 
   await page.locator('#prompt').fill('hello from the browser');
   await page.locator('#prompt').press('Enter');
@@ -275,6 +277,19 @@ async function sessionSteps(page, context, base) {
   }, 15000);
   ok('a prompt from the mirror reached the agent once and both windows show the same seq-numbered stream');
 
+  // The node's tools change (a pushed config adds one): node.config.changed reaches both
+  // windows, and the page pulls the node's config again (the frame carries no values).
+  check(!/extra-tool/.test(await page.locator('#config').textContent()), 'no extra-tool yet');
+  const delta = path.join(tmp, 'delta.yaml');
+  fs.writeFileSync(delta, 'tools:\n  extra-tool:\n    command: ["true"]\n');
+  const push = cli(['push-config', '--node', 'edge-01', delta, '--version', 'browser-2']);
+  check(push.code === 0, `push-config: ${push.err}`);
+  for (const p of [page, mirror]) {
+    await frameWith(p, 'node.config.changed', 'capabilities').waitFor({timeout: 30000});
+  }
+  await until('the detail to show the new tool', async () => /extra-tool/.test(await page.locator('#config').textContent()), 15000);
+  ok('a pushed tool: node.config.changed (capabilities) in both windows, the node\'s config pulled again');
+
   // Reconnect: a new ticket, last_seq; nothing is shown twice.
   const before = await numbered(page);
   await page.locator('#session-reconnect').click();
@@ -305,7 +320,9 @@ async function sessionSteps(page, context, base) {
   }
   await until('the ended session to leave the list', async () =>
     (await page.locator(`#sessions-body tr[data-session="${sessionId}"]`).count()) === 0, 30000);
-  ok('End session: session.ended in both windows, prompt disabled, gone from the session list');
+  await until('edge-01 to count no active session', async () =>
+    (await row(page, 'edge-01').locator('td[data-label="Active sessions"]').textContent()) === '0', 15000);
+  ok('End session: session.ended in both windows, prompt disabled, gone from the session list and the count');
   await mirror.close();
 }
 
