@@ -4,6 +4,8 @@
 //
 // - Many connections on the io_context, each on its own strand: no thread per connection.
 // - Keep-alive (HTTP/1.1 default; "Connection: close" and HTTP/1.0 close after the answer).
+// - HEAD: the handler answers as for GET; the server writes the headers (Content-Length of
+//   that body included) and leaves the body out.
 // - Limits, each answered before the handler sees anything: request line + headers above
 //   `max_header_bytes` → 431 and close; a body above `max_body_bytes` → 413 and close (a
 //   Content-Length above it is refused before the body is read); a malformed request → 400
