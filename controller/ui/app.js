@@ -2,7 +2,7 @@
 // the 2-second refresh of the node and session lists, the error banner, and the wiring of
 // the node detail, session view and fleet command panel. `#session=<id>` in the address opens
 // that session (the "mirror" window), `#node=<id>` a node's detail.
-import {$, setText, show, clockTime} from './dom.js';
+import {h, $, setText, show, clockTime} from './dom.js';
 import {Api} from './api.js';
 import {NodeList, NodeDetail} from './nodes.js';
 import {SessionView, SessionList} from './session.js';
@@ -14,20 +14,26 @@ const POLL_MS = 2000;
 let token = sessionStorage.getItem(TOKEN_KEY) || '';
 let pollTimer = null;
 let polling = false;
-let bannerSource = null;
+const failures = new Map();  // what failed ("node list", …) → the banner's line about it
 let firstPoll = true;
+let lastUpdated = '';
 
 const api = new Api(() => token, (err) => signOut(`The controller refused the token (${err.describe()}). Sign in again.`));
 
+// The error banner: one line per call that is failing now; a line goes when that call
+// succeeds again (or on Dismiss, all of them).
+function renderBanner() {
+  $('banner-text').replaceChildren(...[...failures.values()].map((t) => h('p', {text: t})));
+  show($('banner'), failures.size > 0);
+}
 function banner(text, source) {
-  bannerSource = source;
-  setText($('banner-text'), text);
-  show($('banner'), true);
+  failures.set(source, text);
+  renderBanner();
 }
 function clearBanner(source) {
-  if (source && bannerSource !== source) return;
-  bannerSource = null;
-  show($('banner'), false);
+  if (source) failures.delete(source);
+  else failures.clear();
+  renderBanner();
 }
 function reportError(err, what) {
   if (err.status === 401) return;  // signOut has run
@@ -116,6 +122,7 @@ function signOut(message) {
   clearTimeout(pollTimer);
   pollTimer = null;
   firstPoll = true;
+  lastUpdated = '';
   fleet.stop();
   if (sessionView.open) sessionView.close();
   nodeDetail.close();
@@ -134,11 +141,14 @@ async function tick() {
     const nodes = (body && body.nodes) || [];
     nodeList.update(nodes);
     if (nodeDetail.nodeId) nodeDetail.update(nodeList.nodes.get(nodeDetail.nodeId));
-    setText($('updated'), `Last updated ${clockTime()}`);
+    lastUpdated = clockTime();
+    setText($('updated'), `Last updated ${lastUpdated}`);
     show($('updated'), true);
     clearBanner('node list');
   } catch (e) {
     reportError(e, 'node list');
+    // What is shown is as of the last success: say so.
+    if (lastUpdated) setText($('updated'), `Last updated ${lastUpdated} (refresh failing)`);
   }
   if (token) {
     try {

@@ -252,8 +252,13 @@ async function sessionSteps(page, context, base) {
   check(await frameWith(page, 'control.prompt.request', 'from this window').count() === 1, 'the prompt is marked as from this window');
   ok('a prompt typed in the page came back echoed (with seq) and the agent replied "echo: hello from the browser"');
 
-  // The mirror: "Mirror in a new window" opens #session=<id> with a copy of the token.
-  const [mirror] = await Promise.all([context.waitForEvent('page'), page.locator('#session-mirror').click()]);
+  // The mirror: the session list's "New window" opens #session=<id> in a second window, which
+  // gets a copy of the token (sessionStorage) and a ticket of its own.
+  const listed = page.locator(`#sessions-body tr[data-session="${sessionId}"]`);
+  await listed.waitFor({timeout: 15000});
+  check(/echo-agent/.test(await listed.textContent()) && /edge-01/.test(await listed.textContent()), 'the session list names the node and agent');
+  const [mirror] = await Promise.all([context.waitForEvent('page'),
+    listed.getByRole('button', {name: `Mirror session ${sessionId} in a new window`}).click()]);
   mirror.on('pageerror', (e) => pageErrors.push(`mirror: ${e.message}`));
   await mirror.setViewportSize(DESKTOP);
   await mirror.locator('#session').waitFor({state: 'visible', timeout: 30000});
@@ -305,7 +310,6 @@ async function sessionSteps(page, context, base) {
   check(await frameWith(page, 'agent.message', 'echo: hello from the browser').count() === 1, 'the first reply is shown once');
   ok('Reconnect took a new ticket and resumed from last_seq without duplicates');
 
-  await page.locator('#sessions-body tr[data-session="' + sessionId + '"]').waitFor({timeout: 15000});
   await shot(page, 'session-desktop', DESKTOP);
   await shot(page, 'session-phone', PHONE);
   await noSidewaysScroll(page, 'session view on a phone');
@@ -524,6 +528,15 @@ async function main() {
     }
     check(pageErrors.length === 0, `page errors or CSP violations:\n  ${pageErrors.join('\n  ')}`);
     ok('no CSP violation and no uncaught error in any window');
+
+    // The controller goes away: the signed-in window says so in its banner and keeps trying.
+    await ctl.stop();
+    await page.locator('#banner', {hasText: 'Could not load the node list'}).waitFor({timeout: 15000});
+    check(/network error/.test(await page.locator('#banner').textContent()), 'the banner says why');
+    check(await page.locator('#app').isVisible(), 'still signed in (not a 401)');
+    check(/^Last updated \d\d:\d\d:\d\d \(refresh failing\)$/.test(await page.locator('#updated').textContent()), 'the list says it is not current');
+    await shot(page, 'banner-desktop', DESKTOP);
+    ok('controller stopped: the error banner names the failed call and why; the page stays');
   } catch (e) {
     for (const p of context.pages()) {
       await p.screenshot({path: path.join(OUT, `failure-${context.pages().indexOf(p)}.png`), fullPage: true}).catch(() => {});
@@ -531,7 +544,6 @@ async function main() {
     throw e;
   } finally {
     await context.close();
-    void ctl;
   }
 }
 
