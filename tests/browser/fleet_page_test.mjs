@@ -226,7 +226,7 @@ const numbered = (page) => page.evaluate(() => [...document.querySelectorAll('#f
     .filter((f) => f.dataset.seq !== '').map((f) => [Number(f.dataset.seq), f.dataset.type]));
 const frameWith = (page, type, text) => page.locator(`#frames .frame[data-type="${type}"]`, {hasText: text});
 
-async function sessionSteps(page, context, base) {
+async function sessionSteps(page, context, controller) {
   // A session on edge-01's interactive tool.
   await page.locator('#start-form button[type=submit]').click();
   await until('the session view or a start error', async () =>
@@ -297,8 +297,11 @@ async function sessionSteps(page, context, base) {
 
   // Reconnect: a new ticket, last_seq; nothing is shown twice.
   const before = await numbered(page);
+  const lastSeq = before[before.length - 1][0];
   await page.locator('#session-reconnect').click();
-  check((await page.locator('#session').getAttribute('data-conn')) === 'connecting', 'Reconnect says so at once');
+  // The controller logs each socket with the last_seq it asked for.
+  await until(`a socket with last_seq ${lastSeq} in the controller's log`, () =>
+    new RegExp(`session ${sessionId}: socket \\d+ of alice from \\S+ \\(last_seq ${lastSeq}\\)`).test(controller.stderr()), 30000);
   await until('the reconnect', async () => (await page.locator('#session').getAttribute('data-conn')) === 'connected', 60000);
   await page.locator('#prompt').fill('after the reconnect');
   await page.locator('#prompt').press('Enter');
@@ -481,7 +484,7 @@ async function main() {
     check(await page.locator('#agent-name').inputValue() === 'echo-agent', 'the agent field is prefilled with the interactive tool');
     ok('node detail: config (limits and tools), metrics, agent prefilled "echo-agent"');
 
-    await sessionSteps(page, context, base);
+    await sessionSteps(page, context, ctl);
     await page.locator('#metrics-form button[type=submit]').click();
     await until('the session\'s usage in the metrics', async () =>
       Number((/Input tokens(\d+)/.exec(await page.locator('#metrics').textContent()) || [])[1]) > 0, 15000);
