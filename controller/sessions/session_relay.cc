@@ -30,12 +30,7 @@ uint64_t SessionRelay::Attach(std::shared_ptr<RelaySocket> socket,
     gap.payload["available_from"] = oldest;
     SendToLocked(s, gap);
   }
-  for (const Queued& q : replay_) {
-    if (q.seq < from) continue;
-    // Handed over as it goes: a socket that reads keeps up with a whole buffer's replay.
-    if (!EnqueueLocked(id, s, q)) return id;
-    PumpLocked(s);
-  }
+  if (!replay_.empty() && replay_.back().seq >= from) s.cursor = std::max(from, oldest);
   PumpLocked(s);
   return id;
 }
@@ -107,7 +102,19 @@ void SessionRelay::PumpLocked(Socket& s) {
       s.socket->Send(SerializeFrame(f, 0, clock_));
       continue;
     }
-    if (s.queue.empty()) return;
+    if (s.queue.empty()) {
+      if (s.cursor == 0) return;
+      // The replay, from the buffer (seqs rise; a frame too large for it is not there).
+      auto it = std::lower_bound(replay_.begin(), replay_.end(), s.cursor,
+                                 [](const Queued& q, uint64_t seq) { return q.seq < seq; });
+      if (it == replay_.end()) {
+        s.cursor = 0;
+        return;
+      }
+      s.cursor = it->seq + 1 > seq_ ? 0 : it->seq + 1;
+      s.socket->Send(it->text);
+      continue;
+    }
     Queued q = std::move(s.queue.front());
     s.queue.pop_front();
     s.queued_bytes -= q.text.size();
@@ -142,16 +149,46 @@ uint64_t SessionRelay::PublishLocked(const OutFrame& frame) {
     replay_bytes_ += text.size();
     while (replay_bytes_ > settings_.max_buffer_size) {
       replay_bytes_ -= replay_.front().text.size();
+      const uint64_t evicted = replay_.front().seq;
       replay_.pop_front();
+      EvictedLocked(evicted);
     }
   }
+  const bool buffered = !replay_.empty() && replay_.back().seq == seq;
   for (auto it = sockets_.begin(); it != sockets_.end();) {
     const uint64_t id = it->first;
     Socket& s = it->second;
     ++it;  // EnqueueLocked may erase this socket
+    if (s.cursor != 0) {
+      // Replaying: the cursor reaches the frame in the buffer (one too large for the buffer
+      // is reported as dropped).
+      if (!buffered) NoteDropped(s, seq);
+      PumpLocked(s);
+      continue;
+    }
     if (EnqueueLocked(id, s, Queued{seq, output, text})) PumpLocked(s);
   }
   return seq;
+}
+
+void SessionRelay::EvictedLocked(uint64_t seq) {
+  for (auto it = sockets_.begin(); it != sockets_.end();) {
+    Socket& s = it->second;
+    if (s.cursor == 0 || s.cursor > seq) {
+      ++it;
+      continue;
+    }
+    if (settings_.policy == OverflowPolicy::kDisconnect) {
+      s.socket->Close(kCloseTryAgainLater,
+                      "too slow: the replay buffer dropped frame " + std::to_string(seq) +
+                          " before this socket read it; reconnect with last_seq");
+      it = sockets_.erase(it);
+      continue;
+    }
+    NoteDropped(s, seq);
+    s.cursor = seq + 1 > seq_ ? 0 : seq + 1;
+    ++it;
+  }
 }
 
 void SessionRelay::CloseAll(uint16_t code, const std::string& reason) {

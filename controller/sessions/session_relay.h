@@ -6,7 +6,12 @@
 //  - Replay: the buffer keeps the newest frames within `max_buffer_size` bytes. A socket
 //    attaching with `last_seq` N gets the frames after N; without it, everything buffered
 //    (a late joiner mirrors the session). When frames it asks for are gone, it first gets a
-//    session.error REPLAY_GAP {requested_from, available_from}.
+//    session.error REPLAY_GAP {requested_from, available_from}. A replay is read straight
+//    from the buffer by a cursor (nothing is copied into the socket's queue, so a replay of
+//    the whole buffer never overflows the queue); frames published meanwhile join the
+//    buffer and the cursor reaches them. A replaying socket falls behind only when the
+//    buffer drops a frame its cursor has not reached: `disconnect` closes it with 1013,
+//    `drop_oldest` moves its cursor on and reports the frames in FRAMES_DROPPED.
 //  - Slow sockets: each socket has its own bounded queue (half of `max_buffer_size`, so what
 //    a socket closed for falling behind has missed is still in the replay buffer); the relay
 //    hands frames to the transport only while the transport holds less than
@@ -120,6 +125,9 @@ class SessionRelay {
     std::shared_ptr<RelaySocket> socket;
     std::deque<Queued> queue;
     size_t queued_bytes = 0;
+    // Replaying: the next seq to hand over from the replay buffer (0 = caught up: frames
+    // published from now on go into `queue`).
+    uint64_t cursor = 0;
     // Frames dropped since the last FRAMES_DROPPED was handed over.
     uint64_t dropped = 0, first_dropped = 0, last_dropped = 0;
   };
@@ -127,6 +135,9 @@ class SessionRelay {
   // Queues `q` on `s`, applying the overflow policy; false when the socket was closed.
   bool EnqueueLocked(uint64_t id, Socket& s, Queued q);
   void PumpLocked(Socket& s);
+  // The replay buffer dropped its oldest frame, `seq`: replaying sockets that had not
+  // reached it fell behind.
+  void EvictedLocked(uint64_t seq);
   static void NoteDropped(Socket& s, uint64_t seq);
   uint64_t PublishLocked(const OutFrame& frame);
   void SendToLocked(Socket& s, const OutFrame& frame);

@@ -308,6 +308,82 @@ TEST(SessionRelayTest, DisconnectClosesASlowSocketWith1013AndItRecoversWithLastS
   EXPECT_EQ(seqs.size(), published + 1 - seen);
 }
 
+// The reconnect after a 1013 through a real transport (its backlog grows until the peer
+// reads): the replay of a whole buffer — more than a socket's queue holds — is read from the
+// buffer as the socket drains, so it is not closed again; frames published meanwhile follow
+// in order.
+TEST(SessionRelayTest, AReplayLargerThanTheQueueIsServedFromTheBufferAsTheSocketReads) {
+  ManualClock clock;
+  auto s = Settings();
+  s.max_buffer_size = 4000;  // each socket's queue: 2000 bytes, ~8 frames
+  s.socket_high_water = 600;
+  s.policy = OverflowPolicy::kDisconnect;
+  SessionRelay relay(kSession, clock, s);
+  for (int i = 0; i < 15; ++i)
+    relay.Publish(Output("line " + std::to_string(i)));  // ~3700 bytes: all still buffered
+  auto back = std::make_shared<FakeSocket>();
+  back->stalled = 1;
+  const uint64_t id = relay.Attach(back, 0);
+  EXPECT_EQ(back->closed_code, 0) << back->closed_reason;
+  EXPECT_LT(back->sent.size(), 15u) << "handed over only up to the transport's high water";
+  relay.Publish(Output("live 1"));  // joins the buffer; the cursor will reach it
+  for (int round = 0; round < 40 && back->Seqs().size() < 16; ++round) {
+    back->pending = 0;  // the peer read what the transport held
+    relay.OnWritable(id);
+  }
+  EXPECT_EQ(back->closed_code, 0) << back->closed_reason;
+  EXPECT_TRUE(back->Errors("REPLAY_GAP").empty());
+  std::vector<uint64_t> want(16);
+  for (uint64_t i = 0; i < 16; ++i)
+    want[i] = i + 1;
+  EXPECT_EQ(back->Seqs(), want) << "every frame once, in order";
+  // Caught up: the next frame goes through the socket's queue as for any live socket.
+  back->pending = 0;
+  relay.Publish(Output("live 2"));
+  EXPECT_EQ(back->Seqs().back(), 17u);
+}
+
+// A replaying socket that does not read while the session runs on falls behind once the
+// buffer drops a frame it has not reached: disconnect → 1013; drop_oldest → FRAMES_DROPPED
+// and the cursor moves on.
+TEST(SessionRelayTest, AReplayingSocketThatFallsBehindTheBufferIsHandledByThePolicy) {
+  for (auto policy : {OverflowPolicy::kDisconnect, OverflowPolicy::kDropOldest}) {
+    ManualClock clock;
+    auto s = Settings();
+    s.max_buffer_size = 2000;
+    s.socket_high_water = 300;
+    s.policy = policy;
+    SessionRelay relay(kSession, clock, s);
+    for (int i = 0; i < 6; ++i)
+      relay.Publish(Output("line " + std::to_string(i)));
+    auto back = std::make_shared<FakeSocket>();
+    back->stalled = 1;
+    const uint64_t id = relay.Attach(back, 0);
+    for (int i = 0; i < 20; ++i)
+      relay.Publish(Output("more " + std::to_string(i)));
+    if (policy == OverflowPolicy::kDisconnect) {
+      EXPECT_EQ(back->closed_code, 1013);
+      EXPECT_NE(back->closed_reason.find("replay buffer dropped frame"), std::string::npos)
+          << back->closed_reason;
+      EXPECT_EQ(relay.sockets(), 0u);
+      continue;
+    }
+    EXPECT_EQ(back->closed_code, 0);
+    for (int round = 0; round < 40 && (back->Seqs().empty() || back->Seqs().back() < 26); ++round) {
+      back->pending = 0;
+      relay.OnWritable(id);
+    }
+    auto dropped = back->Errors("FRAMES_DROPPED");
+    ASSERT_EQ(dropped.size(), 1u);
+    const uint64_t n = dropped[0]["payload"]["dropped"];
+    auto seqs = back->Seqs();
+    ASSERT_FALSE(seqs.empty());
+    EXPECT_EQ(seqs.back(), 26u);
+    EXPECT_EQ(seqs.size() + n, 26u) << "every frame was either sent or counted as dropped";
+    EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end()));
+  }
+}
+
 TEST(SessionRelayTest, CloseAllAndDetachForgetTheSockets) {
   ManualClock clock;
   SessionRelay relay(kSession, clock, Settings());
