@@ -2,7 +2,10 @@
 
 #include <signal.h>
 
+#include <regex>
 #include <stdexcept>
+
+#include "tests/support/wait_until.h"
 
 namespace edge::testing {
 
@@ -62,6 +65,21 @@ void ControllerFixture::Restart() {
 ControllerFixture::~ControllerFixture() {
   proc_->Signal(SIGTERM);
   proc_->Wait(10s);
+}
+
+uint16_t ControllerFixture::WaitForHttpPort(std::chrono::milliseconds timeout) {
+  static const std::regex re("HTTP on \\S+ \\(port (\\d+)");
+  uint16_t port = 0;
+  WaitUntil(
+      [&] {
+        std::smatch m;
+        const std::string err = proc_->Stderr();
+        if (!std::regex_search(err, m, re)) return false;
+        port = static_cast<uint16_t>(std::stoi(m[1]));
+        return true;
+      },
+      timeout);
+  return port;
 }
 
 CommandResult ControllerFixture::Cli(std::vector<std::string> args) {

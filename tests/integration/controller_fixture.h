@@ -2,6 +2,8 @@
 // loopback port, the admin CLI wrapped for tests (status, token create/revoke/list).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -26,6 +28,9 @@ class ControllerFixture {
   const std::string& advertise() const { return advertise_; }
   const std::string& ca_pin() const { return ca_pin_; }
   ChildProcess& process() { return *proc_; }
+  // The port of its HTTP server (config `http.listen` with port 0), read from its log line
+  // "HTTP on … (port N"; 0 when that line did not appear within `timeout`.
+  uint16_t WaitForHttpPort(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   // SIGKILLs the controller (no clean shutdown) and waits for it to be gone.
   void Kill();

@@ -15,7 +15,6 @@
 #include <boost/beast/websocket.hpp>
 #include <chrono>
 #include <optional>
-#include <regex>
 #include <string>
 
 #include "http/client.h"
@@ -31,17 +30,8 @@ class OperatorFixture : public EdgeFixture {
   void StartControllerWithHttp(const std::string& extra_http, const std::string& extra = "") {
     ctl_ = std::make_unique<ControllerFixture>(
         dir_, "ctl", "http:\n  listen: 127.0.0.1:0\n" + extra_http + extra);
-    std::regex re("HTTP on \\S+ \\(port (\\d+)");
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          std::smatch m;
-          std::string err = ctl_->process().Stderr();
-          if (!std::regex_search(err, m, re)) return false;
-          http_port_ = static_cast<uint16_t>(std::stoi(m[1]));
-          return true;
-        },
-        30s))
-        << ctl_->process().Stderr();
+    http_port_ = ctl_->WaitForHttpPort();
+    ASSERT_NE(http_port_, 0) << ctl_->process().Stderr();
   }
   void TearDown() override {
     if (HasFailure()) std::cerr << "controller stderr:\n" << ctl_->process().Stderr() << "\n";
@@ -83,11 +73,17 @@ class OperatorFixture : public EdgeFixture {
 // (101 when it was accepted); Read waits at most `timeout` for the next text frame.
 class WsClient {
  public:
-  unsigned Open(uint16_t port, const std::string& target, const std::string& origin = "") {
+  // `rcvbuf` > 0: the socket's SO_RCVBUF, set before it connects (a reader that stalls
+  // then backs up into the server sooner).
+  unsigned Open(uint16_t port, const std::string& target, const std::string& origin = "",
+                int rcvbuf = 0) {
     namespace beast = boost::beast;
-    boost::asio::ip::tcp::resolver resolver(io_);
     boost::beast::error_code ec;
-    boost::asio::connect(ws_.next_layer(), resolver.resolve("127.0.0.1", std::to_string(port)), ec);
+    auto& sock = ws_.next_layer();
+    sock.open(boost::asio::ip::tcp::v4(), ec);
+    if (ec) return 0;
+    if (rcvbuf > 0) setsockopt(sock.native_handle(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
     if (ec) return 0;
     ws_.set_option(
         beast::websocket::stream_base::decorator([origin](beast::websocket::request_type& req) {

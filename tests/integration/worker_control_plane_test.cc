@@ -8,8 +8,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <regex>
-
 #include <nlohmann/json.hpp>
 
 #include "http/client.h"
@@ -45,17 +43,8 @@ class WorkerControlPlaneTest : public ::testing::Test {
             dir_.path() + "/cp.key\n" + "    worker_token: " + kShared + "\n" +
             "    worker_tokens: {worker-p: " + kPerWorker + "}\n" +
             "    worker_revoked_token_ids: [revoked-jti]\n");
-    std::regex re("HTTP on \\S+ \\(port (\\d+)");
-    ASSERT_TRUE(WaitUntil(
-        [&] {
-          std::smatch m;
-          std::string err = ctl_->process().Stderr();
-          if (!std::regex_search(err, m, re)) return false;
-          http_port_ = static_cast<uint16_t>(std::stoi(m[1]));
-          return true;
-        },
-        30s))
-        << ctl_->process().Stderr();
+    http_port_ = ctl_->WaitForHttpPort();
+    ASSERT_NE(http_port_, 0) << ctl_->process().Stderr();
   }
   void TearDown() override {
     if (agent_ && agent_->Running()) {
