@@ -72,6 +72,30 @@ std::string DefaultAdvertise(const std::string& listen) {
   return listen;
 }
 
+// `edge_api` (wire.md §5.2 limits) over `a`: only the keys present change.
+void ParseEdgeApi(const YAML::Node& edge_api, YamlReader& r, ControllerConfig::EdgeApi& a) {
+  if (r.Map(edge_api, "edge_api", {"limits"})) {
+    YAML::Node el = edge_api["limits"];
+    if (r.Map(el, "edge_api.limits",
+              {"rate_limit", "max_frame_size", "reattach_window", "max_buffer_size",
+               "buffer_overflow_policy"})) {
+      r.Int(el, "rate_limit", "edge_api.limits.rate_limit", a.rate_limit, 1, 100'000);
+      r.Size(el, "max_frame_size", "edge_api.limits.max_frame_size", a.max_frame_size, 1ull << 10,
+             64ull << 20);
+      r.Int(el, "reattach_window", "edge_api.limits.reattach_window", a.reattach_window_secs, 1,
+            7 * 86'400);
+      r.Size(el, "max_buffer_size", "edge_api.limits.max_buffer_size", a.max_buffer_size,
+             4ull << 10, 1ull << 30);
+      r.String(el, "buffer_overflow_policy", "edge_api.limits.buffer_overflow_policy",
+               a.buffer_overflow_policy);
+      if (a.buffer_overflow_policy != "drop_oldest" && a.buffer_overflow_policy != "disconnect") {
+        r.Issue(el["buffer_overflow_policy"], "edge_api.limits.buffer_overflow_policy",
+                a.buffer_overflow_policy, "must be drop_oldest or disconnect");
+      }
+    }
+  }
+}
+
 ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
   ControllerConfig c;
   if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
@@ -197,28 +221,7 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
             c.http.trusted_issuers.at(c.tokens.issuer),
             "must not name tokens.issuer: the controller verifies its own tokens with its own key");
   }
-  YAML::Node edge_api = root["edge_api"];
-  if (r.Map(edge_api, "edge_api", {"limits"})) {
-    YAML::Node el = edge_api["limits"];
-    auto& a = c.edge_api;
-    if (r.Map(el, "edge_api.limits",
-              {"rate_limit", "max_frame_size", "reattach_window", "max_buffer_size",
-               "buffer_overflow_policy"})) {
-      r.Int(el, "rate_limit", "edge_api.limits.rate_limit", a.rate_limit, 1, 100'000);
-      r.Size(el, "max_frame_size", "edge_api.limits.max_frame_size", a.max_frame_size, 1ull << 10,
-             64ull << 20);
-      r.Int(el, "reattach_window", "edge_api.limits.reattach_window", a.reattach_window_secs, 1,
-            7 * 86'400);
-      r.Size(el, "max_buffer_size", "edge_api.limits.max_buffer_size", a.max_buffer_size,
-             4ull << 10, 1ull << 30);
-      r.String(el, "buffer_overflow_policy", "edge_api.limits.buffer_overflow_policy",
-               a.buffer_overflow_policy);
-      if (a.buffer_overflow_policy != "drop_oldest" && a.buffer_overflow_policy != "disconnect") {
-        r.Issue(el["buffer_overflow_policy"], "edge_api.limits.buffer_overflow_policy",
-                a.buffer_overflow_policy, "must be drop_oldest or disconnect");
-      }
-    }
-  }
+  ParseEdgeApi(root["edge_api"], r, c.edge_api);
   YAML::Node compute = root["compute"];
   if (r.Map(compute, "compute",
             {"listen", "dispatch_timeout", "keepalive_interval", "keepalive_timeout",
@@ -318,6 +321,35 @@ ControllerConfigResult LoadControllerConfigFromString(const std::string& text,
                                                       const std::string& source_name,
                                                       const EnvLookup& env) {
   return LoadText(text, source_name, env);
+}
+
+std::expected<PushConfigParts, ConfigErrors> SplitPushConfigDelta(
+    const std::string& delta, const ControllerConfig::EdgeApi& current,
+    const std::string& source_name) {
+  auto parsed = ParseYaml(delta, source_name);
+  if (!parsed) return std::unexpected(parsed.error());
+  YAML::Node root = *parsed;
+  PushConfigParts parts;
+  if (!root.IsMap() || !root["edge_api"]) {
+    parts.node_delta = delta;
+    return parts;
+  }
+  YamlReader r(source_name);
+  ControllerConfig::EdgeApi limits = current;
+  try {
+    ParseEdgeApi(root["edge_api"], r, limits);
+  } catch (const YAML::Exception& e) {
+    r.IssueNoPos("edge_api", "", std::string("invalid YAML structure: ") + e.what());
+  }
+  if (!r.errors().issues.empty()) return std::unexpected(r.errors());
+  parts.edge_api = std::move(limits);
+  root.remove("edge_api");
+  if (root.size() != 0) {
+    YAML::Emitter e;
+    e << root;
+    parts.node_delta = e.c_str();
+  }
+  return parts;
 }
 
 std::string DumpRedacted(const ControllerConfig& c) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <expected>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,8 @@ struct ControllerConfig {
     } tls;
     uint64_t max_body_bytes = 1ull << 20;
   } http;
-  // The operator API's session limits (wire.md §5.2 edge_api.limits): what every node's
-  // sessions run with (per-node limits through PushConfig do not exist yet).
+  // The operator API's session limits (wire.md §5.2 edge_api.limits): what a node's sessions
+  // run with until a PushConfig sets the node's own (SplitPushConfigDelta).
   struct EdgeApi {
     int64_t rate_limit = 20;             // control frames per second per session
     uint64_t max_frame_size = 1 << 20;   // bytes
@@ -135,5 +136,21 @@ ControllerConfigResult LoadControllerConfigFromString(const std::string& text,
                                                       const std::string& source_name,
                                                       const EnvLookup& env);
 std::string DumpRedacted(const ControllerConfig& config);
+
+// A PushConfig delta taken apart: `edge_api.limits` are the controller's (its session relay
+// enforces them, wire.md §5.2), everything else is the node's own config.
+struct PushConfigParts {
+  // Set when the delta has `edge_api`: `current` with the delta's keys applied, checked by
+  // the same rules as the controller config's edge_api.limits.
+  std::optional<ControllerConfig::EdgeApi> edge_api;
+  // The rest for the node: the delta's own text when it has no `edge_api`, "" when nothing
+  // else is left, else the remaining keys re-emitted as YAML.
+  std::string node_delta;
+};
+// Errors name the key, its value and the rule (as a config file's would); a delta that is not
+// YAML is an error too. The node part is not checked here (the agent config's rules are).
+std::expected<PushConfigParts, ConfigErrors> SplitPushConfigDelta(
+    const std::string& delta, const ControllerConfig::EdgeApi& current,
+    const std::string& source_name);
 
 }  // namespace edge::config

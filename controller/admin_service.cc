@@ -318,9 +318,10 @@ grpc::ServerUnaryReactor* AdminServiceImpl::ShutdownNode(grpc::CallbackServerCon
 grpc::ServerUnaryReactor* AdminServiceImpl::PushConfig(grpc::CallbackServerContext* ctx,
                                                        const pb::PushConfigRequest* req,
                                                        pb::PushConfigResponse* resp) {
-  auto version = fleet_.PushConfig(req->node_id(), req->delta(), req->version());
-  if (!version) return Done(ctx, ToGrpcStatus(version.error()));
-  resp->set_version(*version);
+  auto pushed = fleet_.PushConfig(req->node_id(), req->delta(), req->version());
+  if (!pushed) return Done(ctx, ToGrpcStatus(pushed.error()));
+  resp->set_version(pushed->version);
+  if (pushed->limits_version) resp->set_limits_version(*pushed->limits_version);
   return Done(ctx, grpc::Status::OK);
 }
 

@@ -189,19 +189,18 @@ Status Controller::Start() {
                         .endpoint = info_.advertise,
                         .ca_pin = info_.ca_pin,
                         .default_ttl = config_.tokens.default_ttl});
-  edge_fleet_ = std::make_unique<EdgeFleet>(*store_, *tokens_, *dispatcher_, clock_);
+  edge_fleet_ = std::make_unique<EdgeFleet>(*store_, *tokens_, *dispatcher_, clock_,
+                                            LimitsFromConfig(config_.edge_api));
   session_timers_ = std::make_unique<TimerQueue>(clock_);
   sessions_ = std::make_unique<SessionManager>(
       *store_, *edge_fleet_, clock_, *session_timers_,
       SessionSettings{
-          .limits = {.rate_limit = config_.edge_api.rate_limit,
-                     .max_frame_size = static_cast<int64_t>(config_.edge_api.max_frame_size),
-                     .reattach_window = config_.edge_api.reattach_window_secs,
-                     .max_buffer_size = static_cast<int64_t>(config_.edge_api.max_buffer_size),
-                     .buffer_overflow_policy = config_.edge_api.buffer_overflow_policy},
           .denied_tools = {config_.http.denied_tools.begin(), config_.http.denied_tools.end()},
           .node_stale = std::chrono::seconds(config_.cluster.stale_threshold_secs)});
   sessions_->Start(*dispatcher_);
+  edge_fleet_->SetLimitsListener([this](const std::string& node_id, int64_t version) {
+    sessions_->OnLimitsChanged(node_id, version);
+  });
   admin_service_ =
       std::make_unique<AdminServiceImpl>(info_, *edge_fleet_, *dispatcher_, *user_tokens_);
   fleet_commands_ = std::make_unique<FleetCommands>(*store_, *edge_fleet_, *dispatcher_, clock_);

@@ -3,6 +3,7 @@
 #include "common/json_parse.h"
 #include "common/log.h"
 #include "config/agent_config.h"
+#include "config/controller_config.h"
 #include "controller/edge_codec.h"
 #include "controller/fleet_selector.h"
 
@@ -183,15 +184,92 @@ Status EdgeFleet::ShutdownNode(const std::string& node_id, std::chrono::millisec
   return dispatcher_.Shutdown(node_id, grace);
 }
 
-Result<std::string> EdgeFleet::PushConfig(const std::string& node_id, const std::string& delta,
-                                          const std::string& version) {
-  if (auto st = ValidateConfigDelta(delta); !st) return std::unexpected(st.error());
-  const std::string sent_as =
-      version.empty() ? "v" + std::to_string(ToEpochMillis(clock_.Now())) : version;
-  if (auto st = dispatcher_.PushConfig(node_id, delta, sent_as); !st) {
-    return std::unexpected(st.error());
+Result<PushedConfig> EdgeFleet::PushConfig(const std::string& node_id, const std::string& delta,
+                                           const std::string& version) {
+  if (node_id.empty()) return MakeError(ErrorCode::kInvalidArgument, "node_id is empty");
+  if (delta.empty()) return MakeError(ErrorCode::kInvalidArgument, "config delta is empty");
+  if (auto st = CheckJsonDepth(delta, "config delta"); !st) return std::unexpected(st.error());
+  auto edge = store_.GetEdgeNode(node_id);
+  if (!edge) return std::unexpected(edge.error());
+  const NodeLimits current = *edge ? LimitsOf(**edge) : NodeLimits{.limits = default_limits_};
+  auto parts = config::SplitPushConfigDelta(delta, LimitsToConfig(current.limits), "config delta");
+  if (!parts) return MakeError(ErrorCode::kInvalidArgument, parts.error().ToString());
+  std::optional<EdgeApiLimits> limits;
+  if (parts->edge_api) {
+    if (!*edge) {
+      return MakeError(ErrorCode::kNotFound,
+                       "node \"" + node_id +
+                           "\" is not edge-enrolled; edge_api.limits apply to an edge node's "
+                           "sessions");
+    }
+    limits = LimitsFromConfig(*parts->edge_api);
   }
-  return sent_as;
+  if (parts->node_delta.empty() && !limits) {
+    return MakeError(ErrorCode::kInvalidArgument, "config delta is empty");
+  }
+  PushedConfig out;
+  if (!parts->node_delta.empty()) {
+    if (auto st = ValidateConfigDelta(parts->node_delta); !st) return std::unexpected(st.error());
+    out.version = version.empty() ? "v" + std::to_string(ToEpochMillis(clock_.Now())) : version;
+    if (auto st = dispatcher_.PushConfig(node_id, parts->node_delta, out.version); !st) {
+      return std::unexpected(st.error());
+    }
+  }
+  if (limits) {
+    out.limits_version = current.version;
+    if (*limits != current.limits) {
+      auto v =
+          store_.SetEdgeNodeLimits(node_id, LimitsToJson(*limits), ToEpochMillis(clock_.Now()));
+      if (!v) return std::unexpected(v.error());
+      out.limits_version = *v;
+    }
+    if (*out.limits_version != current.version) {
+      log::Get("audit")->info(
+          "node {} edge_api.limits changed by the operator: config_version "
+          "{} -> {}",
+          log::Escape(node_id), current.version, *out.limits_version);
+      if (limits_listener_) limits_listener_(node_id, *out.limits_version);
+    }
+  }
+  return out;
+}
+
+bool NodeIsOffline(const NodeView& v, int64_t now_ms, std::chrono::milliseconds stale) {
+  return !v.connected || !v.edge || now_ms - v.edge->last_heartbeat_ms > stale.count();
+}
+
+bool NodeIsDraining(const NodeView& v) {
+  return IsDraining(v.capabilities) || v.node.state == kNodeDraining;
+}
+
+std::vector<std::string> InteractiveTools(const NodeView& v) {
+  std::vector<std::string> out;
+  const auto& labels = v.capabilities.custom_labels();
+  auto it = labels.find("agent.interactive_tools");
+  if (it == labels.end()) return out;
+  const std::string& s = it->second;
+  for (size_t start = 0; start <= s.size();) {
+    size_t end = s.find(',', start);
+    if (end == std::string::npos) end = s.size();
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+NodeLimits EdgeFleet::LimitsOf(const EdgeNodeRecord& edge) const {
+  if (edge.limits_version == 0) return {.limits = default_limits_};
+  auto own = LimitsFromJson(edge.limits_json);
+  // A damaged row keeps its version: the operator sees it and can push the limits again.
+  return {.limits = own.value_or(default_limits_),
+          .version = edge.limits_version,
+          .effective_at_ms = edge.limits_changed_ms};
+}
+
+NodeLimits EdgeFleet::LimitsOf(const std::string& node_id) const {
+  auto edge = store_.GetEdgeNode(node_id);
+  if (!edge || !*edge) return {.limits = default_limits_};
+  return LimitsOf(**edge);
 }
 
 Status EdgeFleet::ValidateConfigDelta(const std::string& delta) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "controller/dispatcher.h"
+#include "controller/edge_api_limits.h"
 #include "controller/join_token_issuer.h"
 #include "controller/store.h"
 #include "node_cluster.pb.h"
@@ -38,10 +40,36 @@ struct NodeView {
   NodeTags tags;  // the operator's tags (never the node's labels)
 };
 
+// The operator API's view of a node's liveness (wire.md §5.2), one rule for every caller:
+// offline = no live edge stream, not edge-enrolled, or its last heartbeat older than `stale`;
+// draining = it reported so (a Drain or its CapabilityUpdate) or the controller marked it.
+bool NodeIsOffline(const NodeView& node, int64_t now_ms, std::chrono::milliseconds stale);
+bool NodeIsDraining(const NodeView& node);
+// The node's interactive tools (wire.md §5.5), as its agent reports them in the
+// `agent.interactive_tools` label (comma-separated); empty when it reports none.
+std::vector<std::string> InteractiveTools(const NodeView& node);
+
+// What a PushConfig did.
+struct PushedConfig {
+  std::string version;  // the node's part was sent as this version; "" = nothing for the node
+  std::optional<int64_t> limits_version;  // set when the delta had edge_api: the version now
+};
+
 class EdgeFleet {
  public:
-  EdgeFleet(Store& store, JoinTokenIssuer& tokens, Dispatcher& dispatcher, Clock& clock)
-      : store_(store), tokens_(tokens), dispatcher_(dispatcher), clock_(clock) {}
+  // `default_limits`: the controller's edge_api.limits (every node's until it has its own).
+  EdgeFleet(Store& store, JoinTokenIssuer& tokens, Dispatcher& dispatcher, Clock& clock,
+            EdgeApiLimits default_limits = {})
+      : store_(store),
+        tokens_(tokens),
+        dispatcher_(dispatcher),
+        clock_(clock),
+        default_limits_(std::move(default_limits)) {}
+
+  // Called (on the pushing thread) each time a node's limits version rose; set before the
+  // admin and HTTP servers serve.
+  using LimitsListener = std::function<void(const std::string& node_id, int64_t version)>;
+  void SetLimitsListener(LimitsListener listener) { limits_listener_ = std::move(listener); }
 
   // Counts that fail to read are left at 0 (a status call answers all the same).
   FleetSummary Summary() const;
@@ -86,10 +114,20 @@ class EdgeFleet {
   Status CancelCommand(const std::string& command_id, const std::string& reason);
   Status DrainNode(const std::string& node_id);
   Status ShutdownNode(const std::string& node_id, std::chrono::milliseconds grace);
-  // Validates `delta` (ValidateConfigDelta) and sends it; returns the version it was sent
-  // as (`version`, or "v<epoch ms>" when empty).
-  Result<std::string> PushConfig(const std::string& node_id, const std::string& delta,
-                                 const std::string& version);
+  // Takes `delta` apart (config::SplitPushConfigDelta) and checks both parts before anything
+  // changes. The node's part (ValidateConfigDelta) is sent as `version` (or "v<epoch ms>"
+  // when empty); its `edge_api.limits` are the controller's: applied over the node's current
+  // limits and stored, their version rising when they changed (the listener is told). The
+  // node's part goes first: a node that is not connected fails the push (UNAVAILABLE) before
+  // the limits change. A limits-only delta needs no connection, only an edge-enrolled node
+  // (NOT_FOUND otherwise).
+  Result<PushedConfig> PushConfig(const std::string& node_id, const std::string& delta,
+                                  const std::string& version);
+  // The limits in force for a node: its own after a PushConfig of edge_api.limits, else the
+  // controller's (version 0, effective since its enrollment).
+  NodeLimits LimitsOf(const EdgeNodeRecord& edge) const;
+  // The same by id; a node that is not edge-enrolled (or unreadable) has the controller's.
+  NodeLimits LimitsOf(const std::string& node_id) const;
 
   // OK when `delta` is a partial agent config the agent would accept on its own (keys,
   // types and ranges; references to tools or contexts defined only on the node are not
@@ -101,6 +139,8 @@ class EdgeFleet {
   JoinTokenIssuer& tokens_;
   Dispatcher& dispatcher_;
   Clock& clock_;
+  const EdgeApiLimits default_limits_;
+  LimitsListener limits_listener_;
 };
 
 }  // namespace edge::controller

@@ -49,9 +49,8 @@ std::optional<std::string_view> OperatorApi::BearerToken(std::string_view header
 
 std::string_view OperatorApi::DeriveStatus(const NodeView& v, int64_t now_ms,
                                            std::chrono::milliseconds stale) {
-  if (!v.connected || !v.edge) return "offline";
-  if (now_ms - v.edge->last_heartbeat_ms > stale.count()) return "offline";
-  if (IsDraining(v.capabilities) || v.node.state == kNodeDraining) return "busy";
+  if (NodeIsOffline(v, now_ms, stale)) return "offline";
+  if (NodeIsDraining(v)) return "busy";
   return "online";
 }
 
@@ -65,14 +64,18 @@ json OperatorApi::NodeJson(const NodeView& v, int64_t now_ms, std::chrono::milli
               {"status", DeriveStatus(v, now_ms, stale)},
               {"last_seen", FormatRfc3339(FromEpochMillis(LastSeenMs(v)))},
               {"capabilities", Tools(v)},
+              // Extension: which of them a session may run (wire.md §5.5).
+              {"interactive_tools", InteractiveTools(v)},
               {"active_sessions_count", active_sessions},
               {"config_versions",
-               {{"limits", 0}, {"capabilities", v.edge ? v.edge->capabilities_version : 0}}},
+               {{"limits", v.edge ? v.edge->limits_version : 0},
+                {"capabilities", v.edge ? v.edge->capabilities_version : 0}}},
               // Extension: the operator's tags (never the node's labels).
               {"tags", v.tags.empty() ? json::object() : json(v.tags)}};
 }
 
-json OperatorApi::ConfigJson(const NodeView& v, const EdgeApiLimits& limits) {
+json OperatorApi::ConfigJson(const NodeView& v, const NodeLimits& node_limits) {
+  const EdgeApiLimits& limits = node_limits.limits;
   const int64_t enrolled_ms = EnrolledMs(v);
   const int64_t caps_version = v.edge ? v.edge->capabilities_version : 0;
   const int64_t caps_ms = v.edge && v.edge->capabilities_changed_ms != 0
@@ -80,8 +83,10 @@ json OperatorApi::ConfigJson(const NodeView& v, const EdgeApiLimits& limits) {
                               : enrolled_ms;
   return json{{"node_id", v.node.node_id},
               {"limits",
-               {{"config_version", 0},
-                {"effective_at", FormatRfc3339(FromEpochMillis(enrolled_ms))},
+               {{"config_version", node_limits.version},
+                {"effective_at",
+                 FormatRfc3339(FromEpochMillis(
+                     node_limits.version != 0 ? node_limits.effective_at_ms : enrolled_ms))},
                 {"limits",
                  {{"rate_limit", limits.rate_limit},
                   {"max_frame_size", limits.max_frame_size},
@@ -136,11 +141,10 @@ void OperatorApi::NodeConfig(const std::shared_ptr<http::Exchange>& ex,
   auto node = fleet_.GetTenantNode(user->tenant_id, params.at("id"));
   if (!node) return Fail(ex, node.error());
   http::RespondEchoingRequestId(
-      ex,
-      http::Response{.status = 200,
-                     .body = ConfigJson(*node, sessions_ ? sessions_->LimitsOf(node->node.node_id)
-                                                         : EdgeApiLimits{})
-                                 .dump()});
+      ex, http::Response{.status = 200,
+                         .body = ConfigJson(*node, node->edge ? fleet_.LimitsOf(*node->edge)
+                                                              : fleet_.LimitsOf(node->node.node_id))
+                                     .dump()});
 }
 
 }  // namespace edge::controller

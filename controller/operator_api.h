@@ -19,17 +19,20 @@
 //   status         DeriveStatus below;
 //   last_seen      the node's last Hello or heartbeat (else its enrollment), RFC 3339 UTC;
 //   capabilities   the node's tools (EdgeCapabilities.local_tools), as last reported;
-//   active_sessions_count  0: sessions (§5.2 POST …/sessions) do not exist yet;
+//   active_sessions_count  the node's sessions not yet TERMINATED (SessionManager);
 //   config_versions.capabilities  EdgeNodeRecord::capabilities_version (persisted; +1 each
 //                  time a Hello or CapabilityUpdate changes the tool list; 0 = none reported);
-//   config_versions.limits  0: the controller has no per-node `edge_api.limits` yet, so every
-//                  node runs the defaults (version 0) until PushConfig of those limits exists.
+//   config_versions.limits  EdgeNodeRecord::limits_version (persisted; 0 = the controller's
+//                  edge_api.limits; +1 each PushConfig that changed the node's own, see
+//                  edge_api_limits.h);
+//   interactive_tools  extension: the tools a session may run (the agent's
+//                  `agent.interactive_tools` label, wire.md §5.5), [] when none;
 //   tags           extension: the operator's tags of the node (`edge-controller tag`), an
 //                  object of key → value ({} when none); never the node's own labels.
-//   …/config       limits: version 0, the controller's edge_api.limits (the §5.2 defaults
-//                  unless configured), effective_at = the
-//                  node's enrollment; capabilities: the version above, effective_at = when it
-//                  last rose (capabilities_changed_ms), the enrollment while it is 0.
+//   …/config       limits: EdgeFleet::LimitsOf (the node's own, else the controller's
+//                  edge_api.limits), effective_at = when their version last rose, the
+//                  enrollment while it is 0; capabilities: the version above, effective_at =
+//                  when it last rose (capabilities_changed_ms), the enrollment while it is 0.
 // Borrows the fleet, the tokens and the clock.
 #pragma once
 
@@ -95,7 +98,7 @@ class OperatorApi {
   static nlohmann::json NodeJson(const NodeView& node, int64_t now_ms,
                                  std::chrono::milliseconds stale, size_t active_sessions = 0);
   // GET /v1/edge/nodes/{id}/config for a node (limits: the defaults, version 0).
-  static nlohmann::json ConfigJson(const NodeView& node, const EdgeApiLimits& limits = {});
+  static nlohmann::json ConfigJson(const NodeView& node, const NodeLimits& limits = {});
   // OperatorHttp::BearerToken.
   static std::optional<std::string_view> BearerToken(std::string_view header);
 

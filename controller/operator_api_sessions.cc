@@ -64,6 +64,11 @@ class SocketBridge final : public http::WebSocketHandler,
     return ws ? ws->queued_bytes() : 0;
   }
   void Close(uint16_t code, std::string reason) override {
+    if (code == kCloseTryAgainLater) {
+      log::Get("sessions")
+          ->warn("session {}: a socket fell behind and was closed with 1013: {}", session_id_,
+                 reason);
+    }
     if (auto ws = Socket())
       ws->Close(code, std::move(reason),
                 code == kCloseTryAgainLater ? http::WebSocket::Pending::kDrop
@@ -360,7 +365,9 @@ void OperatorApi::OpenStream(const std::shared_ptr<http::Exchange>& ex) {
   const std::string session_id = **session;
   auto bridge = std::make_shared<SocketBridge>(*sessions_, session_id);
   http::WebSocketOptions opts;
-  opts.max_frame_size = static_cast<size_t>(sessions_->SessionLimits(session_id).max_frame_size);
+  auto limits = sessions_->SessionLimits(session_id);
+  if (!limits) return refuse(410, "GONE", limits.error().message);
+  opts.max_frame_size = static_cast<size_t>(limits->max_frame_size);
   opts.ping_interval = settings_.ws_ping_interval;
   opts.idle_timeout = settings_.ws_idle_timeout;
   opts.response_headers.emplace_back("X-Request-ID", http::RequestId(req));

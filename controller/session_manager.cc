@@ -15,23 +15,10 @@ namespace pb = aegis::cluster::v1;
 using nlohmann::json;
 
 // The capability label in which a node lists its interactive tools (agent/edge/README.md).
-constexpr const char* kInteractiveToolsLabel = "agent.interactive_tools";
 constexpr size_t kMaxWorkspacePath = 1024;
 
 int64_t ToMs(Clock::WallTime t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-
-std::vector<std::string> SplitComma(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
 }
 
 Status CheckWorkspacePath(const std::string& p) {
@@ -75,6 +62,7 @@ struct SessionManager::Live {
   SessionOutput output;
   bool ended = false;
   std::string ticket;                    // handed to the creator
+  EdgeApiLimits limits;                  // pinned at creation (rec.limits_version)
   std::vector<CreatedCallback> waiters;  // POSTs waiting for RUNNING
   TimerQueue::TimerId start_timer = 0;
   TimerQueue::TimerId reattach_timer = 0;
@@ -197,15 +185,20 @@ void SessionManager::Create(const TenantTokenClaims& who, const std::string& nod
                             CreatedCallback done) {
   auto view = fleet_.GetTenantNode(who.tenant_id, node_id);
   if (!view) return done(std::unexpected(view.error()));
-  if (!view->connected)
-    return done(MakeError(ErrorCode::kUnavailable, "node " + node_id + " is not connected"));
-  if (view->node.state == kNodeDraining)
+  // The same rule as the node list's status: a node shown offline is refused as offline.
+  if (NodeIsOffline(*view, NowMs(), settings_.node_stale)) {
+    return done(MakeError(
+        ErrorCode::kUnavailable,
+        "node " + node_id +
+            (view->connected ? " is offline (its last heartbeat is older than " +
+                                   std::to_string(settings_.node_stale.count() / 1000) + " s)"
+                             : " is not connected")));
+  }
+  if (NodeIsDraining(*view))
     return done(MakeError(ErrorCode::kDraining, "node " + node_id + " is draining"));
   if (agent_name.empty())
     return done(MakeError(ErrorCode::kInvalidArgument, "agent_name is required"));
-  const auto& labels = view->capabilities.custom_labels();
-  auto it = labels.find(kInteractiveToolsLabel);
-  const auto interactive = it == labels.end() ? std::vector<std::string>{} : SplitComma(it->second);
+  const auto interactive = InteractiveTools(*view);
   if (std::find(interactive.begin(), interactive.end(), agent_name) == interactive.end()) {
     std::string list;
     for (const auto& t : interactive)
@@ -217,8 +210,11 @@ void SessionManager::Create(const TenantTokenClaims& who, const std::string& nod
   }
   if (auto st = CheckWorkspacePath(workspace_path); !st) return done(std::unexpected(st.error()));
 
-  const EdgeApiLimits limits = LimitsOf(node_id);
+  const NodeLimits node_limits =
+      view->edge ? fleet_.LimitsOf(*view->edge) : fleet_.LimitsOf(node_id);
+  const EdgeApiLimits& limits = node_limits.limits;
   auto live = std::make_shared<Live>(static_cast<size_t>(limits.max_frame_size));
+  live->limits = limits;
   auto& rec = live->rec;
   rec.session_id = NewUuidV4();
   rec.node_id = node_id;
@@ -227,7 +223,7 @@ void SessionManager::Create(const TenantTokenClaims& who, const std::string& nod
   rec.agent_name = agent_name;
   rec.workspace_path = workspace_path;
   rec.status = kSessionInit;
-  rec.limits_version = 0;
+  rec.limits_version = node_limits.version;
   rec.capabilities_version = view->edge ? view->edge->capabilities_version : 0;
   json tools = json::array();
   RelaySettings rs;
@@ -542,7 +538,7 @@ void SessionManager::ArmReattach(const std::shared_ptr<Live>& live) {
   std::lock_guard lock(live->mu);
   if (live->ended || live->reattach_timer) return;
   std::weak_ptr<Live> weak = live;
-  const auto window = std::chrono::seconds(LimitsOf(live->rec.node_id).reattach_window);
+  const auto window = std::chrono::seconds(live->limits.reattach_window);
   live->reattach_timer = timers_.After(window, [this, weak, window] {
     auto l = weak.lock();
     if (!l) return;
@@ -733,6 +729,13 @@ void SessionManager::OnLimitsChanged(const std::string& node_id, int64_t version
     std::lock_guard lock(l->mu);
     if (!l->ended) l->relay->Publish(std::move(f));
   }
+}
+
+Result<EdgeApiLimits> SessionManager::SessionLimits(const std::string& session_id) const {
+  auto live = Find(session_id);
+  if (!live) return MakeError(ErrorCode::kNotFound, "session " + session_id + " not found");
+  std::lock_guard lock(live->mu);
+  return live->limits;
 }
 
 size_t SessionManager::ActiveSessions(const std::string& node_id) const {

@@ -59,7 +59,6 @@ inline constexpr const char* kSessionDetached = "DETACHED";
 inline constexpr const char* kSessionTerminated = "TERMINATED";
 
 struct SessionSettings {
-  EdgeApiLimits limits;                             // every node's, until per-node limits exist
   std::set<std::string, std::less<>> denied_tools;  // http.denied_tools
   std::chrono::milliseconds start_wait{5000};
   std::chrono::milliseconds session_deadline{std::chrono::hours(12)};
@@ -120,21 +119,16 @@ class SessionManager {
   // The node's tools may have changed (Hello, CapabilityUpdate): when its capabilities
   // version rose, node.config.changed goes to every socket of its sessions.
   void OnCapabilitiesReported(const std::string& node_id);
-  // The limits of a node changed to `version` (PushConfig of edge_api.limits).
+  // The limits of a node changed to `version` (PushConfig of edge_api.limits, see
+  // EdgeFleet::SetLimitsListener): node.config.changed goes to every socket of its sessions,
+  // which keep the limits they were created with.
   void OnLimitsChanged(const std::string& node_id, int64_t version);
 
   // Live sessions of a node (GET /v1/edge/nodes: active_sessions_count).
   size_t ActiveSessions(const std::string& node_id) const;
-  // The limits in force for a node and their version.
-  EdgeApiLimits LimitsOf(const std::string& node_id) const {
-    (void)node_id;  // per-node limits (PushConfig of edge_api.limits) are not stored yet
-    return settings_.limits;
-  }
-  // The limits a session runs with (pinned when it was created).
-  EdgeApiLimits SessionLimits(const std::string& session_id) const {
-    (void)session_id;
-    return settings_.limits;
-  }
+  // The limits a live session runs with (its node's when it was created); NOT_FOUND once it
+  // ended.
+  Result<EdgeApiLimits> SessionLimits(const std::string& session_id) const;
 
  private:
   struct Live;

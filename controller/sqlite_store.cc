@@ -194,6 +194,12 @@ CREATE TABLE session_usage (
 );
 CREATE INDEX session_usage_by_node ON session_usage(node_id, at_ms);
 )sql"},
+      // 8: a node's own edge_api.limits (PushConfig) and their config_version (wire.md §5.2).
+      {8, R"sql(
+ALTER TABLE edge_nodes ADD COLUMN limits_json TEXT NOT NULL DEFAULT '';
+ALTER TABLE edge_nodes ADD COLUMN limits_version BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE edge_nodes ADD COLUMN limits_changed_ms BIGINT NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }
@@ -248,7 +254,8 @@ Status ReenrollAllowed(const JoinTokenRecord& tok, const std::string& node_id,
 constexpr const char* kEdgeColumns =
     "node_id, tenant_id, public_key_hex, prev_public_key_hex, prev_key_until_ms, "
     "edge_enrolled_at_ms, enrollment_jti, key_rotated_at_ms, capabilities_json, "
-    "last_heartbeat_ms, config_version, capabilities_version, capabilities_changed_ms";
+    "last_heartbeat_ms, config_version, capabilities_version, capabilities_changed_ms, "
+    "limits_json, limits_version, limits_changed_ms";
 
 // Keys are stored as lowercase hex TEXT (portable); a value that is not hex reads as no key.
 std::string KeyFromHex(const std::string& hex) {
@@ -270,6 +277,9 @@ EdgeNodeRecord ReadEdgeNode(const SqlRow& s) {
   e.config_version = s.Text(10);
   e.capabilities_version = s.Int(11);
   e.capabilities_changed_ms = s.Int(12);
+  e.limits_json = s.Text(13);
+  e.limits_version = s.Int(14);
+  e.limits_changed_ms = s.Int(15);
   return e;
 }
 
@@ -754,6 +764,29 @@ Status SqliteStore::UpdateCapabilities(const std::string& node_id, const std::st
 Status SqliteStore::SetConfigVersion(const std::string& node_id, const std::string& version) {
   return db_->Exec("UPDATE edge_nodes SET config_version = ? WHERE node_id = ?",
                    {version, node_id});
+}
+
+Result<int64_t> SqliteStore::SetEdgeNodeLimits(const std::string& node_id,
+                                               const std::string& limits_json, int64_t now_ms) {
+  return db_->Transact([&](SqliteDb::Txn& txn) -> Result<int64_t> {
+    auto old = ReadFirstRow(
+        txn.Query("SELECT limits_json, limits_version FROM edge_nodes WHERE node_id = ?",
+                  {node_id}),
+        [](const SqlRow& r) { return std::make_pair(r.Text(0), r.Int(1)); });
+    if (!old) return std::unexpected(old.error());
+    if (!*old)
+      return MakeError(ErrorCode::kNotFound, "node \"" + node_id + "\" is not edge-enrolled");
+    const auto& [json, version] = **old;
+    if (json == limits_json) return version;
+    if (auto st = txn.Exec(
+            "UPDATE edge_nodes SET limits_json = ?, limits_version = ?, limits_changed_ms = ? "
+            "WHERE node_id = ?",
+            {limits_json, version + 1, now_ms, node_id});
+        !st) {
+      return std::unexpected(st.error());
+    }
+    return version + 1;
+  });
 }
 
 Result<std::vector<std::string>> SqliteStore::MarkStaleNodes(int64_t cutoff_ms) {

@@ -46,6 +46,8 @@ class SqliteStore final : public Store {
   Status RecordHeartbeat(const std::string& node_id, int64_t now_ms) override;
   Status UpdateCapabilities(const std::string& node_id, const std::string& capabilities_json,
                             bool draining, int64_t now_ms) override;
+  Result<int64_t> SetEdgeNodeLimits(const std::string& node_id, const std::string& limits_json,
+                                    int64_t now_ms) override;
   Status SetConfigVersion(const std::string& node_id, const std::string& version) override;
   Result<std::vector<std::string>> MarkStaleNodes(int64_t cutoff_ms) override;
   Status RevokeNode(const std::string& node_id, int64_t now_ms) override;

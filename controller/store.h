@@ -70,6 +70,11 @@ struct EdgeNodeRecord {
   // config_versions.capabilities (wire.md §5.2).
   int64_t capabilities_version = 0;
   int64_t capabilities_changed_ms = 0;  // when capabilities_version last rose (0 = never)
+  // The node's own edge_api.limits (edge_api_limits.h), "" = the controller's; their
+  // config_versions.limits (+1 each PushConfig that changed them) and when it last rose.
+  std::string limits_json;
+  int64_t limits_version = 0;
+  int64_t limits_changed_ms = 0;
   // Output of EnrollEdgeNode only: true when it replaced an existing edge identity.
   bool identity_replaced = false;
 };
@@ -304,6 +309,11 @@ class Store {
                                     const std::string& capabilities_json, bool draining,
                                     int64_t now_ms) = 0;
   virtual Status SetConfigVersion(const std::string& node_id, const std::string& version) = 0;
+  // The node's own edge_api.limits become `limits_json`: when they differ from the stored
+  // ones, limits_version rises by 1 and limits_changed_ms becomes `now_ms`. Returns the
+  // version afterwards. NOT_FOUND for a node that is not edge-enrolled.
+  virtual Result<int64_t> SetEdgeNodeLimits(const std::string& node_id,
+                                            const std::string& limits_json, int64_t now_ms) = 0;
   // Healthy and draining edge nodes whose last heartbeat is older than `cutoff_ms` become
   // unhealthy; returns their ids.
   virtual Result<std::vector<std::string>> MarkStaleNodes(int64_t cutoff_ms) = 0;

@@ -145,7 +145,11 @@ int PushConfig(const edge::cli::GlobalOptions& opts, const NodeOptions& o) {
   req.set_version(o.push_version);
   return NodeCall<apb::PushConfigRequest, apb::PushConfigResponse>(
       opts, req, &Stub::PushConfig, [&](const apb::PushConfigResponse& r) {
-        std::cout << "config version " << r.version() << " sent to node " << o.push_node << "\n";
+        if (!r.version().empty())
+          std::cout << "config version " << r.version() << " sent to node " << o.push_node << "\n";
+        if (r.has_limits_version())
+          std::cout << "edge_api.limits of node " << o.push_node << ": config_version "
+                    << r.limits_version() << "\n";
       });
 }
 

@@ -27,14 +27,16 @@ function versionsText(v) {
   return `limits v${v.limits ?? '?'} · capabilities v${v.capabilities ?? '?'}`;
 }
 
-// The tools the executor always has (sandbox/tool_registry.cc); an interactive tool is one
-// of the node's configured tools, and the REST node JSON does not say which: the form guesses.
+// The tools the executor always has (sandbox/tool_registry.cc). The node JSON's
+// interactive_tools (an extension) names the tools a session may run; a controller without
+// it leaves the form to guess from the node's own tool names.
 const BUILTIN = new Set(['exec', 'sysinfo', 'file.read', 'file.write', 'file.list', 'file.stat',
   'file.delete', 'file.move', 'file.chmod', 'file.glob', 'file.search', 'session.start',
   'session.input', 'session.signal']);
 const AGENTISH = /agent|chat|assist|bot|shell|repl|echo|interactive|claude|codex|llm/i;
 
-export function guessAgent(tools) {
+export function guessAgent(tools, interactive) {
+  if (interactive && interactive.length) return interactive[0];
   const own = (tools || []).filter((t) => !BUILTIN.has(t));
   return own.find((t) => AGENTISH.test(t)) || own[0] || '';
 }
@@ -155,14 +157,16 @@ export class NodeDetail {
     $('node-status').replaceChildren('Status: ', statusBadge(node.status),
         ` · last seen ${formatTime(node.last_seen)}`);
     const tools = node.capabilities || [];
+    const interactive = node.interactive_tools;
+    const choices = interactive ?? tools.filter((t) => !BUILTIN.has(t));
     const list = $('agent-tools');
-    const key = tools.join('\n');
+    const key = choices.join('\n');
     if (list.dataset.key !== key) {
       list.dataset.key = key;
-      list.replaceChildren(...tools.filter((t) => !BUILTIN.has(t)).map((t) => h('option', {value: t})));
+      list.replaceChildren(...choices.map((t) => h('option', {value: t})));
     }
     const input = $('agent-name');
-    if (!input.value && document.activeElement !== input) input.value = guessAgent(tools);
+    if (!input.value && document.activeElement !== input) input.value = guessAgent(tools, interactive);
   }
 
   async loadMetrics() {

@@ -39,6 +39,9 @@ test('the agent field is prefilled with the likeliest interactive tool', () => {
   assert.equal(guessAgent(['exec', 'file.read', 'greet', 'my-agent', 'session.start']), 'my-agent');
   assert.equal(guessAgent(['sysinfo', 'chat', 'deploy']), 'chat');
   assert.equal(guessAgent(['exec', 'deploy', 'backup']), 'deploy', 'else the first own tool');
+  assert.equal(guessAgent(['exec', 'chat', 'deploy'], ['deploy']), 'deploy',
+      'the interactive_tools the controller names come first');
+  assert.equal(guessAgent(['exec', 'chat'], []), 'chat', 'an empty list falls back to guessing');
   assert.equal(guessAgent(['exec', 'file.search', 'session.input', 'sysinfo']), '', 'built-ins only');
   assert.equal(guessAgent(undefined), '');
 });

@@ -3,7 +3,9 @@
 // check the relay's rules where the issue asks for them — a reused ticket is 401, two
 // sockets see the same seq stream, the same message_id from both reaches the node once, a
 // forbidden tool never reaches it, usage shows in the metrics, DELETE ends the session and
-// kills the process, a killed agent gives NODE_DISCONNECTED, another tenant sees 404.
+// kills the process, a killed agent gives NODE_DISCONNECTED, another tenant sees 404, pushed
+// edge_api.limits reach every socket as node.config.changed while sessions keep their pinned
+// versions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -178,6 +180,7 @@ TEST_F(OperatorSessionTest, TwoSocketsMirrorOneSessionAndTheRelayRulesHold) {
   EXPECT_EQ(list["sessions"][0]["status"], "RUNNING");
   auto nodes = Body(Http("GET", "/v1/edge/nodes", alice));
   EXPECT_EQ(nodes["nodes"][0]["active_sessions_count"], 1);
+  EXPECT_EQ(nodes["nodes"][0]["interactive_tools"], json::array({"chat"})) << nodes.dump();
 
   // Another tenant's user sees nothing of it.
   const std::string mallory = UserToken("mallory", "other");
@@ -248,6 +251,155 @@ TEST_F(OperatorSessionTest, RefusalsBeforeTheUpgradeAndAKilledAgent) {
   });
   ASSERT_TRUE(gone) << "the socket is told the node went away";
   EXPECT_TRUE(gone->contains("seq"));
+}
+
+// PushConfig of edge_api.limits through the CLI: the node's limits version rises, every socket
+// of every session on the node hears node.config.changed, the sessions keep the versions they
+// were pinned to, and a session created afterwards pins the new one. A refused delta changes
+// nothing.
+TEST_F(OperatorSessionTest, PushedLimitsTellEverySocketAndSessionsKeepTheirPinnedVersions) {
+  StartChatAgent();
+  const std::string alice = UserToken("alice", "default");
+  json a = CreateSession(alice), b = CreateSession(alice);
+  const std::string sa = a.value("session_id", ""), sb = b.value("session_id", "");
+  EXPECT_EQ(a["pinned_config_versions"]["limits"], 0) << a.dump();
+  WsClient a1, a2, b1;
+  ASSERT_EQ(a1.Open(http_port_, Target(a.value("edge_ws_ticket", ""), sa)), 101u);
+  ASSERT_EQ(a2.Open(http_port_, Target(Ticket(alice, sa), sa)), 101u);
+  ASSERT_EQ(b1.Open(http_port_, Target(b.value("edge_ws_ticket", ""), sb)), 101u);
+  for (auto* ws : {&a1, &a2, &b1})
+    ASSERT_TRUE(ws->ReadUntil(IsOutput("ready")));
+
+  const std::string delta = dir_ / "limits.yaml";
+  WriteText(delta, "edge_api:\n  limits:\n    reattach_window: 120\n    rate_limit: 5\n");
+  auto pushed = Ctl({"push-config", "--node", "edge-01", delta});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.err;
+  EXPECT_NE(pushed.out.find("edge_api.limits of node edge-01: config_version 1"), std::string::npos)
+      << pushed.out;
+  EXPECT_EQ(pushed.out.find("sent to node"), std::string::npos) << "nothing went to the node";
+  for (auto* ws : {&a1, &a2, &b1}) {
+    auto changed = ws->ReadUntil(IsType("node.config.changed"));
+    ASSERT_TRUE(changed) << "every socket of every session of the node is told";
+    EXPECT_EQ((*changed)["payload"]["changed_scope"], "limits") << changed->dump();
+    EXPECT_EQ((*changed)["payload"]["config_version"], 1);
+    EXPECT_EQ((*changed)["payload"]["node_id"], "edge-01");
+    EXPECT_FALSE(changed->contains("session_id")) << "it is about the node";
+  }
+  auto config = Body(Http("GET", "/v1/edge/nodes/edge-01/config", alice));
+  EXPECT_EQ(config["limits"]["config_version"], 1) << config.dump();
+  EXPECT_EQ(config["limits"]["limits"]["reattach_window"], 120);
+  EXPECT_EQ(config["limits"]["limits"]["rate_limit"], 5);
+  EXPECT_EQ(config["limits"]["limits"]["max_buffer_size"], 4 << 20) << "untouched keys keep theirs";
+  auto nodes = Body(Http("GET", "/v1/edge/nodes", alice));
+  EXPECT_EQ(nodes["nodes"][0]["config_versions"]["limits"], 1) << nodes.dump();
+  // The live sessions keep their pinned version; a new one pins the new version.
+  for (const auto& id : {sa, sb}) {
+    auto h = Body(Http("GET", "/v1/edge/sessions/" + id + "/history", alice));
+    EXPECT_EQ(h["pinned_config_versions"]["limits"], 0) << h.dump();
+  }
+  EXPECT_EQ(CreateSession(alice)["pinned_config_versions"]["limits"], 1);
+
+  // Refused deltas name the key and change nothing; the sockets hear nothing more.
+  WriteText(delta, "edge_api:\n  limits:\n    buffer_overflow_policy: keep_everything\n");
+  auto bad = Ctl({"push-config", "--node", "edge-01", delta});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("edge_api.limits.buffer_overflow_policy"), std::string::npos) << bad.err;
+  // The same limits again: no new version, no frame.
+  WriteText(delta, R"({"edge_api":{"limits":{"reattach_window":120}}})");
+  auto same = Ctl({"push-config", "--node", "edge-01", delta});
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("config_version 1"), std::string::npos) << same.out;
+  EXPECT_EQ(Body(Http("GET", "/v1/edge/nodes/edge-01/config", alice))["limits"]["config_version"],
+            1);
+  // A prompt still round-trips; before its answer, no second node.config.changed arrived.
+  const size_t seen_before = a1.seen.size();
+  a1.Send(Prompt(sa, NewUuidV4()));
+  ASSERT_TRUE(a1.ReadUntil(IsOutput("plain 1")));
+  EXPECT_EQ(std::count_if(a1.seen.begin() + static_cast<std::ptrdiff_t>(seen_before), a1.seen.end(),
+                          IsType("node.config.changed")),
+            0);
+}
+
+// A reader that stops reading while its session floods output: with buffer_overflow_policy
+// disconnect its socket is closed with 1013 once its queue (half of max_buffer_size) is full,
+// the node and the session go on, and a new socket with last_seq gets every frame after the
+// last one it read — contiguous, no REPLAY_GAP — up to the live end of the stream.
+constexpr const char* kFloodScript = R"(echo ready
+block=$(printf 'x%.0s' $(seq 1 180))
+lines=""
+for i in $(seq 1 64); do lines="$lines $block"; done
+while IFS= read -r line; do
+  n=0
+  while [ ! -e "$STOP" ]; do
+    n=$((n+1))
+    printf "flood $n %s\n" $lines
+  done
+  echo "flood stopped"
+done
+)";
+
+class SessionOverflowTest : public OperatorSessionTest {
+ protected:
+  void SetUp() override {
+    // Each socket's queue: 8 MiB; the replay buffer (16 MiB) keeps what a closed socket
+    // missed plus what the flood adds until the test stops it.
+    StartControllerWithHttp("",
+                            "edge_api:\n  limits:\n    max_buffer_size: 16777216\n"
+                            "    buffer_overflow_policy: disconnect\n");
+  }
+};
+
+TEST_F(SessionOverflowTest, AStalledReaderGets1013AndRecoversWithLastSeq) {
+  const std::string script = dir_ / "flood.sh", stop = dir_ / "stop";
+  WriteText(script, "STOP='" + stop + "'\n" + kFloodScript);
+  EnrollAndStart("edge-01", "tools:\n  flood:\n    command: [sh, \"" + script +
+                                "\"]\n    interactive: true\n");
+  const std::string alice = UserToken("alice", "default");
+  auto created =
+      Http("POST", "/v1/edge/nodes/edge-01/sessions", alice, R"({"agent_name":"flood"})");
+  ASSERT_EQ(created.status, 201u) << created.body;
+  const std::string sid = Body(created).value("session_id", "");
+  WsClient slow;
+  ASSERT_EQ(slow.Open(http_port_, Target(Body(created).value("edge_ws_ticket", ""), sid), "", 4096),
+            101u);
+  auto ready = slow.ReadUntil(IsOutput("ready"));
+  ASSERT_TRUE(ready);
+  uint64_t last = (*ready)["seq"].get<uint64_t>();
+  slow.Send(Prompt(sid, NewUuidV4(), json{{"text", "flood"}}));
+
+  // Stalled: nothing is read until the controller says it closed the socket.
+  ASSERT_TRUE(WaitUntil(
+      [&] { return ctl_->process().Stderr().find("closed with 1013") != std::string::npos; }, 180s))
+      << "the stalled socket was never closed";
+  WriteText(stop, "");
+  // What reached the socket before the close is contiguous; then the close says 1013.
+  while (auto f = slow.Read(30s)) {
+    if (!f->contains("seq")) continue;
+    EXPECT_EQ((*f)["seq"].get<uint64_t>(), last + 1) << f->dump();
+    last = (*f)["seq"].get<uint64_t>();
+  }
+  EXPECT_EQ(slow.close_code(), 1013);
+
+  WsClient again;
+  ASSERT_EQ(
+      again.Open(http_port_, Target(Ticket(alice, sid), sid, "&last_seq=" + std::to_string(last))),
+      101u);
+  auto end = again.ReadUntil(IsOutput("flood stopped"), 180s);
+  ASSERT_TRUE(end) << "the stream goes on to its live end";
+  uint64_t expect = last + 1;
+  for (const auto& f : again.seen) {
+    EXPECT_NE(f["payload"].value("code", ""), "REPLAY_GAP") << f.dump();
+    if (!f.contains("seq")) continue;
+    EXPECT_EQ(f["seq"].get<uint64_t>(), expect) << "every frame after last_seq, once, in order";
+    expect = f["seq"].get<uint64_t>() + 1;
+  }
+  // The flood was larger than the socket's 8 MiB queue (frames of ~250 bytes).
+  EXPECT_GT((*end)["seq"].get<uint64_t>(), 8u * 1024 * 1024 / 300) << "frames in the stream";
+  // The session is still running: it answers again.
+  std::filesystem::remove(stop);
+  again.Send(Prompt(sid, NewUuidV4(), json{{"text", "again"}}));
+  WriteText(stop, "");
+  ASSERT_TRUE(again.ReadUntil(IsOutput("flood stopped"), 60s));
 }
 
 // Controller-wide edge_api.limits: a session nobody attaches to ends after reattach_window,

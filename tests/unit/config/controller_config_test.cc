@@ -239,5 +239,58 @@ TEST(ControllerConfig, LimitsHaveDefaultsRangesAndConsistencyChecks) {
   }
 }
 
+TEST(ControllerConfig, APushConfigDeltaIsSplitIntoTheControllersLimitsAndTheNodesPart) {
+  ControllerConfig::EdgeApi current;
+  current.reattach_window_secs = 60;
+  // No edge_api: the node gets the delta's own text, unchanged.
+  auto plain = SplitPushConfigDelta("cluster: {heartbeat_interval_secs: 5}\n", current, "delta");
+  ASSERT_TRUE(plain) << plain.error().ToString();
+  EXPECT_FALSE(plain->edge_api);
+  EXPECT_EQ(plain->node_delta, "cluster: {heartbeat_interval_secs: 5}\n");
+  auto list = SplitPushConfigDelta("- a list\n", current, "delta");
+  ASSERT_TRUE(list) << "the node part's rules judge a list";
+  EXPECT_EQ(list->node_delta, "- a list\n");
+
+  // Only edge_api: applied over `current`, nothing left for the node.
+  auto only = SplitPushConfigDelta("edge_api:\n  limits:\n    rate_limit: 5\n", current, "delta");
+  ASSERT_TRUE(only) << only.error().ToString();
+  ASSERT_TRUE(only->edge_api);
+  EXPECT_EQ(only->edge_api->rate_limit, 5);
+  EXPECT_EQ(only->edge_api->reattach_window_secs, 60) << "keys not in the delta keep theirs";
+  EXPECT_EQ(only->node_delta, "");
+
+  // Both (JSON too): the node part is the rest, without edge_api.
+  auto both = SplitPushConfigDelta(
+      R"({"labels":{"zone":"b"},"edge_api":{"limits":{"max_buffer_size":"64KiB",
+          "buffer_overflow_policy":"disconnect"}}})",
+      current, "delta");
+  ASSERT_TRUE(both) << both.error().ToString();
+  EXPECT_EQ(both->edge_api->max_buffer_size, 64u << 10);
+  EXPECT_EQ(both->edge_api->buffer_overflow_policy, "disconnect");
+  EXPECT_EQ(both->node_delta.find("edge_api"), std::string::npos) << both->node_delta;
+  EXPECT_NE(both->node_delta.find("zone: b"), std::string::npos) << both->node_delta;
+
+  // Bad limits name the key, the value and the rule.
+  struct Case {
+    const char* delta;
+    const char* words;
+  } cases[] = {
+      {"edge_api: {limits: {rate_limit: 0}}", "edge_api.limits.rate_limit"},
+      {"edge_api: {limits: {max_frame_size: 10}}", "edge_api.limits.max_frame_size"},
+      {"edge_api: {limits: {buffer_overflow_policy: keep}}", "must be drop_oldest or disconnect"},
+      {"edge_api: {limits: {rate_limt: 3}}", "rate_limt"},
+      {"edge_api: {limit: {}}", "edge_api.limit"},
+      {"edge_api: [1, 2]", "edge_api"},
+      {"edge_api: {limits: {reattach_window: [1]}}", "edge_api.limits.reattach_window"},
+      {"edge_api: {limits: {rate_limit: 5}", "delta"},  // not YAML
+  };
+  for (const auto& c : cases) {
+    auto r = SplitPushConfigDelta(c.delta, current, "delta");
+    ASSERT_FALSE(r) << c.delta;
+    EXPECT_NE(r.error().ToString().find(c.words), std::string::npos)
+        << c.delta << " → " << r.error().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace edge::config

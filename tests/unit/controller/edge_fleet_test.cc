@@ -157,10 +157,81 @@ TEST_F(EdgeFleetTest, AConfigPushIsValidatedBeforeAnythingIsSent) {
 
   auto sent = fleet_->PushConfig("edge-01", "cluster: { heartbeat_interval_secs: 5 }\n", "");
   ASSERT_TRUE(sent) << sent.error().ToString();
-  EXPECT_EQ(*sent, "v" + std::to_string(ToEpochMillis(clock_.Now())));
+  EXPECT_EQ(sent->version, "v" + std::to_string(ToEpochMillis(clock_.Now())));
+  EXPECT_FALSE(sent->limits_version) << "no edge_api in the delta";
   ASSERT_EQ(stream_->sent.size(), 1u);
-  EXPECT_EQ(stream_->sent[0].push_config().version(), *sent);
-  EXPECT_EQ(*fleet_->PushConfig("edge-01", "{}", "mine"), "mine");
+  EXPECT_EQ(stream_->sent[0].push_config().version(), sent->version);
+  EXPECT_EQ(fleet_->PushConfig("edge-01", "{}", "mine")->version, "mine");
+}
+
+TEST_F(EdgeFleetTest, EdgeApiLimitsStayOnTheControllerAndTheirVersionRisesOnlyOnChange) {
+  EnrollEdge01();
+  std::vector<std::pair<std::string, int64_t>> told;
+  fleet_->SetLimitsListener([&](const std::string& n, int64_t v) { told.emplace_back(n, v); });
+  NodeLimits before = fleet_->LimitsOf("edge-01");
+  EXPECT_EQ(before.version, 0);
+  EXPECT_EQ(before.limits, EdgeApiLimits{}) << "the controller's (the wire.md §5.2 defaults)";
+
+  // Limits only: stored, nothing sent to the node, the version rises once.
+  clock_.Advance(std::chrono::seconds(5));
+  auto pushed =
+      fleet_->PushConfig("edge-01", "edge_api:\n  limits:\n    reattach_window: 60\n", "");
+  ASSERT_TRUE(pushed) << pushed.error().ToString();
+  EXPECT_EQ(pushed->version, "") << "nothing for the node itself";
+  EXPECT_EQ(pushed->limits_version, 1);
+  EXPECT_TRUE(stream_->sent.empty());
+  NodeLimits now = fleet_->LimitsOf("edge-01");
+  EXPECT_EQ(now.version, 1);
+  EXPECT_EQ(now.limits.reattach_window, 60);
+  EXPECT_EQ(now.limits.rate_limit, 20) << "keys not in the delta keep their values";
+  EXPECT_EQ(now.effective_at_ms, ToEpochMillis(clock_.Now()));
+  EXPECT_EQ(told, (std::vector<std::pair<std::string, int64_t>>{{"edge-01", 1}}));
+
+  // The same values again: no change, no new version, nobody told.
+  pushed = fleet_->PushConfig("edge-01", R"({"edge_api":{"limits":{"reattach_window":60}}})", "");
+  ASSERT_TRUE(pushed);
+  EXPECT_EQ(pushed->limits_version, 1);
+  EXPECT_EQ(told.size(), 1u);
+
+  // Mixed: the node gets only its part (edge_api removed); the limits rise to 2.
+  pushed = fleet_->PushConfig(
+      "edge-01", "cluster: {heartbeat_interval_secs: 5}\nedge_api: {limits: {rate_limit: 7}}\n",
+      "v9");
+  ASSERT_TRUE(pushed) << pushed.error().ToString();
+  EXPECT_EQ(pushed->version, "v9");
+  EXPECT_EQ(pushed->limits_version, 2);
+  ASSERT_EQ(stream_->sent.size(), 1u);
+  const std::string& node_part = stream_->sent[0].push_config().config_delta();
+  EXPECT_EQ(node_part.find("edge_api"), std::string::npos) << node_part;
+  EXPECT_NE(node_part.find("heartbeat_interval_secs: 5"), std::string::npos) << node_part;
+  EXPECT_EQ(fleet_->LimitsOf("edge-01").limits.rate_limit, 7);
+  EXPECT_EQ(fleet_->LimitsOf("edge-01").limits.reattach_window, 60);
+
+  // Bad limits: refused naming the key, the value and the rule; nothing changes.
+  auto bad = fleet_->PushConfig("edge-01", "edge_api: {limits: {rate_limit: 0}}\n", "");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_NE(bad.error().message.find("edge_api.limits.rate_limit"), std::string::npos)
+      << bad.error().message;
+  bad =
+      fleet_->PushConfig("edge-01", "edge_api: {limits: {buffer_overflow_policy: keep_all}}\n", "");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("must be drop_oldest or disconnect"), std::string::npos)
+      << bad.error().message;
+  bad = fleet_->PushConfig("edge-01", "edge_api: {limit: {rate_limit: 3}}\n", "");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("edge_api.limit"), std::string::npos) << bad.error().message;
+  // A bad node part refuses the whole push: the limits do not change either.
+  bad = fleet_->PushConfig("edge-01", "clustr: {}\nedge_api: {limits: {rate_limit: 3}}\n", "");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(fleet_->LimitsOf("edge-01").version, 2);
+  EXPECT_EQ(fleet_->LimitsOf("edge-01").limits.rate_limit, 7);
+  EXPECT_EQ(stream_->sent.size(), 1u);
+  // An unknown node has no limits to set.
+  auto unknown = fleet_->PushConfig("no-such", "edge_api: {limits: {rate_limit: 3}}\n", "");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(told.size(), 2u);
 }
 
 TEST_F(EdgeFleetTest, ARevokedNodeIsDisconnectedAndStaysRevoked) {

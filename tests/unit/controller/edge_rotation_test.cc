@@ -227,6 +227,10 @@ class GatedStore final : public Store {
   Status SetConfigVersion(const std::string& id, const std::string& v) override {
     return s_.SetConfigVersion(id, v);
   }
+  Result<int64_t> SetEdgeNodeLimits(const std::string& id, const std::string& l,
+                                    int64_t now_ms) override {
+    return s_.SetEdgeNodeLimits(id, l, now_ms);
+  }
   Result<std::vector<std::string>> MarkStaleNodes(int64_t c) override {
     return s_.MarkStaleNodes(c);
   }

@@ -67,7 +67,7 @@ INSERT INTO nodes VALUES ('edge-01', 't1', 'enrolled', 'ab', 1500, 1500);
 
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 7);
+  EXPECT_EQ(store->schema_version(), 8);
   auto node = store->GetNode("edge-01");
   ASSERT_TRUE(node && node->has_value());
   EXPECT_EQ((*node)->cert_serial_hex, "ab");
@@ -100,6 +100,31 @@ TEST_F(SqliteStoreEdgeTest, EnrollmentRedeemsTheJtiOnceAndBindsTheTenant) {
   EXPECT_NE(again.error().message.find("already redeemed"), std::string::npos);
   EXPECT_EQ((*store->GetEdgeNode("edge-01"))->public_key, kKeyA) << "nothing changed";
   EXPECT_FALSE(store->GetNodeToken("nt-again").value().has_value()) << "its token rolled back";
+}
+
+TEST_F(SqliteStoreEdgeTest, ANodesOwnLimitsRaiseTheirVersionOnlyWhenChangedAndSurviveReopen) {
+  {
+    auto store = OpenStore();
+    ASSERT_TRUE(store->InsertJoinToken(Token("j1")));
+    ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyA)));
+    auto fresh = store->GetEdgeNode("edge-01");
+    ASSERT_TRUE(fresh && *fresh);
+    EXPECT_EQ((*fresh)->limits_json, "") << "the controller's limits until a push";
+    EXPECT_EQ((*fresh)->limits_version, 0);
+    EXPECT_EQ(store->SetEdgeNodeLimits("edge-01", R"({"rate_limit":5})", 3000), 1);
+    EXPECT_EQ(store->SetEdgeNodeLimits("edge-01", R"({"rate_limit":5})", 4000), 1)
+        << "the same limits: no new version";
+    EXPECT_EQ(store->SetEdgeNodeLimits("edge-01", R"({"rate_limit":6})", 5000), 2);
+    auto unknown = store->SetEdgeNodeLimits("edge-77", "{}", 5000);
+    ASSERT_FALSE(unknown);
+    EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
+  }
+  auto reopened = OpenStore();
+  auto node = reopened->GetEdgeNode("edge-01");
+  ASSERT_TRUE(node && *node);
+  EXPECT_EQ((*node)->limits_json, R"({"rate_limit":6})");
+  EXPECT_EQ((*node)->limits_version, 2);
+  EXPECT_EQ((*node)->limits_changed_ms, 5000) << "when the version last rose";
 }
 
 TEST_F(SqliteStoreEdgeTest, EnrollmentRefusals) {

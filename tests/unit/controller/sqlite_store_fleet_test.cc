@@ -14,16 +14,6 @@ namespace {
 
 class SqliteStoreFleetTest : public StoreTestBase {
  protected:
-  void RawExec(const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    std::string msg = err ? err : "";
-    sqlite3_free(err);
-    sqlite3_close(db);
-    ASSERT_EQ(rc, SQLITE_OK) << msg;
-  }
   // edge-01 of tenant t1, edge-enrolled, reporting `caps_json`.
   static void Enroll(SqliteStore& s, const std::string& node = "edge-01") {
     ASSERT_TRUE(s.InsertJoinToken({.token_id = "jt-" + node,
@@ -58,10 +48,13 @@ TEST_F(SqliteStoreFleetTest, MigratesAVersionFiveDatabaseKeepingItsRows) {
                                       .created_at_ms = 3000}));
   }
   // Back to exactly what schema version 5 left: the tables of migrations 6 and 7 gone, their
-  // rows too.
+  // rows too, and the columns of migration 8.
   RawExec(
       "DROP TABLE node_tags; DROP TABLE fleet_parts; DROP TABLE fleet_commands;"
       "DROP TABLE operator_sessions; DROP TABLE session_usage;"
+      "ALTER TABLE edge_nodes DROP COLUMN limits_json;"
+      "ALTER TABLE edge_nodes DROP COLUMN limits_version;"
+      "ALTER TABLE edge_nodes DROP COLUMN limits_changed_ms;"
       "DELETE FROM schema_migrations WHERE component = 'controller' AND version >= 6;");
   {
     sqlite3* db = nullptr;
@@ -78,7 +71,7 @@ TEST_F(SqliteStoreFleetTest, MigratesAVersionFiveDatabaseKeepingItsRows) {
 
   auto store = OpenStore();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 7);
+  EXPECT_EQ(store->schema_version(), 8);
   auto node = store->GetEdgeNode("edge-01");
   ASSERT_TRUE(node && node->has_value()) << "version-5 rows are kept";
   auto cmd = store->GetCommand("c1");
@@ -95,7 +88,7 @@ TEST_F(SqliteStoreFleetTest, MigratesAVersionFiveDatabaseKeepingItsRows) {
                                          .parts = {{.node_id = "edge-01", .command_id = "c2"}}}));
   auto reopened = OpenStore();
   ASSERT_TRUE(reopened);
-  EXPECT_EQ(reopened->schema_version(), 7) << "reopening runs no migration again";
+  EXPECT_EQ(reopened->schema_version(), 8) << "reopening runs no migration again";
   EXPECT_EQ(reopened->GetNodeTags("edge-01")->at("role"), "web");
   EXPECT_TRUE(reopened->GetFleetCommand("f1")->has_value());
 }

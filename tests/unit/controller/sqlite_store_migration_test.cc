@@ -14,17 +14,6 @@ namespace {
 
 class SqliteStoreMigrationTest : public StoreTestBase {
  protected:
-  // Runs `sql` on the file with a plain connection, as the old store did.
-  void RawExec(const std::string& sql) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    char* err = nullptr;
-    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    std::string msg = err ? err : "";
-    sqlite3_free(err);
-    sqlite3_close(db);
-    ASSERT_EQ(rc, SQLITE_OK) << msg;
-  }
   // Rows of a one-column query, joined with ",".
   std::string RawColumn(const std::string& sql) {
     sqlite3* db = nullptr;
@@ -80,14 +69,14 @@ TEST_F(SqliteStoreMigrationTest, OpensADatabaseTheOldStoreWroteAtTheLatestVersio
                                               .expires_at_ms = 3'602'000}});
     ASSERT_TRUE(e) << e.error().ToString();
   }
-  RewriteAsOldStore(7);
+  RewriteAsOldStore(8);
   ASSERT_EQ(RawColumn("SELECT name FROM sqlite_master WHERE name LIKE 'schema%'"),
             "schema_version");
 
   for (int open = 0; open < 2; ++open) {  // adopted once, then opened as any other file
     auto store = OpenStore();
     ASSERT_TRUE(store);
-    EXPECT_EQ(store->schema_version(), 7);
+    EXPECT_EQ(store->schema_version(), 8);
     auto node = store->GetEdgeNode("edge-01");
     ASSERT_TRUE(node && node->has_value());
     EXPECT_EQ((*node)->public_key, kKey) << "the hex-encoded key reads back";
@@ -99,17 +88,17 @@ TEST_F(SqliteStoreMigrationTest, OpensADatabaseTheOldStoreWroteAtTheLatestVersio
     EXPECT_EQ(RawColumn("SELECT component || ':' || version FROM schema_migrations "
                         "ORDER BY version"),
               "controller:1,controller:2,controller:3,controller:4,controller:5,controller:6,"
-              "controller:7");
+              "controller:7,controller:8");
   }
 }
 
 TEST_F(SqliteStoreMigrationTest, RefusesAnOldStyleDatabaseFromANewerController) {
   ASSERT_TRUE(OpenStore());
-  RewriteAsOldStore(8);
+  RewriteAsOldStore(9);
   auto store = SqliteStore::Open(path_);
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
-  EXPECT_NE(store.error().message.find("version 8, newer than this controller's 7"),
+  EXPECT_NE(store.error().message.find("version 9, newer than this controller's 8"),
             std::string::npos)
       << store.error().message;
 }

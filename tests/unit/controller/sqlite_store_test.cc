@@ -31,9 +31,9 @@ TEST_F(SqliteStoreTest, DatabaseFileIsOwnerOnlyAndSchemaVersioned) {
   struct stat st {};
   ASSERT_EQ(::stat(path_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  EXPECT_EQ(store->schema_version(), 7);
+  EXPECT_EQ(store->schema_version(), 8);
   store.reset();
-  EXPECT_EQ(OpenStore()->schema_version(), 7) << "reopening must not re-run migrations";
+  EXPECT_EQ(OpenStore()->schema_version(), 8) << "reopening must not re-run migrations";
 }
 
 TEST_F(SqliteStoreTest, ConsumeFollowsTheContractTable) {

@@ -1,8 +1,10 @@
 // A fixture base for SqliteStore tests: a fresh temp dir per test (removed after it) and
-// OpenStore() on data_dir/controller.db, null (with a test failure) when it cannot open.
+// OpenStore() on data_dir/controller.db, null (with a test failure) when it cannot open;
+// RawExec() runs SQL on that file past the store.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -25,6 +27,18 @@ class StoreTestBase : public ::testing::Test {
     auto s = SqliteStore::Open(path_);
     EXPECT_TRUE(s) << s.error().ToString();
     return s ? std::move(*s) : nullptr;
+  }
+
+  // Runs `sql` on the file with a plain connection (as an older store, or damage, would).
+  void RawExec(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    std::string msg = err ? err : "";
+    sqlite3_free(err);
+    sqlite3_close(db);
+    ASSERT_EQ(rc, SQLITE_OK) << msg;
   }
 
   // Runs body(i, store_i) for i in [0, n) on n threads, each with its own connection to the
