@@ -50,7 +50,8 @@ ctl() { "$CTL" --config "$work/controller.yaml" "$@"; }
 ctl_pid=$!
 wait_for 30 ctl status
 http_port() { sed -n 's/.*HTTP on [^ ]* (port \([0-9]*\).*/\1/p' "$work/controller.log" | head -1; }
-wait_for 30 test -n "$(http_port)"
+has_port() { [[ -n "$(http_port)" ]]; }
+wait_for 30 has_port
 port=$(http_port)
 [[ -n "$port" ]] || { echo "relay_bench.sh: no HTTP port in the controller's log" >&2; exit 1; }
 
