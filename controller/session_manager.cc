@@ -523,10 +523,15 @@ void SessionManager::EndLive(const std::shared_ptr<Live>& live, const std::strin
   // The agent kills the process group; its result ends the session (OnStartResult).
   auto st = fleet_.CancelCommand(command_id, reason);
   if (st) return;
-  // The node cannot be told now (offline): the session ends here; the agent's deadline for
-  // session.start ends the process.
+  // The node cannot be told now (offline): the session ends here, and the cancel is sent when
+  // the node next says Hello (as for sessions a previous controller left open).
   log::Get("sessions")
-      ->warn("session {}: cancel not delivered: {}", live->rec.session_id, st.error().ToString());
+      ->warn("session {}: cancel not delivered ({}); it is sent when node {} reconnects",
+             live->rec.session_id, st.error().ToString(), log::Escape(live->rec.node_id));
+  if (!command_id.empty()) {
+    std::lock_guard lock(mu_);
+    orphans_[live->rec.node_id].push_back(command_id);
+  }
   CommandRecord c;
   c.tool = "session.start";
   c.result.outcome = "cancelled";

@@ -165,8 +165,9 @@ class SessionManager {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Live>> live_;  // session id → live session
   std::map<std::string, int64_t> caps_version_;        // node → last capabilities version seen
-  // session.start commands of sessions a previous controller left open, by node: cancelled
-  // when the node next says Hello.
+  // session.start commands to cancel when their node next says Hello, by node: those of
+  // sessions a previous controller left open, and those of sessions ended while their node
+  // was offline.
   std::map<std::string, std::vector<std::string>> orphans_;
   bool stopped_ = false;
   Dispatcher* dispatcher_ = nullptr;
