@@ -35,7 +35,12 @@ endfunction()
 function(edge_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE edge_build_flags ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(TARGET edge_test_main)
+    set(_main edge_test_main)  # tests/support/test_main.cc
+  else()
+    set(_main GTest::gtest_main)
+  endif()
+  target_link_libraries(${name} PRIVATE edge_build_flags ${ARG_DEPS} GTest::gtest GTest::gmock ${_main})
   # Every test may use the test-support library (TempDir, WaitUntil, FakeExecutor).
   if(TARGET edge_test_support)
     target_link_libraries(${name} PRIVATE edge_test_support)

@@ -25,12 +25,14 @@ namespace edge::controller {
 class RecordingStream : public CommandSink {
  public:
   bool Send(const aegis::cluster::v1::EdgeCommand& command) override {
+    if (refuse) return false;
     sent.push_back(command);
     return true;
   }
   void Close(const grpc::Status& status) override { closed = status; }
   std::vector<aegis::cluster::v1::EdgeCommand> sent;
   std::optional<grpc::Status> closed;
+  bool refuse = false;  // true: as a stream that ended (Send fails)
 };
 
 class EdgeFleetFixture : public ::testing::Test {
@@ -46,33 +48,39 @@ class EdgeFleetFixture : public ::testing::Test {
     dispatcher_ = std::make_unique<Dispatcher>(*store_, *node_tokens_, clock_);
     fleet_ = std::make_unique<EdgeFleet>(*store_, *join_tokens_, *dispatcher_, clock_);
   }
-  // edge-01: enrolled on the edge stream, reporting `tools` and `labels` in a Hello now, its
-  // stream attached.
-  void EnrollEdge01(const std::vector<std::string>& tools = {"exec"},
-                    const std::map<std::string, std::string>& labels = {{"site", "lab"}}) {
+  // `node` of `tenant`: enrolled on the edge stream and reporting `caps` in a Hello now;
+  // `stream` (when set) attached as its stream.
+  void EnrollNode(const std::string& node, const std::string& tenant,
+                  const aegis::cluster::v1::EdgeCapabilities& caps,
+                  std::shared_ptr<RecordingStream> stream) {
     const int64_t now = ToEpochMillis(clock_.Now());
-    ASSERT_TRUE(store_->InsertJoinToken({.token_id = "jt-1",
-                                         .token_hash = "h1",
-                                         .tenant_id = "t1",
+    ASSERT_TRUE(store_->InsertJoinToken({.token_id = "jt-" + node,
+                                         .token_hash = "h-" + node,
+                                         .tenant_id = tenant,
                                          .created_at_ms = now,
                                          .expires_at_ms = now + 3'600'000}));
-    auto token = node_tokens_->Mint("edge-01", "t1");
+    auto token = node_tokens_->Mint(node, tenant);
     ASSERT_TRUE(token);
-    auto enrolled = store_->EnrollEdgeNode({.jti = "jt-1",
-                                            .join_token_hash = "h1",
-                                            .node_id = "edge-01",
-                                            .tenant_id = "t1",
+    auto enrolled = store_->EnrollEdgeNode({.jti = "jt-" + node,
+                                            .join_token_hash = "h-" + node,
+                                            .node_id = node,
+                                            .tenant_id = tenant,
                                             .public_key = std::string(32, 'k'),
                                             .now_ms = now,
                                             .token = token->record});
     ASSERT_TRUE(enrolled) << enrolled.error().ToString();
+    ASSERT_TRUE(store_->RecordHello(node, CapabilitiesToJson(caps), false, now));
+    if (stream) dispatcher_->Attach(node, std::move(stream));
+  }
+  // edge-01 of tenant t1 on linux with `tools` and `labels`, its stream `stream_`.
+  void EnrollEdge01(const std::vector<std::string>& tools = {"exec"},
+                    const std::map<std::string, std::string>& labels = {{"site", "lab"}}) {
     aegis::cluster::v1::EdgeCapabilities caps;
     caps.set_os("linux");
     for (const auto& t : tools)
       caps.add_local_tools(t);
     caps.mutable_custom_labels()->insert(labels.begin(), labels.end());
-    ASSERT_TRUE(store_->RecordHello("edge-01", CapabilitiesToJson(caps), false, now));
-    dispatcher_->Attach("edge-01", stream_);
+    EnrollNode("edge-01", "t1", caps, stream_);
   }
 
   edge::testing::TempDir dir_{"fleet"};

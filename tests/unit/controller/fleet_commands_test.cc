@@ -10,12 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "agent/identity/jwt.h"
-#include "controller/edge_codec.h"
-#include "controller/node_tokens.h"
-#include "controller/sqlite_store.h"
-#include "tests/support/manual_clock.h"
-#include "tests/support/temp_dir.h"
+#include "tests/unit/controller/edge_fleet_fixture.h"
 
 namespace edge::controller {
 namespace {
@@ -23,57 +18,21 @@ namespace {
 namespace pb = aegis::cluster::v1;
 using namespace std::chrono_literals;
 
-class RecordingStream : public CommandSink {
- public:
-  bool Send(const pb::EdgeCommand& command) override {
-    if (refuse) return false;
-    sent.push_back(command);
-    return true;
-  }
-  void Close(const grpc::Status&) override {}
-  std::vector<pb::EdgeCommand> sent;
-  bool refuse = false;
-};
-
-class FleetCommandsTest : public ::testing::Test {
+class FleetCommandsTest : public EdgeFleetFixture {
  protected:
   void SetUp() override {
-    auto store = SqliteStore::Open(dir_ / "c.db");
-    ASSERT_TRUE(store) << store.error().ToString();
-    store_ = std::move(*store);
-    key_.emplace(*identity::EcSigningKey::Generate());
-    node_tokens_ =
-        std::make_unique<NodeTokenAuthority>(*store_, *key_, clock_, NodeTokenSettings{});
-    join_tokens_ = std::make_unique<JoinTokenIssuer>(*store_, *key_, clock_, JoinTokenSettings{});
-    dispatcher_ = std::make_unique<Dispatcher>(*store_, *node_tokens_, clock_);
-    fleet_ = std::make_unique<EdgeFleet>(*store_, *join_tokens_, *dispatcher_, clock_);
+    EdgeFleetFixture::SetUp();
     commands_ = std::make_unique<FleetCommands>(*store_, *fleet_, *dispatcher_, clock_);
   }
 
   // An edge-enrolled node of `tenant` reporting `os`, with a stream when `connected`.
   void AddNode(const std::string& node, const std::string& tenant, const std::string& os,
                bool connected = true) {
-    const int64_t now = ToEpochMillis(clock_.Now());
-    ASSERT_TRUE(store_->InsertJoinToken({.token_id = "jt-" + node,
-                                         .token_hash = "h-" + node,
-                                         .tenant_id = tenant,
-                                         .created_at_ms = now,
-                                         .expires_at_ms = now + 3'600'000}));
-    auto token = node_tokens_->Mint(node, tenant);
-    ASSERT_TRUE(token);
-    ASSERT_TRUE(store_->EnrollEdgeNode({.jti = "jt-" + node,
-                                        .join_token_hash = "h-" + node,
-                                        .node_id = node,
-                                        .tenant_id = tenant,
-                                        .public_key = std::string(32, 'k'),
-                                        .now_ms = now,
-                                        .token = token->record}));
     pb::EdgeCapabilities caps;
     caps.set_os(os);
     caps.add_local_tools("exec");
-    ASSERT_TRUE(store_->RecordHello(node, CapabilitiesToJson(caps), false, now));
     streams_[node] = std::make_shared<RecordingStream>();
-    if (connected) dispatcher_->Attach(node, streams_[node]);
+    EnrollNode(node, tenant, caps, connected ? streams_[node] : nullptr);
   }
   void Tag(const std::string& node, const std::string& k, const std::string& v) {
     ASSERT_TRUE(fleet_->UpdateNodeTags(node, {{k, v}}, {}));
@@ -92,14 +51,6 @@ class FleetCommandsTest : public ::testing::Test {
     return none;
   }
 
-  edge::testing::TempDir dir_{"fleetcmd"};
-  ManualClock clock_;
-  std::unique_ptr<SqliteStore> store_;
-  std::optional<identity::EcSigningKey> key_;
-  std::unique_ptr<NodeTokenAuthority> node_tokens_;
-  std::unique_ptr<JoinTokenIssuer> join_tokens_;
-  std::unique_ptr<Dispatcher> dispatcher_;
-  std::unique_ptr<EdgeFleet> fleet_;
   std::unique_ptr<FleetCommands> commands_;
   std::map<std::string, std::shared_ptr<RecordingStream>> streams_;
 };
