@@ -1,12 +1,15 @@
 // Fuzz target: a PushConfig delta (partial YAML or canonical JSON, wire.md §2.3) merged over a
-// valid agent config. Invariants: nothing crashes or throws; a refused delta says why; an
-// accepted one gives a config that dumps, and applying the same delta to it again changes
-// nothing (a delta is a merge, not an increment).
+// valid agent config, and taken apart by the controller (SplitPushConfigDelta: its
+// edge_api.limits and the node's part). Invariants: nothing crashes or throws; a refused
+// delta says why; an accepted one gives a config that dumps, and applying the same delta to
+// it again changes nothing (a delta is a merge, not an increment); accepted limits are within
+// their ranges and the node's part no longer has edge_api.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "config/agent_config.h"
+#include "config/controller_config.h"
 
 namespace {
 
@@ -27,6 +30,18 @@ const edge::config::AgentConfig& Base() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string delta(reinterpret_cast<const char*>(data), size);
+  auto parts = edge::config::SplitPushConfigDelta(delta, {}, "delta");
+  if (!parts) {
+    if (parts.error().ToString().empty()) __builtin_trap();
+  } else if (parts->edge_api) {
+    const auto& l = *parts->edge_api;
+    if (l.rate_limit < 1 || l.max_frame_size < 1024 || l.max_buffer_size < 4096 ||
+        l.reattach_window_secs < 1 ||
+        (l.buffer_overflow_policy != "drop_oldest" && l.buffer_overflow_policy != "disconnect"))
+      __builtin_trap();
+    auto rest = edge::config::SplitPushConfigDelta(parts->node_delta, {}, "rest");
+    if (!parts->node_delta.empty() && rest && rest->edge_api) __builtin_trap();
+  }
   auto merged = edge::config::ApplyDelta(Base(), delta);
   if (!merged) {
     if (merged.error().ToString().empty()) __builtin_trap();
