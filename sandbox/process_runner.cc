@@ -23,6 +23,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -216,6 +217,38 @@ struct CgroupSetup {
   std::string description;
 };
 
+// The instance tag in a command cgroup's name: 16 hex digits of the FNV-1a hash of the
+// runner's state_dir. Agents (and test processes) that share a cgroup root but not a data
+// directory each sweep only their own leftovers at start.
+std::string CgroupInstanceTag(const std::string& state_dir) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : state_dir) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string tag(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4)
+    tag[static_cast<size_t>(i)] = kHex[h & 0xf];
+  return tag;
+}
+
+// The agent pid of a command cgroup's name that this instance (`tag`) may sweep: "<agent
+// pid>-<seq>-<tag>", or the untagged "<agent pid>-<seq>" of releases before the tag. 0 for
+// anything else, including another instance's groups.
+long SweepableCgroupAgent(const std::string& name, const std::string& tag) {
+  size_t dash = name.find('-');
+  if (dash == 0 || dash == std::string::npos) return 0;
+  size_t second = name.find('-', dash + 1);
+  std::string numbers = name.substr(0, second);
+  if (second != std::string::npos && name.substr(second + 1) != tag) return 0;
+  if (dash + 1 == numbers.size() ||
+      numbers.find_first_not_of("0123456789-") != std::string::npos) {
+    return 0;
+  }
+  return std::strtol(numbers.substr(0, dash).c_str(), nullptr, 10);
+}
+
 // The agent's own cgroup on the cgroup2 mount, or "" with `why` set.
 std::string Cgroup2OwnDir(std::string* why) {
   std::ifstream mounts("/proc/self/mountinfo");
@@ -314,11 +347,13 @@ CgroupSetup ProbeCgroups(const ProcessRunner::Options& o) {
   return s;
 }
 
-// The command cgroup <base>/<agent pid>-<seq>, its limit written, and an fd on its
-// cgroup.procs for the child to join. Every failure names the file and errno.
+// The command cgroup <base>/<agent pid>-<seq>-<instance tag>, its limit written, and an fd
+// on its cgroup.procs for the child to join. Every failure names the file and errno.
 Result<std::pair<std::string, int>> MakeCommandCgroup(const CgroupSetup& cg, uint64_t seq,
+                                                      const std::string& tag,
                                                       int max_processes) {
-  std::string dir = cg.base + "/" + std::to_string(::getpid()) + "-" + std::to_string(seq);
+  std::string dir =
+      cg.base + "/" + std::to_string(::getpid()) + "-" + std::to_string(seq) + "-" + tag;
   if (::mkdir(dir.c_str(), 0755) != 0) {
     return MakeError(ErrorCode::kInternal, "mkdir " + dir + ": " + Errno(errno));
   }
@@ -901,7 +936,8 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   std::string cgroup_dir;
   int cgroup_fd = -1;
   if (const CgroupSetup& cg = Cgroups(); cg.kind != CgroupKind::kNone) {
-    auto made = MakeCommandCgroup(cg, seq.fetch_add(1), spec.max_processes);
+    auto made = MakeCommandCgroup(cg, seq.fetch_add(1), CgroupInstanceTag(options.state_dir),
+                                  spec.max_processes);
     if (made) {
       cgroup_dir = std::move(made->first);
       cgroup_fd = made->second;
@@ -1066,6 +1102,10 @@ std::string ProcessRunner::Isolation() const {
   return impl_->Cgroups().description;
 }
 
+std::string ProcessRunner::CgroupTag(const std::string& state_dir) {
+  return CgroupInstanceTag(state_dir);
+}
+
 std::string ProcessRunner::ProbeIsolation(const Options& options) {
   return ProbeCgroups(options).description;
 }
@@ -1113,7 +1153,9 @@ Result<ProcessRunner::StaleReport> ProcessRunner::KillStaleGroups(const Options&
       ::unlink(file.c_str());
     }
   }
-  // Command cgroups of agents that are gone (also without a ledger): <agent pid>-<n>.
+  // Command cgroups of this instance's agents that are gone (also without a ledger), and
+  // untagged ones of older releases: <agent pid>-<n>[-<tag>].
+  const std::string tag = CgroupInstanceTag(options.state_dir);
   std::vector<std::string> bases;
   if (!options.pids_cgroup_root.empty()) bases.push_back(options.pids_cgroup_root + "/edge-agent");
   if (!options.cgroup2_root.empty()) {
@@ -1127,12 +1169,7 @@ Result<ProcessRunner::StaleReport> ProcessRunner::KillStaleGroups(const Options&
     std::vector<std::string> stale;
     while (struct dirent* e = ::readdir(dir)) {
       std::string name = e->d_name;
-      size_t dash = name.find('-');
-      if (dash == 0 || dash == std::string::npos ||
-          name.find_first_not_of("0123456789-") != std::string::npos) {
-        continue;
-      }
-      long agent = std::strtol(name.substr(0, dash).c_str(), nullptr, 10);
+      long agent = SweepableCgroupAgent(name, tag);
       if (agent <= 0 || agent == ::getpid()) continue;
       if (::kill(static_cast<pid_t>(agent), 0) == 0 || errno != ESRCH) continue;  // alive
       stale.push_back(base + "/" + name);

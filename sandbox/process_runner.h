@@ -52,11 +52,12 @@ class ProcessRunner {
     // Directory for the live-group ledger (created 0700); empty = no ledger.
     std::string state_dir;
     // cgroup-v1 pids hierarchy; used when writable (one group per command under
-    // <root>/edge-agent/<agent pid>-<n>). Empty = never use cgroup v1.
+    // <root>/edge-agent/<agent pid>-<n>-<tag>, the tag a hash of state_dir, so that agents
+    // sharing a root sweep only their own leftovers). Empty = never use cgroup v1.
     std::string pids_cgroup_root = "/sys/fs/cgroup/pids";
     // cgroup-v2 directory delegated to the agent (writable; e.g. the unit's own cgroup under
     // systemd with Delegate=yes), used when cgroup v1 pids is not: one group per command
-    // under <root>/edge-agent/<agent pid>-<n>. "auto" = the agent's own cgroup on the cgroup2
+    // under <root>/edge-agent/<agent pid>-<n>-<tag>. "auto" = the agent's own cgroup on the cgroup2
     // mount (/proc/self/mountinfo + /proc/self/cgroup). Empty = never use cgroup v2.
     std::string cgroup2_root = "auto";
   };
@@ -92,11 +93,15 @@ class ProcessRunner {
   std::string Isolation() const;
   // The same probe for `options` without a runner.
   static std::string ProbeIsolation(const Options& options);
+  // The tag that ends the names of the command cgroups of a runner with this state_dir: the
+  // 64-bit FNV-1a hash of its bytes as 16 lower-case hex digits.
+  static std::string CgroupTag(const std::string& state_dir);
 
   // Kills the process groups recorded in `state_dir` by a previous runner (e.g. one killed
   // with -9) and everything in their recorded cgroups, and removes the records; then kills
   // and removes the command cgroups under <v1 or v2 root>/edge-agent/ whose agent pid (the
-  // name's prefix) is no longer alive. A record whose leader pid now belongs to another
+  // name's prefix) is no longer alive and whose tag is this state_dir's (or that have no tag:
+  // older releases); another instance's groups are never touched, even when its agent died. A record whose leader pid now belongs to another
   // process (start time differs) is dropped without a group kill. Reports how many groups
   // and cgroups held processes that were signalled, and each recorded group with its label.
   struct StaleGroup {

@@ -17,7 +17,9 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -888,6 +890,46 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
   EXPECT_TRUE(WaitUntil([&] { return ProcessGone(escaped); })) << "escaped " << escaped;
   EXPECT_FALSE(fs::exists(cgroup));
   EXPECT_TRUE(fs::is_empty(state));
+}
+
+// FNV-1a 64 vectors from the algorithm's reference (Fowler, Noll, Vo): "" and "a".
+TEST(ProcessRunnerCgroupTag, IsTheFnv1aHashOfTheStateDir) {
+  EXPECT_EQ(ProcessRunner::CgroupTag(""), "cbf29ce484222325");
+  EXPECT_EQ(ProcessRunner::CgroupTag("a"), "af63dc4c8601ec8c");
+  EXPECT_EQ(ProcessRunner::CgroupTag("foobar"), "85944171f73967e8");
+}
+
+// Issue 16: agents (and parallel test processes) sharing a cgroup root each sweep only their
+// own leftovers: another instance's command group stays even though its agent is gone (its
+// own restart reports what ran there); this instance's and untagged (older) ones go.
+TEST_F(ProcessRunnerTest, TheStartSweepLeavesAnotherInstancesCgroupsAlone) {
+  if (::geteuid() != 0 || ::access("/sys/fs/cgroup/pids", W_OK) != 0) {
+    GTEST_SKIP() << "needs a writable cgroup-v1 pids hierarchy (root)";
+  }
+  std::string state = dir_ + "/sweep-state";
+  if (!ProcessRunner::ProbeIsolation(V1Options(state)).starts_with("cgroup v1 pids")) {
+    GTEST_SKIP() << ProcessRunner::ProbeIsolation(V1Options(state));
+  }
+  pid_t dead = ::fork();  // a pid whose agent is surely gone
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string base = "/sys/fs/cgroup/pids/edge-agent/" + std::to_string(dead);
+  const std::string own = base + "-1-" + ProcessRunner::CgroupTag(state);
+  const std::string other = base + "-2-" + ProcessRunner::CgroupTag(dir_ + "/another-agent");
+  const std::string untagged = base + "-3";
+  for (const auto& d : {own, other, untagged})
+    ASSERT_EQ(::mkdir(d.c_str(), 0755), 0) << d << ": " << std::strerror(errno);
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { ::rmdir(dir.c_str()); }
+  } cleanup{other};
+
+  auto swept = ProcessRunner::KillStaleGroups(V1Options(state));
+  ASSERT_TRUE(swept.has_value()) << swept.error().ToString();
+  EXPECT_FALSE(fs::exists(own)) << "this instance's leftover is swept";
+  EXPECT_FALSE(fs::exists(untagged)) << "an older release's leftover is swept";
+  EXPECT_TRUE(fs::exists(other)) << "another instance's group is not this agent's to kill";
 }
 
 }  // namespace
