@@ -46,6 +46,10 @@ struct InvokeRequest {
   // up to the output cap), for a door that streams the output and returns just its tail.
   // When bytes were dropped the payload says "output_truncated": true.
   size_t collect_tail_bytes = 0;
+  // Streamed output: read ahead and join into chunks of up to this many bytes while the
+  // door's sink is behind (ProcessSpec::output_window_bytes; 0 = one read at a time, chunks of
+  // at most OutputChunk::kMaxChunkBytes). For a door with a per-chunk cost to amortise.
+  size_t output_window_bytes = 0;
   // The door's own concurrency cap (edge.max_concurrent_commands, …), counted by the executor
   // per door name like every other cap: RESOURCE_EXHAUSTED naming `key` past `max_concurrent`.
   // No door = only the executor-wide and per-context caps.

@@ -447,9 +447,12 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   bool drain_expired = false;
   bool writing_stdin = false;  // an interactive command's stdin write is in flight
   std::array<bool, 2> eof{false, false};
+  std::array<bool, 2> reading{false, false};  // a read of that stream is pending
+  std::array<uint64_t, 2> waiting{0, 0};      // bytes of that stream in `queue`
   std::array<std::array<char, OutputChunk::kMaxChunkBytes>, 2> buf{};
   std::deque<OutputChunk> queue;
   bool in_flight = false;
+  int in_flight_stream = 0;  // the stream of the chunk with the sink
   uint64_t total = 0;
   ProcessResult result;
 
@@ -552,14 +555,24 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     });
   }
 
-  void ReadMore(int s) {
-    if (eof[s] || !out[s].is_open()) return;
+  // Starts a read of stream `s` unless one is pending or what waits for the sink is at its
+  // bound (spec.output_window_bytes; stop-and-wait when 0: nothing of `s` queued or with the
+  // sink). `draining` reads past the output cap regardless, so the child never blocks on us.
+  void ReadMore(int s, bool draining = false) {
+    if (eof[s] || reading[s] || !out[s].is_open()) return;
+    if (!draining) {
+      const uint64_t window = spec.output_window_bytes;
+      const bool held = waiting[s] > 0 || (in_flight && in_flight_stream == s);
+      if (window == 0 ? held : waiting[s] >= window) return;
+    }
+    reading[s] = true;
     auto self = shared_from_this();
     out[s].async_read_some(asio::buffer(buf[s]), [self, s](const boost::system::error_code& ec,
                                                            size_t n) { self->OnRead(s, ec, n); });
   }
 
   void OnRead(int s, const boost::system::error_code& ec, size_t n) {
+    reading[s] = false;
     if (finished) return;
     if (ec) {
       eof[s] = true;
@@ -573,14 +586,23 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
       if (spec.on_output_cap == OutputCapPolicy::kStop) Terminate();
     }
     if (take == 0) {
-      ReadMore(s);  // past the cap: keep draining so the child never blocks on us
+      ReadMore(s, true);  // past the cap: keep draining so the child never blocks on us
       return;
     }
     total += take;
     (s == 0 ? result.stdout_bytes : result.stderr_bytes) += take;
-    queue.push_back(OutputChunk{s == 0 ? OutputStream::kStdout : OutputStream::kStderr,
-                                std::string(buf[s].data(), take)});
+    const OutputStream stream = s == 0 ? OutputStream::kStdout : OutputStream::kStderr;
+    // With a window, a read joins the queue's last chunk of the same stream while that stays
+    // within the window: fewer, bigger chunks for a consumer that is behind.
+    if (spec.output_window_bytes > 0 && !queue.empty() && queue.back().stream == stream &&
+        queue.back().data.size() + take <= spec.output_window_bytes) {
+      queue.back().data.append(buf[s].data(), take);
+    } else {
+      queue.push_back(OutputChunk{stream, std::string(buf[s].data(), take)});
+    }
+    waiting[s] += take;
     Deliver();
+    ReadMore(s);
   }
 
   void Deliver() {
@@ -589,11 +611,13 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     queue.pop_front();
     in_flight = true;
     int s = chunk.stream == OutputStream::kStdout ? 0 : 1;
+    in_flight_stream = s;
+    waiting[s] -= chunk.data.size();
     auto self = shared_from_this();
     auto once = std::make_shared<std::atomic<bool>>(false);
-    auto ack = [self, s, once] {
+    auto ack = [self, once] {
       if (once->exchange(true)) return;
-      asio::post(self->strand, [self, s] { self->OnAck(s); });
+      asio::post(self->strand, [self] { self->OnAck(); });
     };
     if (!sink) {
       ack();
@@ -602,10 +626,11 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     sink(std::move(chunk), std::move(ack));
   }
 
-  void OnAck(int s) {
+  void OnAck() {
     in_flight = false;
     if (finished) return;
-    ReadMore(s);
+    ReadMore(0);
+    ReadMore(1);
     Deliver();
     MaybeFinish();
   }

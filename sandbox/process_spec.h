@@ -53,6 +53,15 @@ struct ProcessSpec {
   // controller; see ProcessRunner::Isolation()). If that cgroup cannot be set up with the
   // limit, the command does not start.
   int max_processes = 0;
+  // Output read ahead while a chunk is with the sink, and the largest chunk delivered. 0 =
+  // stop-and-wait: one read of at most OutputChunk::kMaxChunkBytes, then nothing more of
+  // that stream until the sink acks it. N > 0: the runner keeps reading while less than N
+  // bytes of a stream wait for the sink, and each delivery joins the waiting reads of one
+  // stream (in order, never across streams) into one chunk of at most N bytes. A fast
+  // consumer still gets small chunks at once; a slower one gets fewer, bigger chunks, so a
+  // per-chunk cost (the edge door signs each chunk) is paid once per N bytes. Memory stays
+  // bounded: at most N bytes per stream wait, plus the chunk with the sink.
+  size_t output_window_bytes = 0;
   // Written beside the group in the runner's ledger (the executor: the command id), so that
   // KillStaleGroups can say whose leftover group it killed. Newlines are dropped.
   std::string label;

@@ -486,6 +486,69 @@ TEST_F(ProcessRunnerTest, BackPressureHoldsTheChildUntilAcked) {
   EXPECT_EQ(seen, 4194304u);
 }
 
+// Issue 14: with a window the runner keeps reading while the sink holds a chunk, so a
+// child whose output fits the window (plus the held chunk and the pipe) finishes instead of
+// blocking; what was read meanwhile arrives joined, in chunks of at most the window.
+TEST_F(ProcessRunnerTest, AWindowReadsAheadWhileAChunkIsHeldAndJoinsWhatWaits) {
+  const std::string done = dir_ + "/wrote-everything";
+  // 300 000 bytes > the held chunk (≤ 32 KiB) + a 64 KiB pipe: without the read-ahead the
+  // child blocks on the full pipe and never reaches `touch`.
+  ProcessSpec spec = Sh("head -c 300000 /dev/zero; touch " + ShellQuote(done));
+  spec.output_window_bytes = 256 * 1024;
+  std::vector<std::function<void()>> held;
+  std::vector<size_t> sizes;
+  uint64_t seen = 0;
+  Outcome run;
+  io_.restart();
+  runner_->Run(
+      spec, {},
+      [&](OutputChunk c, std::function<void()> ack) {
+        sizes.push_back(c.data.size());
+        seen += c.data.size();
+        EXPECT_EQ(c.data.find_first_not_of('\0'), std::string::npos);
+        if (sizes.size() == 1) {
+          held.push_back(std::move(ack));  // the first chunk stays with the sink
+        } else {
+          ack();
+        }
+      },
+      [&](Result<ProcessResult> r) { run.result = std::move(r); });
+  for (int i = 0; i < 3000 && !fs::exists(done); ++i)
+    io_.run_one_for(10ms);
+  ASSERT_TRUE(fs::exists(done)) << "the child blocked: nothing was read while a chunk was held";
+  EXPECT_EQ(sizes.size(), 1u) << "nothing more is delivered while the first chunk is held";
+  ASSERT_EQ(held.size(), 1u);
+  held[0]();
+  io_.run();
+  ASSERT_TRUE(run.result.has_value() && run.result->has_value());
+  EXPECT_EQ((*run.result)->exit_code, 0);
+  EXPECT_EQ(seen, 300000u);
+  ASSERT_GE(sizes.size(), 2u);
+  EXPECT_GT(sizes[1], OutputChunk::kMaxChunkBytes) << "what waited arrives joined";
+  for (size_t n : sizes)
+    EXPECT_LE(n, 256u * 1024);
+}
+
+// Joined chunks keep each stream's order and never mix stdout with stderr.
+TEST_F(ProcessRunnerTest, AWindowNeverJoinsAcrossStreamsAndKeepsTheirOrder) {
+  ProcessSpec spec = Sh("i=0; while [ $i -lt 3000 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done");
+  spec.output_window_bytes = 64 * 1024;
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  std::string out, err;
+  for (int i = 0; i < 3000; ++i) {
+    out += "out" + std::to_string(i) + "\n";
+    err += "err" + std::to_string(i) + "\n";
+  }
+  EXPECT_EQ(run.out, out);
+  EXPECT_EQ(run.err, err);
+  for (const auto& c : run.chunks) {
+    EXPECT_LE(c.data.size(), 64u * 1024);
+    const std::string other = c.stream == OutputStream::kStdout ? "err" : "out";
+    EXPECT_EQ(c.data.find(other), std::string::npos) << "a chunk mixed the streams";
+  }
+}
+
 TEST_F(ProcessRunnerTest, ChunksKeepTheOrderOfTheStream) {
   Outcome run = RunSync(Spec({"/usr/bin/seq", "1", "200000"}));
   ASSERT_TRUE(run.result->has_value());
