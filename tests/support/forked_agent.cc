@@ -1,8 +1,11 @@
 #include "tests/support/forked_agent.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 namespace edge::testing {
 
@@ -33,8 +36,16 @@ ForkedAgent::~ForkedAgent() {
   if (ready_fd_ >= 0) ::close(ready_fd_);
 }
 
-bool ForkedAgent::WaitReady() {
+bool ForkedAgent::WaitReady(std::chrono::milliseconds timeout) {
   if (ready_fd_ < 0) return false;
+  struct pollfd p {};
+  p.fd = ready_fd_;
+  p.events = POLLIN;
+  int n;
+  do {
+    n = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return false;
   char ok = 0;
   return ::read(ready_fd_, &ok, 1) == 1;
 }

@@ -14,6 +14,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -664,6 +665,11 @@ TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
 // nothing runs twice) and handed once to the door that admitted it.
 TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // orphans come back to us to be reaped
+  // The fixture's io thread must be idle (in epoll_wait, not in the allocator) when we fork:
+  // a child forked while it was still starting up hung in ASan's allocator once.
+  std::promise<void> idle_io;
+  boost::asio::post(io_, [&] { idle_io.set_value(); });
+  idle_io.get_future().wait();
   edge::testing::ForkedAgent agent([&](const std::function<void()>& ready) {
     boost::asio::io_context io;
     auto ex = Executor::Open(io, SystemClock::Instance(), options_);
