@@ -73,6 +73,13 @@ Status CheckInnerEnvelope(const aegis::cluster::v1::InvokeTool& invoke, std::str
 // NodeSecurityToken, signature and canonical payload, the command id): results are kept below
 // edge.max_message_bytes minus this.
 inline constexpr size_t kResultEnvelopeReserve = 16 * 1024;
+// The largest CommandProgress chunk (issue 14): while the stream is behind, a command's output
+// is read ahead and joined into chunks of up to this size, so the per-chunk envelope (a
+// SHA-256 of the chunk and an Ed25519 signature, verified again by the controller) and the
+// per-message cost of gRPC and of the operator's stream are paid once per MiB, not once per
+// 32 KiB pipe read. A consumer that keeps up still gets each read at once. Capped by
+// edge.max_message_bytes minus kResultEnvelopeReserve.
+inline constexpr size_t kProgressWindowBytes = 1024 * 1024;
 
 // The result to send for `result` under a message limit: itself when it fits, else an Err
 // RESOURCE_EXHAUSTED that names its size, the limit and the config key (never a message the
