@@ -242,8 +242,7 @@ long SweepableCgroupAgent(const std::string& name, const std::string& tag) {
   size_t second = name.find('-', dash + 1);
   std::string numbers = name.substr(0, second);
   if (second != std::string::npos && name.substr(second + 1) != tag) return 0;
-  if (dash + 1 == numbers.size() ||
-      numbers.find_first_not_of("0123456789-") != std::string::npos) {
+  if (dash + 1 == numbers.size() || numbers.find_first_not_of("0123456789-") != std::string::npos) {
     return 0;
   }
   return std::strtol(numbers.substr(0, dash).c_str(), nullptr, 10);
@@ -350,8 +349,7 @@ CgroupSetup ProbeCgroups(const ProcessRunner::Options& o) {
 // The command cgroup <base>/<agent pid>-<seq>-<instance tag>, its limit written, and an fd
 // on its cgroup.procs for the child to join. Every failure names the file and errno.
 Result<std::pair<std::string, int>> MakeCommandCgroup(const CgroupSetup& cg, uint64_t seq,
-                                                      const std::string& tag,
-                                                      int max_processes) {
+                                                      const std::string& tag, int max_processes) {
   std::string dir =
       cg.base + "/" + std::to_string(::getpid()) + "-" + std::to_string(seq) + "-" + tag;
   if (::mkdir(dir.c_str(), 0755) != 0) {

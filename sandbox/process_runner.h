@@ -101,9 +101,10 @@ class ProcessRunner {
   // with -9) and everything in their recorded cgroups, and removes the records; then kills
   // and removes the command cgroups under <v1 or v2 root>/edge-agent/ whose agent pid (the
   // name's prefix) is no longer alive and whose tag is this state_dir's (or that have no tag:
-  // older releases); another instance's groups are never touched, even when its agent died. A record whose leader pid now belongs to another
-  // process (start time differs) is dropped without a group kill. Reports how many groups
-  // and cgroups held processes that were signalled, and each recorded group with its label.
+  // older releases); another instance's groups are never touched, even when its agent died. A
+  // record whose leader pid now belongs to another process (start time differs) is dropped without
+  // a group kill. Reports how many groups and cgroups held processes that were signalled, and each
+  // recorded group with its label.
   struct StaleGroup {
     long pgid = 0;
     std::string label;       // ProcessSpec::label of the command that ran in it

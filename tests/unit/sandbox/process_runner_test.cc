@@ -531,7 +531,8 @@ TEST_F(ProcessRunnerTest, AWindowReadsAheadWhileAChunkIsHeldAndJoinsWhatWaits) {
 
 // Joined chunks keep each stream's order and never mix stdout with stderr.
 TEST_F(ProcessRunnerTest, AWindowNeverJoinsAcrossStreamsAndKeepsTheirOrder) {
-  ProcessSpec spec = Sh("i=0; while [ $i -lt 3000 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done");
+  ProcessSpec spec =
+      Sh("i=0; while [ $i -lt 3000 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done");
   spec.output_window_bytes = 64 * 1024;
   Outcome run = RunSync(spec);
   ASSERT_TRUE(run.result->has_value());
