@@ -82,11 +82,12 @@ uint16_t ControllerFixture::WaitForHttpPort(std::chrono::milliseconds timeout) {
   return port;
 }
 
-CommandResult ControllerFixture::Cli(std::vector<std::string> args) {
+CommandResult ControllerFixture::Cli(std::vector<std::string> args,
+                                     std::chrono::milliseconds timeout) {
   // --config first: a command's trailing `-- ARGS…` (sandbox exec) must stay last.
   std::vector<std::string> argv = {ControllerBin(), "--config", config_path_};
   argv.insert(argv.end(), args.begin(), args.end());
-  return RunCommand(argv, {}, 20s);
+  return RunCommand(argv, {}, timeout);
 }
 
 std::pair<std::string, std::string> ControllerFixture::CreateToken(const std::string& node,

@@ -37,8 +37,9 @@ class ControllerFixture {
   // Starts it again on the same data dir and the same gRPC port (agents keep their address).
   void Restart();
 
-  // Runs `edge-controller <args> --config <ours>`.
-  CommandResult Cli(std::vector<std::string> args);
+  // Runs `edge-controller <args> --config <ours>`, killed after `timeout` (exit -1).
+  CommandResult Cli(std::vector<std::string> args,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(20));
   // token create; returns {token_id, join_token}.
   std::pair<std::string, std::string> CreateToken(const std::string& node = "",
                                                   const std::string& ttl = "");

@@ -72,7 +72,10 @@ class EdgeFixture : public ::testing::Test {
         },
         t);
   }
-  CommandResult Ctl(std::vector<std::string> args) { return ctl_->Cli(std::move(args)); }
+  CommandResult Ctl(std::vector<std::string> args,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    return ctl_->Cli(std::move(args), timeout);
+  }
   // `invoke --detach`: the command id.
   std::string Detach(const std::string& node, const std::string& command,
                      std::vector<std::string> extra = {}) {

@@ -425,15 +425,22 @@ TEST_F(EdgeStreamTest, ResultsLargerThanOneMessageAreRefusedAndTheNodeWorksOn) {
   // before, the controller's 4 MiB limit ended the stream with it and the outbox resent it
   // after every reconnect, so the node never worked again.
   EnrollAndStart();
+  // Multi-megabyte answers through an ASan agent and controller: one took more than the
+  // default 20 s in a stress run at load 11 on 2 cores (exit -1: the CLI was killed), so
+  // these calls get 2 minutes. Speed is measured by the benchmarks, not here.
+  constexpr auto kBig = std::chrono::seconds(120);
   auto mk = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg",
                  "command=head -c 3670016 /dev/zero > big.bin && head -c 20000000 /dev/zero > "
-                 "huge.bin"});
+                 "huge.bin"},
+                kBig);
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
-  auto big = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=big.bin"});
+  auto big =
+      Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=big.bin"}, kBig);
   EXPECT_EQ(big.exit_code, 0) << big.err.substr(0, 2000);
   EXPECT_NE(big.out.find("\"size\": 3670016"), std::string::npos) << big.out.substr(0, 300);
   // Over the limit: a clear refusal naming it, and the node goes on working.
-  auto huge = Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=huge.bin"});
+  auto huge =
+      Ctl({"invoke", "--node", "edge-01", "--tool", "file.read", "--arg", "path=huge.bin"}, kBig);
   EXPECT_NE(huge.exit_code, 0);
   EXPECT_NE((huge.out + huge.err).find("RESOURCE_EXHAUSTED"), std::string::npos)
       << huge.out << huge.err;
