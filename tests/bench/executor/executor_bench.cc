@@ -5,10 +5,12 @@
 //      Executor::Invoke("exec", mode argv) (pidfd, process group, clean env, idempotency row,
 //      result). Median and p95 per run.
 //   2. Output throughput: `head -c SIZE /dev/zero` — raw pipe read into a discarded buffer
-//      (baseline) versus Executor exec streaming 32 KiB chunks to a sink that acks at once.
-//      MiB/s, and the bench process's peak RSS before and after (output is not buffered).
+//      (baseline) versus Executor exec streaming to a sink that acks at once, stop-and-wait
+//      (32 KiB chunks, the worker and compute doors) and with the edge door's 1 MiB window.
+//      MiB/s over R runs, interleaved, and the bench process's peak RSS before and after
+//      (output is not buffered).
 //
-// Usage: executor_bench [--runs N] [--mib M]
+// Usage: executor_bench [--runs N] [--mib M] [--stream-runs R] [--json PATH]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +30,7 @@
 
 #include "common/clock.h"
 #include "sandbox/executor.h"
+#include "tests/bench/bench_report.h"
 
 namespace {
 
@@ -38,12 +41,9 @@ double Micros(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();
 }
 
-struct Stats {
-  double median = 0, p95 = 0;
-};
-Stats Summarize(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 95 / 100)]};
+double LoadAverage() {
+  double load[1] = {0};
+  return ::getloadavg(load, 1) == 1 ? load[0] : -1;
 }
 
 long PeakRssKb() {
@@ -98,12 +98,18 @@ double RawPipeMiBs(size_t mib) {
 int main(int argc, char** argv) {
   int runs = 200;
   size_t mib = 512;
+  int stream_runs = 5;
+  std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--mib") == 0) mib = static_cast<size_t>(std::atol(argv[i + 1]));
+    if (std::strcmp(argv[i], "--stream-runs") == 0) stream_runs = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
   }
-  if (runs < 1 || mib < 1) {
-    std::fprintf(stderr, "usage: executor_bench [--runs N>0] [--mib M>0]\n");
+  if (runs < 1 || mib < 1 || stream_runs < 1) {
+    std::fprintf(
+        stderr,
+        "usage: executor_bench [--runs N>0] [--mib M>0] [--stream-runs R>0] [--json PATH]\n");
     return 2;
   }
   char tmpl[] = "/tmp/edge-bench-XXXXXX";
@@ -123,16 +129,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "executor: %s\n", ex.error().ToString().c_str());
     return 1;
   }
-  auto invoke = [&](nlohmann::json args, edge::sandbox::ChunkSink sink) {
+  auto invoke = [&](nlohmann::json args, edge::sandbox::ChunkSink sink, size_t window = 0) {
     std::promise<edge::sandbox::InvokeResult> p;
     edge::sandbox::InvokeRequest req;
     req.tool = "exec";
     req.args = std::move(args);
     req.collect_output = false;
+    req.output_window_bytes = window;
     (*ex)->Invoke(std::move(req), {}, std::move(sink),
                   [&p](edge::sandbox::InvokeResult r) { p.set_value(std::move(r)); });
     return p.get_future().get();
   };
+  edge::bench::BenchReport report;
 
   // 1. Start latency.
   std::vector<double> raw, viaex;
@@ -147,36 +155,51 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  Stats a = Summarize(raw), b = Summarize(viaex);
-  std::printf("start latency, /bin/true, %d runs\n", runs);
-  std::printf("  %-34s median %8.0f us   p95 %8.0f us\n", "fork+execv+waitpid (baseline)", a.median,
-              a.p95);
-  std::printf("  %-34s median %8.0f us   p95 %8.0f us   (%.2fx baseline median)\n",
-              "Executor exec (argv)", b.median, b.p95, b.median / a.median);
+  std::printf("start latency, /bin/true, %d runs (load %.2f)\n", runs, LoadAverage());
+  report.Add("fork+execv+waitpid /bin/true", "us", raw);
+  report.Add("Executor exec /bin/true (argv)", "us", viaex, "fork+execv+waitpid /bin/true");
 
-  // 2. Throughput and memory.
+  // 2. Throughput and memory: the raw pipe and the Executor runs interleaved, so a change of
+  // the machine's load shows in both. The sink acks at once (a consumer that keeps up), so the
+  // windowed run shows what the read-ahead costs or saves when nothing downstream is slow.
   const long rss_before = PeakRssKb();
-  // The baseline runs before and after (the machine's load may change in between).
-  double base_before = RawPipeMiBs(mib);
-  std::atomic<size_t> got{0};
-  auto t0 = Clock::now();
-  auto r = invoke({{"command", "/usr/bin/head"},
-                   {"mode", "argv"},
-                   {"args", {"-c", std::to_string(mib) + "M", "/dev/zero"}}},
-                  [&](edge::sandbox::OutputChunk c, std::function<void()> ack) {
-                    got += c.data.size();
-                    ack();
-                  });
-  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  double exmibs = static_cast<double>(got.load()) / (1 << 20) / secs;
-  double base_after = RawPipeMiBs(mib);
-  double base = (base_before + base_after) / 2;
-  std::printf("\noutput throughput, %zu MiB of stdout\n", mib);
-  std::printf("  %-34s %8.0f MiB/s   (%.0f before, %.0f after the Executor run)\n",
-              "raw pipe read (baseline)", base, base_before, base_after);
-  std::printf("  %-34s %8.0f MiB/s   (%.2fx baseline; %zu MiB received, outcome %s)\n",
-              "Executor exec, 32 KiB chunks, acked", exmibs, exmibs / base, got.load() >> 20,
-              std::string(edge::sandbox::OutcomeName(r.outcome)).c_str());
+  std::vector<double> pipe, stop_and_wait, windowed;
+  size_t chunks_saw = 0, chunks_windowed = 0;
+  auto stream = [&](size_t window, size_t* chunks) {
+    std::atomic<size_t> got{0}, n{0};
+    auto t0 = Clock::now();
+    auto r = invoke(
+        {{"command", "/usr/bin/head"},
+         {"mode", "argv"},
+         {"args", {"-c", std::to_string(mib) + "M", "/dev/zero"}}},
+        [&](edge::sandbox::OutputChunk c, std::function<void()> ack) {
+          got += c.data.size();
+          ++n;
+          ack();
+        },
+        window);
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (r.outcome != edge::sandbox::Outcome::kOk || got.load() != mib << 20) {
+      std::fprintf(stderr, "stream: outcome %s, %zu bytes\n",
+                   std::string(edge::sandbox::OutcomeName(r.outcome)).c_str(), got.load());
+      std::exit(1);
+    }
+    *chunks = n.load();
+    return static_cast<double>(mib) / secs;
+  };
+  for (int i = 0; i < stream_runs; ++i) {
+    pipe.push_back(RawPipeMiBs(mib));
+    stop_and_wait.push_back(stream(0, &chunks_saw));
+    windowed.push_back(stream(1 << 20, &chunks_windowed));
+  }
+  std::printf("\noutput throughput, %zu MiB of stdout, %d runs each\n", mib, stream_runs);
+  report.Add("raw pipe read, 32 KiB reads", "MiB/s", pipe);
+  report.Add("Executor exec, stop-and-wait 32 KiB chunks", "MiB/s", stop_and_wait,
+             "raw pipe read, 32 KiB reads");
+  report.Add("Executor exec, 1 MiB window (edge door)", "MiB/s", windowed,
+             "raw pipe read, 32 KiB reads");
+  std::printf("  chunks per run: %zu stop-and-wait, %zu with the window (a sink that keeps up)\n",
+              chunks_saw, chunks_windowed);
   std::printf("  peak RSS of this process: %ld KiB before, %ld KiB after (output not buffered)\n",
               rss_before, PeakRssKb());
 
@@ -186,5 +209,9 @@ int main(int argc, char** argv) {
   t1.join();
   t2.join();
   std::filesystem::remove_all(dir);
+  if (!report.Write(json_path)) {
+    std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+    return 1;
+  }
   return 0;
 }

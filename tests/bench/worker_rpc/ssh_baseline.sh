@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # The OpenSSH baseline for worker_rpc_bench (issue 10), in the same run on the same machine: a
-# throwaway sshd on a loopback port (its own host key, client key and authorized_keys in a
-# temp dir; nothing of the system's ssh setup is used or changed) and a client with a
-# multiplexed master connection (ControlMaster), so each call costs one channel, not a
-# handshake. Prints:
+# throwaway sshd on a loopback port and a client with a multiplexed master connection
+# (scripts/lib/ssh_loopback.sh), so each call costs one channel, not a handshake. Prints:
 #   - `ssh host true` round trip (median, p95) over the master;
 #   - `ssh host 'head -c SIZE /dev/zero' > /dev/null`: MiB/s.
 # Figures are printed, never asserted. Needs root (sshd) and openssh-server.
@@ -11,40 +9,10 @@
 set -euo pipefail
 runs=${1:-50}
 mib=${2:-1024}
-SSHD=/usr/sbin/sshd
-[[ -x $SSHD ]] || { echo "ssh_baseline: $SSHD missing (apt-get install openssh-server)" >&2; exit 1; }
-[[ $(id -u) == 0 ]] || { echo "ssh_baseline: needs root (sshd)" >&2; exit 1; }
-
-source "$(dirname "$0")/../../../scripts/lib/local_run.sh" ssh-bench
-mkdir -p /run/sshd
-ssh-keygen -q -t ed25519 -N '' -f "$work/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$work/client_key"
-cp "$work/client_key.pub" "$work/authorized_keys"
-chmod 600 "$work/authorized_keys"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$work/sshd_config" <<CONF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $work/host_key
-PidFile $work/sshd.pid
-AuthorizedKeysFile $work/authorized_keys
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-UsePAM no
-StrictModes no
-LogLevel ERROR
-CONF
-"$SSHD" -D -f "$work/sshd_config" -E "$work/sshd.log" &
-sshd_pid=$!
-trap 'kill $sshd_pid 2>/dev/null || true; ssh_cmd -O exit host 2>/dev/null || true; cleanup' EXIT
-ssh_cmd() {
-  ssh -F none -p "$port" -i "$work/client_key" -o StrictHostKeyChecking=no \
-    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o BatchMode=yes \
-    -o ControlMaster=auto -o ControlPath="$work/mux" -o ControlPersist=60 \
-    -o HostKeyAlias=bench root@127.0.0.1 "$@"
-}
-wait_for 20 ssh_cmd true
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../../../scripts/lib/local_run.sh" ssh-bench
+source "$here/../../../scripts/lib/ssh_loopback.sh"
+trap 'ssh_loopback_stop; cleanup' EXIT
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
 for ((i = 0; i < runs; i++)); do
   t0=$(now_us); ssh_cmd true; echo $(( $(now_us) - t0 ))
