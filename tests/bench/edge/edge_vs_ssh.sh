@@ -22,39 +22,13 @@ CTL=$(realpath "$bin/edge-controller")
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../../scripts/lib/local_run.sh" edge-vs-ssh
 source "$here/../../../scripts/lib/bench_stats.sh"
+source "$here/../../../scripts/lib/local_pair.sh"
 bench_json=${BENCH_JSON:-}
 source "$here/../../../scripts/lib/ssh_loopback.sh"
 trap 'ssh_loopback_stop; cleanup' EXIT
 
-cat >"$work/controller.yaml" <<YAML
-data_dir: $work/controller
-grpc:
-  listen: 127.0.0.1:0
-admin:
-  socket: $work/controller/admin.sock
-log:
-  level: warn
-YAML
-ctl() { "$CTL" --config "$work/controller.yaml" "$@"; }
-"$CTL" --config "$work/controller.yaml" serve 2>"$work/controller.log" &
-ctl_pid=$!
-wait_for 20 ctl status
-token=$(ctl token create --node bench-node --format json |
-  sed -n 's/.*"join_token":"\([^"]*\)".*/\1/p')
-cat >"$work/agent.yaml" <<YAML
-node_id: bench-node
-data_dir: $work/agent
-controller:
-  join_token: "$token"
-sandbox:
-  max_output_bytes: $(((mib + 1) << 20))
-log:
-  level: warn
-YAML
-"$AGENT" --config "$work/agent.yaml" run 2>"$work/agent.log" &
-agent_pid=$!
-connected() { ctl nodes --format json | grep -q '"connected":true'; }
-wait_for 30 connected
+start_pair "$CTL" "$AGENT" bench-node "sandbox:
+  max_output_bytes: $(((mib + 1) << 20))"
 
 # time_us CMD…: runs CMD with its output dropped and prints the wall time in microseconds.
 time_us() {

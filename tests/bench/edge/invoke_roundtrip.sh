@@ -17,6 +17,7 @@ AGENT="$bin/edge-agent"
 CTL="$bin/edge-controller"
 
 source "$(dirname "$0")/../../../scripts/lib/local_run.sh" edge-bench
+source "$(dirname "$0")/../../../scripts/lib/local_pair.sh"
 now_us() { echo $(( $(date +%s%N) / 1000 )); }
 # stats NAME < microsecond samples: median, p95, mean in ms
 stats() {
@@ -34,32 +35,7 @@ time_runs() {  # time_runs NAME CMD...: runs CMD $runs times, prints stats
 }
 rss() { awk '/^VmRSS|^VmHWM/ { printf "%s %s kB  ", $1, $2 }' "/proc/$1/status"; echo; }
 
-cat >"$work/controller.yaml" <<YAML
-data_dir: $work/controller
-grpc:
-  listen: 127.0.0.1:0
-admin:
-  socket: $work/controller/admin.sock
-log:
-  level: warn
-YAML
-"$CTL" --config "$work/controller.yaml" serve 2>"$work/controller.log" &
-ctl_pid=$!
-wait_for 20 "$CTL" --config "$work/controller.yaml" status
-token=$("$CTL" --config "$work/controller.yaml" token create --node bench-node --format json |
-  sed -n 's/.*"join_token":"\([^"]*\)".*/\1/p')
-cat >"$work/agent.yaml" <<YAML
-node_id: bench-node
-data_dir: $work/agent
-controller:
-  join_token: "$token"
-log:
-  level: warn
-YAML
-"$AGENT" --config "$work/agent.yaml" run 2>"$work/agent.log" &
-agent_pid=$!
-connected() { "$CTL" --config "$work/controller.yaml" nodes --format json | grep -q '"connected":true'; }
-wait_for 30 connected
+start_pair "$CTL" "$AGENT" bench-node
 
 echo "edge stream round trip, $runs runs each ($(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg))"
 echo -n "  agent at start:  "; rss "$agent_pid"
