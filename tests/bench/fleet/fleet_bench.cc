@@ -552,7 +552,8 @@ int main(int argc, char** argv) {
     std::printf("\nrestart (kill -9, same port; load average %.2f):\n",
                 edge::bench::LoadAverage1());
     std::printf(
-        "  kill took %.2f s, the new controller answered its admin socket %.2f s after "
+        "  every stream ended %.2f s after the kill; the new controller answered its admin socket "
+        "%.2f s after "
         "the kill\n",
         Seconds(killed_at - kill_at), Seconds(up_at - kill_at));
     std::printf(
