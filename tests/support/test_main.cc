@@ -7,8 +7,14 @@
 // would cost it ~50 ms under ASan for nothing.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iterator>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 #include "common/grpc_lifetime.h"
 
@@ -29,6 +35,17 @@ int main(int argc, char** argv) {
   if (OtherThreadsAlive()) {
     grpc_init();
     grpc_shutdown_blocking();
+    if (OtherThreadsAlive()) {
+      // gRPC 1.51's callback-queue threads can outlive grpc_shutdown_blocking, and exit
+      // handlers running beside them double-freed a completion queue once more (stop 23,
+      // ComputeMemberTest.BackoffResets…, after the test passed). Leave without running exit
+      // handlers; the leak check they would have run is run here.
+#if defined(__SANITIZE_ADDRESS__)
+      __lsan_do_leak_check();
+#endif
+      std::fflush(nullptr);
+      std::_Exit(rc);
+    }
   }
   return rc;
 }
