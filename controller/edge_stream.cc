@@ -81,19 +81,28 @@ void EdgeStream::Begin() {
 
 grpc::Status EdgeStream::Authenticate(const pb::EdgeEvent& event) {
   const auto now = deps_.clock.Now();
-  auto edge = deps_.store.GetEdgeNode(node_id_);
-  if (!edge) return ToGrpcStatus(edge.error());
-  if (!*edge) return Unauthenticated("node \"" + node_id_ + "\" is not edge-enrolled");
-  const auto keys = EdgeAttestation::ActiveKeys(**edge, ToEpochMillis(now));
+  const int64_t now_ms = ToEpochMillis(now);
+  // Taken before anything it vouches for is read (EdgeAuthCache).
+  const auto generation = deps_.store.AuthGeneration();
+  const EdgeNodeRecord* keys_of = auth_.Keys(generation);
+  if (!keys_of) {
+    auto edge = deps_.store.GetEdgeNode(node_id_);
+    if (!edge) return ToGrpcStatus(edge.error());
+    if (!*edge) return Unauthenticated("node \"" + node_id_ + "\" is not edge-enrolled");
+    keys_of = &auth_.RememberKeys(generation, **edge);
+  }
+  const auto keys = EdgeAttestation::ActiveKeys(*keys_of, now_ms);
   auto header = identity::EnvelopeCodec::VerifyEvent(event, node_id_, stream_id_, keys, now);
   if (!header) return Unauthenticated("envelope refused: " + header.error().message);
-  const auto* env = identity::EnvelopeCodec::EnvelopeOf(event);
-  auto claims = deps_.tokens.Verify(env->node_security_token(),
-                                    attached_ ? TokenUse::kOpenStream : TokenUse::kNewSession);
+  const auto& token = identity::EnvelopeCodec::EnvelopeOf(event)->node_security_token();
+  const TokenUse use = attached_ ? TokenUse::kOpenStream : TokenUse::kNewSession;
+  if (auth_.TokenStillValid(generation, token, use, now_ms)) return grpc::Status::OK;
+  auto claims = deps_.tokens.Verify(token, use);
   if (!claims) return Unauthenticated("envelope refused: " + claims.error().message);
   if (claims->node_id != node_id_) {
     return Unauthenticated("envelope refused: its token is for node \"" + claims->node_id + "\"");
   }
+  auth_.RememberToken(generation, token, use, now_ms, *claims);
   return grpc::Status::OK;
 }
 

@@ -3,10 +3,11 @@
 // the client certificate's CN, else UNAUTHENTICATED), requires Hello first (else
 // INVALID_ARGUMENT), verifies every EdgeEvent's envelope (signature by the node's registered
 // key(s), node id = the token's sub, stream id = the Hello's, timestamp ±60 s, and a valid
-// token of the node — else UNAUTHENTICATED), records Hello/Heartbeat/CapabilityUpdate in the
-// Store and hands progress and results to the Dispatcher. Commands go out through one
-// outbound queue with one write in flight. Keeps itself alive (self reference) until gRPC's
-// OnDone; the Dispatcher may hold it longer, Send then returns false.
+// token of the node — else UNAUTHENTICATED; the node's keys and token are re-read and
+// re-verified only when EdgeAuthCache says they may have changed), records
+// Hello/Heartbeat/CapabilityUpdate in the Store and hands progress and results to the Dispatcher.
+// Commands go out through one outbound queue with one write in flight. Keeps itself alive (self
+// reference) until gRPC's OnDone; the Dispatcher may hold it longer, Send then returns false.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -19,6 +20,7 @@
 #include "common/clock.h"
 #include "common/grpc_write_queue.h"
 #include "controller/dispatcher.h"
+#include "controller/edge_auth_cache.h"
 #include "controller/node_tokens.h"
 #include "controller/refusal_log.h"
 #include "controller/store.h"
@@ -64,6 +66,7 @@ class EdgeStream final : public grpc::ServerBidiReactor<aegis::cluster::v1::Edge
   std::string node_id_;    // the token's sub (= certificate CN)
   std::string stream_id_;  // from the Hello
   bool attached_ = false;
+  EdgeAuthCache auth_;  // what Authenticate has verified, reused while it still holds
   aegis::cluster::v1::EdgeEvent in_;
 
   // Starts the write and finishes the call as `step` says.

@@ -1,5 +1,7 @@
 #include "controller/node_tokens.h"
 
+#include <algorithm>
+
 #include "common/random.h"
 
 namespace edge::controller {
@@ -54,6 +56,7 @@ Result<NodeTokenClaims> NodeTokenAuthority::Verify(std::string_view token, Token
   }
   out.issued_at_ms = c.value("iat", int64_t{0}) * 1000;
   out.expires_at_ms = c["exp"].get<int64_t>() * 1000;
+  out.accepted_until_ms = out.expires_at_ms;
   auto rec = store_.GetNodeToken(out.jti);
   if (!rec) return std::unexpected(rec.error());
   if (!*rec) return fail("token " + out.jti + " is unknown to this controller");
@@ -64,6 +67,7 @@ Result<NodeTokenClaims> NodeTokenAuthority::Verify(std::string_view token, Token
     if (!in_grace) {
       return fail("token " + out.jti + " was revoked (" + (*rec)->revoke_reason + ")");
     }
+    out.accepted_until_ms = std::min(out.accepted_until_ms, (*rec)->grace_until_ms);
   }
   return out;
 }

@@ -34,6 +34,9 @@ struct NodeTokenClaims {
   std::string jti;
   int64_t issued_at_ms = 0;
   int64_t expires_at_ms = 0;
+  // Until when this decision holds without a change in the Store: expires_at_ms, or the end
+  // of the overlap window when the token was accepted only inside it (TokenUse::kOpenStream).
+  int64_t accepted_until_ms = 0;
 };
 
 // Where a token is presented: a new session (ConnectEdge bearer, RotateEdgeKey) accepts only

@@ -594,7 +594,7 @@ Status SqliteStore::SetNodeState(const std::string& node_id, const std::string& 
 }
 
 Result<EdgeNodeRecord> SqliteStore::EnrollEdgeNode(const EdgeEnrollment& e) {
-  return db_->Transact([&](SqliteDb::Txn& txn) -> Result<EdgeNodeRecord> {
+  auto out = db_->Transact([&](SqliteDb::Txn& txn) -> Result<EdgeNodeRecord> {
     auto found = ReadFirstRow(txn.Query(kSelectTokenByHash, {e.join_token_hash}), ReadToken);
     if (!found) return std::unexpected(found.error());
     if (!*found) {
@@ -706,6 +706,8 @@ Result<EdgeNodeRecord> SqliteStore::EnrollEdgeNode(const EdgeEnrollment& e) {
     (*rec)->identity_replaced = replaces;
     return **rec;
   });
+  if (out) BumpAuthGeneration();
+  return out;
 }
 
 Result<std::optional<EdgeNodeRecord>> SqliteStore::GetEdgeNode(const std::string& node_id) {
@@ -813,7 +815,7 @@ Result<std::vector<std::string>> SqliteStore::MarkStaleNodes(int64_t cutoff_ms) 
 }
 
 Status SqliteStore::RevokeNode(const std::string& node_id, int64_t now_ms) {
-  return db_->Transact([&](SqliteDb::Txn& txn) -> Status {
+  auto out = db_->Transact([&](SqliteDb::Txn& txn) -> Status {
     if (auto st = txn.Exec("UPDATE nodes SET state = 'revoked' WHERE node_id = ?", {node_id});
         !st) {
       return st;
@@ -835,6 +837,8 @@ Status SqliteStore::RevokeNode(const std::string& node_id, int64_t now_ms) {
         "prev_key_until_ms = 0 WHERE node_id = ?",
         {node_id});
   });
+  if (out) BumpAuthGeneration();
+  return out;
 }
 
 Status SqliteStore::InsertNodeToken(const NodeTokenRecord& token) {
@@ -849,7 +853,7 @@ Result<std::optional<NodeTokenRecord>> SqliteStore::GetNodeToken(const std::stri
 }
 
 Result<EdgeNodeRecord> SqliteStore::RotateEdgeKey(const KeyRotation& r) {
-  return db_->Transact([&](SqliteDb::Txn& txn) -> Result<EdgeNodeRecord> {
+  auto out = db_->Transact([&](SqliteDb::Txn& txn) -> Result<EdgeNodeRecord> {
     auto node = LoadEdgeNode(txn, r.node_id);
     if (!node) return std::unexpected(node.error());
     if (!*node) {
@@ -899,15 +903,21 @@ Result<EdgeNodeRecord> SqliteStore::RotateEdgeKey(const KeyRotation& r) {
     if (!rec) return std::unexpected(rec.error());
     return **rec;
   });
+  if (out) BumpAuthGeneration();
+  return out;
 }
 
 Status SqliteStore::PruneExpired(int64_t cutoff_ms) {
-  return db_->Transact([&](SqliteDb::Txn& txn) -> Status {
+  bool pruned_tokens = false;
+  auto out = db_->Transact([&](SqliteDb::Txn& txn) -> Status {
     if (auto st = txn.Exec("DELETE FROM node_tokens WHERE expires_at_ms < ?", {cutoff_ms}); !st) {
       return st;
     }
+    pruned_tokens = txn.Changes() > 0;
     return txn.Exec("DELETE FROM rotation_nonces WHERE seen_at_ms < ?", {cutoff_ms});
   });
+  if (out && pruned_tokens) BumpAuthGeneration();
+  return out;
 }
 
 Status SqliteStore::InsertCommand(const CommandRecord& c) {

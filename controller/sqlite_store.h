@@ -7,6 +7,8 @@
 // PostgreSQL backend. The store owns its SqliteDb.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +25,11 @@ class SqliteStore final : public Store {
   ~SqliteStore() override = default;
 
   int schema_version() const { return schema_version_; }
+
+  // In-process only: this controller is the database's one writer.
+  std::optional<uint64_t> AuthGeneration() const override {
+    return auth_generation_.load(std::memory_order_acquire);
+  }
 
   Status InsertJoinToken(const JoinTokenRecord& rec) override;
   Result<std::optional<JoinTokenRecord>> FindJoinTokenByHash(const std::string& hash) override;
@@ -106,8 +113,14 @@ class SqliteStore final : public Store {
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
 
+  // Called once a transaction that changed what authenticates a node has committed — after,
+  // never before, so a decision made while the change was in flight carries the older value
+  // and is made again.
+  void BumpAuthGeneration() { auth_generation_.fetch_add(1, std::memory_order_acq_rel); }
+
   std::unique_ptr<SqliteDb> db_;
   int schema_version_ = 0;
+  std::atomic<uint64_t> auth_generation_{1};
 };
 
 }  // namespace edge::controller

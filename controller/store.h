@@ -254,6 +254,13 @@ class Store {
  public:
   virtual ~Store() = default;
 
+  // A counter that rises after every committed change to what authenticates an edge node: its
+  // registered keys or a node token's revocation (EnrollEdgeNode, RevokeNode, RotateEdgeKey,
+  // PruneExpired when it deleted a token). A caller may reuse an authentication decision made under
+  // the same value (EdgeAuthCache); nullopt = not tracked, decide afresh every time (the safe
+  // default for wrappers and fakes). Read it before reading the state the decision rests on.
+  virtual std::optional<uint64_t> AuthGeneration() const { return std::nullopt; }
+
   virtual Status InsertJoinToken(const JoinTokenRecord& rec) = 0;
   virtual Result<std::optional<JoinTokenRecord>> FindJoinTokenByHash(const std::string& hash) = 0;
   // The single-use transition: marks the token consumed by `node_id` at `now_ms` if, and only

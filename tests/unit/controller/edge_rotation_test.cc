@@ -90,6 +90,38 @@ TEST_F(EdgeRotationTest, RotationKeepsTheStreamThroughTheOverlapThenOnlyTheNewKe
   EXPECT_TRUE(node->Handshake(std::nullopt).ok());
 }
 
+// The stream reuses a token it verified (EdgeAuthCache); one accepted only inside a
+// rotation's overlap window must still be refused the moment that window ends, and the new
+// key must be accepted the moment the rotation commits.
+TEST_F(EdgeRotationTest, AnOldTokenAcceptedInTheOverlapIsRefusedOnTheSameStreamAfterIt) {
+  auto node = EnrolledNode("edge-01");
+  auto s = node->Open(node->token);
+  ASSERT_TRUE(s->Write(node->Hello(kSid)));
+  ASSERT_TRUE(s->Write(node->Heartbeat(kSid)));  // the old token, verified before the rotation
+  ASSERT_TRUE(WaitFor([&] {
+    return NodeInfo("edge-01")->last_heartbeat_epoch_ms() == ToEpochMillis(clock_.Now());
+  }));
+
+  auto new_key = identity::NodeKey::Generate();
+  pb::RotateEdgeKeyResponse resp;
+  auto st = Rotate(*node, Proof(*node, *new_key), &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  for (int i = 1; i <= 3; ++i) {  // the new key with the old token, three times in the window
+    clock_.Advance(15s);
+    ASSERT_TRUE(s->Write(node->Heartbeat(kSid, &*new_key, node->token)));
+    ASSERT_TRUE(WaitFor([&] {
+      return NodeInfo("edge-01")->last_heartbeat_epoch_ms() == ToEpochMillis(clock_.Now());
+    })) << "heartbeat "
+        << i << " inside the overlap";
+  }
+  clock_.Advance(16s);  // 61 s after the rotation: its 60 s window is over
+  ASSERT_TRUE(s->Write(node->Heartbeat(kSid, &*new_key, node->token)));
+  auto ended = s->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(ended.error_message().find("revoked (rotated)"), std::string::npos)
+      << ended.error_message();
+}
+
 TEST_F(EdgeRotationTest, OldTokenIsRevokedForRotationToo) {
   auto node = EnrolledNode("edge-01");
   auto new_key = identity::NodeKey::Generate();

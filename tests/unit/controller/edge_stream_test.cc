@@ -209,6 +209,26 @@ TEST_F(EdgeStreamTest, StaleSweepMarksASilentNodeUnhealthyAndAHeartbeatHealsIt) 
   EXPECT_TRUE(WaitFor([&] { return NodeInfo("edge-01")->state() == "healthy"; }));
 }
 
+// A token verified once on the stream is reused for later envelopes (EdgeAuthCache) only
+// until it expires: the first envelope after exp (+ the 5 s leeway) ends the stream.
+TEST_F(EdgeStreamTest, AnOpenStreamWhoseTokenExpiresEndsAtTheNextEnvelope) {
+  auto node = EnrolledNode("edge-01");
+  auto s = node->Open(node->token);
+  ASSERT_TRUE(s->Write(node->Hello(kSidA)));
+  ASSERT_TRUE(WaitConnected("edge-01"));
+  const int64_t exp_s = identity::DecodeJwtUnverified(node->token)->claims["exp"].get<int64_t>();
+  clock_.Advance(Clock::WallTime(std::chrono::seconds(exp_s - 10)) - clock_.Now());
+  ASSERT_TRUE(s->Write(node->Heartbeat(kSidA)));
+  ASSERT_TRUE(WaitFor([&] {
+    return NodeInfo("edge-01")->last_heartbeat_epoch_ms() == ToEpochMillis(clock_.Now());
+  })) << "10 s before exp the token holds";
+  clock_.Advance(16s);
+  ASSERT_TRUE(s->Write(node->Heartbeat(kSidA)));
+  auto ended = s->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(ended.error_message().find("expired"), std::string::npos) << ended.error_message();
+}
+
 TEST_F(EdgeStreamTest, RevokedNodeIsDisconnectedAndRefused) {
   auto node = EnrolledNode("edge-01");
   auto s = node->Open(node->token);

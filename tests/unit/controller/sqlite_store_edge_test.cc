@@ -306,6 +306,63 @@ TEST_F(SqliteStoreEdgeTest, HelloHeartbeatStaleAndRevoke) {
   EXPECT_EQ(store->RecordHello("nope", "{}", false, 1).error().code, ErrorCode::kNotFound);
 }
 
+// Issue 14: EdgeStream reuses a verified token and the node's keys while AuthGeneration is
+// unchanged, so every committed change to keys or token revocation must raise it — and
+// nothing on the hot path (Hello, heartbeats, capabilities) or a refused change may.
+TEST_F(SqliteStoreEdgeTest, AuthGenerationRisesOnEveryCommittedKeyOrTokenChangeAndOnlyThen) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store->AuthGeneration().has_value()) << "SqliteStore tracks it";
+  uint64_t last = *store->AuthGeneration();
+  auto rose = [&](const char* what) {
+    const uint64_t now = *store->AuthGeneration();
+    EXPECT_GT(now, last) << what << " must raise AuthGeneration";
+    last = now;
+  };
+  auto same = [&](const char* what) {
+    EXPECT_EQ(*store->AuthGeneration(), last) << what << " must leave AuthGeneration alone";
+  };
+
+  ASSERT_TRUE(store->InsertJoinToken(Token("j1")));
+  same("a join token");
+  ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyA)));
+  rose("an edge enrollment");
+  ASSERT_FALSE(store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyB)));
+  same("a refused enrollment (the jti was redeemed)");
+
+  ASSERT_TRUE(store->RecordHello("edge-01", "{}", false, 10'000));
+  ASSERT_TRUE(store->RecordHeartbeat("edge-01", 11'000));
+  ASSERT_TRUE(store->UpdateCapabilities("edge-01", R"({"os":"linux"})", false, 12'000));
+  ASSERT_TRUE(store->InsertNodeToken(
+      {.jti = "nt-x", .node_id = "edge-01", .issued_at_ms = 12'000, .expires_at_ms = 20'000}));
+  same("Hello, heartbeat, capabilities and a new token");
+
+  KeyRotation r{
+      .node_id = "edge-01",
+      .expected_public_key = kKeyA,
+      .new_public_key = kKeyB,
+      .nonce = std::string(32, 'n'),
+      .old_token_jti = "nt-j1-edge-01",
+      .overlap_until_ms = 72'000,
+      .now_ms = 12'000,
+      .new_token = {
+          .jti = "nt-2", .node_id = "edge-01", .issued_at_ms = 12'000, .expires_at_ms = 3'612'000}};
+  ASSERT_TRUE(store->RotateEdgeKey(r));
+  rose("a key rotation");
+  ASSERT_FALSE(store->RotateEdgeKey(r));
+  same("a refused rotation (replayed nonce)");
+
+  ASSERT_TRUE(store->PruneExpired(1'000));
+  same("a prune that deleted no token");
+  ASSERT_TRUE(store->PruneExpired(25'000));
+  EXPECT_FALSE(store->GetNodeToken("nt-x")->has_value());
+  rose("a prune that deleted a token");
+
+  ASSERT_TRUE(store->RevokeNode("edge-01", 30'000));
+  rose("a revocation");
+  ASSERT_FALSE(store->RevokeNode("nope", 30'000));
+  same("a refused revocation (unknown node)");
+}
+
 // Issue 15 #3: an unbound join token took over the existing node n2, and re-enrolled a
 // revoked node. Both enrollment paths (ConsumeJoinToken = ExchangeJoinToken, EnrollEdgeNode =
 // ChallengeNode with its proof) now need a token bound to the node and created with replace.
