@@ -460,6 +460,7 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
   spec.max_output_bytes = ctx.EffectiveOutputCap(options_.max_output_bytes);
   spec.max_processes = ctx.config().limits.max_processes;
   spec.output_window_bytes = request.output_window_bytes;
+  spec.output_linger = request.output_linger;
   spec.label = command_id;
   auto parts = ScopedRoot::Normalize(cwd_rel);
   if (!parts) {

@@ -50,6 +50,9 @@ struct InvokeRequest {
   // door's sink is behind (ProcessSpec::output_window_bytes; 0 = one read at a time, chunks of
   // at most OutputChunk::kMaxChunkBytes). For a door with a per-chunk cost to amortise.
   size_t output_window_bytes = 0;
+  // With a window: how long a small chunk may wait for more output to join it
+  // (ProcessSpec::output_linger; 0 = never).
+  std::chrono::microseconds output_linger{0};
   // The door's own concurrency cap (edge.max_concurrent_commands, …), counted by the executor
   // per door name like every other cap: RESOURCE_EXHAUSTED naming `key` past `max_concurrent`.
   // No door = only the executor-wide and per-context caps.

@@ -419,7 +419,8 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
         pidfd(strand),
         out{asio::posix::stream_descriptor(strand), asio::posix::stream_descriptor(strand)},
         in(strand),
-        drain(strand) {}
+        drain(strand),
+        linger(strand) {}
 
   std::shared_ptr<Impl> impl;
   Strand strand;
@@ -428,6 +429,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   std::array<asio::posix::stream_descriptor, 2> out;
   asio::posix::stream_descriptor in;
   asio::steady_timer drain;
+  asio::steady_timer linger;  // ProcessSpec::output_linger, armed for the queue's front chunk
   TimerQueue::TimerId deadline_timer = 0, grace_timer = 0;
   std::string stdin_data;
   ProcessSpec spec;
@@ -451,6 +453,8 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   std::deque<OutputChunk> queue;
   bool in_flight = false;
   int in_flight_stream = 0;  // the stream of the chunk with the sink
+  bool lingering = false;    // the linger timer runs for the front chunk
+  bool linger_over = false;  // it fired: deliver the front chunk whatever its size
   uint64_t total = 0;
   ProcessResult result;
 
@@ -574,6 +578,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     if (finished) return;
     if (ec) {
       eof[s] = true;
+      Deliver();  // a chunk lingering for more of this stream waits no longer
       MaybeFinish();
       return;
     }
@@ -603,8 +608,39 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     ReadMore(s);
   }
 
+  // True while the front chunk should wait for more output (ProcessSpec::output_linger):
+  // it is smaller than a quarter of the window, nothing else is queued behind it, its stream
+  // is still open and the process running, and its linger has not run out. Arms the timer.
+  bool Linger() {
+    const auto& front = queue.front();
+    const int s = front.stream == OutputStream::kStdout ? 0 : 1;
+    const bool small = front.data.size() < spec.output_window_bytes / 4;
+    if (spec.output_linger.count() <= 0 || !small || queue.size() > 1 || eof[s] || exited ||
+        linger_over) {
+      return false;
+    }
+    if (!lingering) {
+      lingering = true;
+      auto self = shared_from_this();
+      linger.expires_after(spec.output_linger);
+      linger.async_wait([self](const boost::system::error_code& ec) {
+        if (ec || !self->lingering) return;
+        self->lingering = false;
+        self->linger_over = true;
+        self->Deliver();
+      });
+    }
+    return true;
+  }
+
   void Deliver() {
-    if (in_flight || queue.empty()) return;
+    if (in_flight || queue.empty() || finished) return;
+    if (Linger()) return;
+    if (lingering) {
+      lingering = false;
+      linger.cancel();
+    }
+    linger_over = false;
     OutputChunk chunk = std::move(queue.front());
     queue.pop_front();
     in_flight = true;
@@ -663,6 +699,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     impl->timers.Cancel(deadline_timer);
     impl->timers.Cancel(grace_timer);
     pidfd.close(ignored);
+    Deliver();  // a chunk lingering for more output waits no longer
     ArmDrain();
     MaybeFinish();
   }
@@ -690,6 +727,8 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     finished = true;
     boost::system::error_code ignored;
     drain.cancel();
+    lingering = false;
+    linger.cancel();
     for (auto& d : out)
       d.close(ignored);
     in.close(ignored);

@@ -62,6 +62,14 @@ struct ProcessSpec {
   // per-chunk cost (the edge door signs each chunk) is paid once per N bytes. Memory stays
   // bounded: at most N bytes per stream wait, plus the chunk with the sink.
   size_t output_window_bytes = 0;
+  // With a window: a chunk smaller than a quarter of it waits up to this long (real time,
+  // from when the sink could take it) for more of its stream's output to join it, while the
+  // pipe keeps being read. A fast producer then fills chunks of window/4 or more instead of
+  // one pipe read each (the read buffer is OutputChunk::kMaxChunkBytes); a quiet one's output
+  // is delivered at most this much later. End of stream, exit, or the other stream's output
+  // behind it deliver at once. 0 = never waits. A throughput setting, not a behaviour timer:
+  // real time like the drain after exit, so tests on an injected clock never have to move it.
+  std::chrono::microseconds output_linger{0};
   // Written beside the group in the runner's ledger (the executor: the command id), so that
   // KillStaleGroups can say whose leftover group it killed. Newlines are dropped.
   std::string label;

@@ -310,6 +310,7 @@ Result<sandbox::InvokeRequest> CommandDispatcher::ToRequest(const pb::InvokeTool
   // The output streams as CommandProgress; the result carries only its tail.
   req.collect_tail_bytes = kResultOutputTailBytes;
   req.output_window_bytes = std::min<size_t>(kProgressWindowBytes, req.max_result_bytes);
+  req.output_linger = kProgressLinger;
   return req;
 }
 

@@ -101,6 +101,21 @@ std::string Sha256(std::string_view bytes) {
   return out;
 }
 
+std::string Sha256Concat(std::initializer_list<std::string_view> parts) {
+  std::string out(32, '\0');
+  unsigned int len = 0;
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  bool ok = ctx != nullptr && EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr) == 1;
+  for (auto part : parts) {
+    ok = ok && EVP_DigestUpdate(ctx, part.data(), part.size()) == 1;
+  }
+  ok = ok && EVP_DigestFinal_ex(ctx, reinterpret_cast<unsigned char*>(out.data()), &len) == 1;
+  EVP_MD_CTX_free(ctx);
+  // As Sha256: only an allocation failure gets here, and a wrong digest must never be returned.
+  if (!ok || len != 32) std::abort();
+  return out;
+}
+
 std::string HmacSha256(std::string_view key, std::string_view message) {
   std::string out(32, '\0');
   size_t len = 0;

@@ -2,6 +2,7 @@
 // base64url without padding (JWTs, worker tokens), lowercase hex, and SHA-256.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@ using edge::HexDecode;
 using edge::HexEncode;
 // Raw 32-byte digest.
 std::string Sha256(std::string_view bytes);
+// SHA-256 of the concatenation of `parts`, without building it.
+std::string Sha256Concat(std::initializer_list<std::string_view> parts);
 // HMAC-SHA256, raw 32 bytes.
 std::string HmacSha256(std::string_view key, std::string_view message);
 

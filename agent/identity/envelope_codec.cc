@@ -161,12 +161,14 @@ Result<EnvelopeHeader> EnvelopeCodec::ParseCanonical(std::string_view payload) {
 }
 
 std::string EnvelopeCodec::DeterministicBytes(const google::protobuf::MessageLite& message) {
-  std::string out;
+  // Sized once: a growing string would copy a MiB chunk several times over.
+  const size_t size = message.ByteSizeLong();
+  std::string out(size, '\0');
   {
-    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::ArrayOutputStream stream(out.data(), static_cast<int>(size));
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
-    message.SerializeToCodedStream(&coded);
+    message.SerializeWithCachedSizes(&coded);
   }
   return out;
 }
@@ -177,6 +179,31 @@ std::string EnvelopeCodec::InnerForResult(std::string_view command_id,
 }
 
 std::string EnvelopeCodec::InnerForProgress(std::string_view command_id, const pb::Chunk& chunk) {
+  // Output chunks (all but status updates) are hashed without serializing them: a Chunk with
+  // only `bytes stdout = 1` (or `stderr = 2`) set serializes, deterministically, as its tag
+  // byte (0x0a / 0x12), the varint length and the bytes. ByteSizeLong equal to that length
+  // rules out unknown fields; anything else takes the general path.
+  const std::string* data = nullptr;
+  char tag = 0;
+  if (chunk.kind_case() == pb::Chunk::kStdout) {
+    data = &chunk.stdout();
+    tag = 0x0a;
+  } else if (chunk.kind_case() == pb::Chunk::kStderr) {
+    data = &chunk.stderr();
+    tag = 0x12;
+  }
+  if (data != nullptr) {
+    char header[1 + 10];
+    size_t n = 0;
+    header[n++] = tag;
+    for (uint64_t len = data->size();; len >>= 7) {
+      header[n++] = static_cast<char>((len & 0x7f) | (len >= 0x80 ? 0x80 : 0));
+      if (len < 0x80) break;
+    }
+    if (chunk.ByteSizeLong() == n + data->size()) {
+      return std::string(command_id) + Sha256Concat({std::string_view(header, n), *data});
+    }
+  }
   return std::string(command_id) + Sha256(DeterministicBytes(chunk));
 }
 

@@ -49,6 +49,14 @@ TEST(Sha256, KnownVector) {
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+// FIPS 180-2 "abc", fed in parts (an empty one among them), and the empty message.
+TEST(Sha256, ConcatHashesThePartsAsOneMessage) {
+  EXPECT_EQ(HexEncode(Sha256Concat({"a", "", "bc"})),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(HexEncode(Sha256Concat({})),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
 // RFC 4231 test cases 1 and 2.
 TEST(HmacSha256, Rfc4231Vectors) {
   EXPECT_EQ(HexEncode(HmacSha256(std::string(20, '\x0b'), "Hi There")),

@@ -68,6 +68,49 @@ TEST(EnvelopeCodec, CommandProgressInnerVector) {
             "06b5a8b023e80d86cb954e09c176ac5cae311b5210bd60ff3658248b305cca1c");
 }
 
+// Output chunks are hashed without being serialized (issue 14): the digests must be those of
+// the deterministic bytes, by hand — tag 0a (stdout) / 12 (stderr), the varint length (one,
+// two and three bytes here), the data — with the empty chunk, whose oneof is still present,
+// as 0a 00. A status chunk or one carrying an unknown field takes the general path.
+TEST(EnvelopeCodec, OutputChunkDigestsAreThoseOfTheirDeterministicBytes) {
+  struct Case {
+    const char* what;
+    bool stdout_stream;
+    std::string data;
+    const char* sha256_hex;
+  } cases[] = {
+      {"stdout abc = 0a 03 616263", true, "abc",
+       "8ab7a6c5e74737878ac73863cb76739d15d4666de44e5756bf55a2f9e9ab5f44"},
+      {"stderr 200 x = 12 c8 01 …", false, std::string(200, 'x'),
+       "82dff9a2b07877042b666e5ab8577a860d1e8cf6416d5909716c732274dd789f"},
+      {"stdout 1 MiB of zeros = 0a 80 80 40 …", true, std::string(1 << 20, '\0'),
+       "ddef451b729ebbc4a83aeeb866553cb57361e0f50f114649abf27e0ac2b2a136"},
+      {"empty stdout = 0a 00", true, "",
+       "102b51b9765a56a3e899f7cf0ee38e5251f9c503b357b330a49183eb7b155604"},
+  };
+  for (const auto& c : cases) {
+    pb::Chunk chunk;
+    if (c.stdout_stream) {
+      chunk.set_stdout(c.data);
+    } else {
+      chunk.set_stderr(c.data);
+    }
+    EXPECT_EQ(HexEncode(EnvelopeCodec::InnerForProgress("c9", chunk)),
+              std::string("6339") + c.sha256_hex)
+        << c.what;
+  }
+  // An unknown field (tag 7, varint 1) rides along: it is part of what is signed.
+  pb::Chunk odd;
+  odd.set_stdout("abc");
+  odd.GetReflection()->MutableUnknownFields(&odd)->AddVarint(7, 1);
+  EXPECT_EQ(HexEncode(EnvelopeCodec::DeterministicBytes(odd)), "0a036162633801");
+  EXPECT_EQ(EnvelopeCodec::InnerForProgress("c9", odd),
+            "c9" + Sha256(EnvelopeCodec::DeterministicBytes(odd)));
+  EXPECT_NE(EnvelopeCodec::InnerForProgress("c9", odd).substr(2), Sha256(std::string("\x0a\x03"
+                                                                                     "abc",
+                                                                                     5)));
+}
+
 // EdgeCapabilities{os:"l", custom_labels{b:2, a:1}}: deterministic serialization orders the
 // map entries by key: 0a 01 6c | 2a 06 (0a 01 'a' 12 01 '1') | 2a 06 (0a 01 'b' 12 01 '2').
 TEST(EnvelopeCodec, CapabilitiesAreSerializedDeterministically) {

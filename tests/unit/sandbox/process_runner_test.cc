@@ -550,6 +550,66 @@ TEST_F(ProcessRunnerTest, AWindowNeverJoinsAcrossStreamsAndKeepsTheirOrder) {
   }
 }
 
+// Issue 14: with a linger, a fast producer's pipe reads (32 KiB each) are joined into chunks
+// of at least a quarter of the window before delivery, even for a sink that acks at once —
+// without it that sink gets one chunk per read.
+TEST_F(ProcessRunnerTest, ALingerJoinsAFastProducersReadsIntoChunksOfAQuarterWindow) {
+  constexpr size_t kTotal = 4u << 20, kWindow = 1u << 20;
+  auto run_with = [&](std::chrono::microseconds linger) {
+    ProcessSpec spec = Spec({"/usr/bin/head", "-c", std::to_string(kTotal), "/dev/zero"});
+    spec.output_window_bytes = kWindow;
+    spec.output_linger = linger;
+    return RunSync(spec);
+  };
+  Outcome lingered = run_with(std::chrono::seconds(30));
+  ASSERT_TRUE(lingered.result->has_value());
+  EXPECT_EQ(lingered.out.size(), kTotal);
+  ASSERT_GE(lingered.chunks.size(), 2u);
+  for (size_t i = 0; i + 1 < lingered.chunks.size(); ++i) {
+    EXPECT_GE(lingered.chunks[i].data.size(), kWindow / 4) << "chunk " << i;
+    EXPECT_LE(lingered.chunks[i].data.size(), kWindow) << "chunk " << i;
+  }
+  Outcome at_once = run_with({});
+  ASSERT_TRUE(at_once.result->has_value());
+  EXPECT_EQ(at_once.out.size(), kTotal);
+  EXPECT_GT(at_once.chunks.size(), 2 * lingered.chunks.size())
+      << "without a linger an eager sink gets about one chunk per pipe read";
+}
+
+// The linger is bounded: a quiet command's first line arrives one linger later, long before
+// the command ends, not held until more output comes.
+TEST_F(ProcessRunnerTest, ALingeringChunkIsDeliveredWhenTheLingerRunsOut) {
+  ProcessSpec spec = Sh("echo first; sleep 3; echo second");
+  spec.output_window_bytes = 1u << 20;
+  spec.output_linger = std::chrono::milliseconds(50);
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::duration> first_at;
+  Outcome run = RunSync(spec, {}, [&](const OutputChunk&) {
+    if (!first_at) first_at = std::chrono::steady_clock::now() - start;
+  });
+  const auto ended_at = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(run.result->has_value());
+  ASSERT_EQ(run.chunks.size(), 2u);
+  EXPECT_EQ(run.chunks[0].data, "first\n");
+  EXPECT_EQ(run.chunks[1].data, "second\n");
+  ASSERT_TRUE(first_at);
+  EXPECT_LT(*first_at, ended_at - std::chrono::seconds(2))
+      << "the first line waited for the command instead of for the 50 ms linger";
+}
+
+// End of output needs no linger: a long linger does not delay the last chunk or the result.
+TEST_F(ProcessRunnerTest, ALingerNeverDelaysTheLastChunkOrTheResult) {
+  ProcessSpec spec = Sh("printf abc; printf err >&2");
+  spec.output_window_bytes = 1u << 20;
+  spec.output_linger = std::chrono::seconds(60);
+  const auto start = std::chrono::steady_clock::now();
+  Outcome run = RunSync(spec);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ(run.out, "abc");
+  EXPECT_EQ(run.err, "err");
+}
+
 TEST_F(ProcessRunnerTest, ChunksKeepTheOrderOfTheStream) {
   Outcome run = RunSync(Spec({"/usr/bin/seq", "1", "200000"}));
   ASSERT_TRUE(run.result->has_value());
