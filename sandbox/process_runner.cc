@@ -601,7 +601,14 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
         queue.back().data.size() + take <= spec.output_window_bytes) {
       queue.back().data.append(buf[s].data(), take);
     } else {
-      queue.push_back(OutputChunk{stream, std::string(buf[s].data(), take)});
+      queue.push_back(OutputChunk{stream, {}});
+      // A full read from a lingering producer will be joined up to window/4 or more: room for
+      // that now, instead of a copy at every doubling.
+      if (spec.output_linger.count() > 0 && n == buf[s].size()) {
+        queue.back().data.reserve(
+            std::min<size_t>(spec.output_window_bytes, spec.output_window_bytes / 4 + n));
+      }
+      queue.back().data.append(buf[s].data(), take);
     }
     waiting[s] += take;
     Deliver();
