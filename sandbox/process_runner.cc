@@ -617,13 +617,13 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
 
   // True while the front chunk should wait for more output (ProcessSpec::output_linger):
   // it is smaller than a quarter of the window, nothing else is queued behind it, its stream
-  // is still open and the process running, and its linger has not run out. Arms the timer.
+  // is still open (after an exit what is left in the pipe is read at once, and its end ends
+  // the wait), and its linger has not run out. Arms the timer.
   bool Linger() {
     const auto& front = queue.front();
     const int s = front.stream == OutputStream::kStdout ? 0 : 1;
     const bool small = front.data.size() < spec.output_window_bytes / 4;
-    if (spec.output_linger.count() <= 0 || !small || queue.size() > 1 || eof[s] || exited ||
-        linger_over) {
+    if (spec.output_linger.count() <= 0 || !small || queue.size() > 1 || eof[s] || linger_over) {
       return false;
     }
     if (!lingering) {
@@ -706,7 +706,6 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     impl->timers.Cancel(deadline_timer);
     impl->timers.Cancel(grace_timer);
     pidfd.close(ignored);
-    Deliver();  // a chunk lingering for more output waits no longer
     ArmDrain();
     MaybeFinish();
   }

@@ -66,7 +66,7 @@ struct ProcessSpec {
   // from when the sink could take it) for more of its stream's output to join it, while the
   // pipe keeps being read. A fast producer then fills chunks of window/4 or more instead of
   // one pipe read each (the read buffer is OutputChunk::kMaxChunkBytes); a quiet one's output
-  // is delivered at most this much later. End of stream, exit, or the other stream's output
+  // is delivered at most this much later. End of its stream, or the other stream's output
   // behind it deliver at once. 0 = never waits. A throughput setting, not a behaviour timer:
   // real time like the drain after exit, so tests on an injected clock never have to move it.
   std::chrono::microseconds output_linger{0};
