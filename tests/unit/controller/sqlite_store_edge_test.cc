@@ -40,6 +40,23 @@ class SqliteStoreEdgeTest : public StoreTestBase {
                                     .issued_at_ms = 2000,
                                     .expires_at_ms = 3'602'000}};
   }
+  // edge-01's key `from` → `to` at `now_ms` (`to` == `from`: a token refresh), the old token
+  // blacklisted until `overlap_until_ms`, the new one `new_jti`, valid an hour.
+  static KeyRotation Rotation(const std::string& from, const std::string& to, char nonce,
+                              const std::string& old_jti, const std::string& new_jti,
+                              int64_t now_ms, int64_t overlap_until_ms) {
+    return KeyRotation{.node_id = "edge-01",
+                       .expected_public_key = from,
+                       .new_public_key = to,
+                       .nonce = std::string(32, nonce),
+                       .old_token_jti = old_jti,
+                       .overlap_until_ms = overlap_until_ms,
+                       .now_ms = now_ms,
+                       .new_token = {.jti = new_jti,
+                                     .node_id = "edge-01",
+                                     .issued_at_ms = now_ms,
+                                     .expires_at_ms = now_ms + 3'600'000}};
+  }
 };
 
 const std::string kKeyA(32, 'a'), kKeyB(32, 'b'), kKeyC(32, 'c');
@@ -204,16 +221,7 @@ TEST_F(SqliteStoreEdgeTest, RotationReplacesTheKeyBlacklistsTheOldTokenAndRefuse
   auto store = OpenStore();
   ASSERT_TRUE(store->InsertJoinToken(Token("j1")));
   ASSERT_TRUE(store->EnrollEdgeNode(Enrollment("j1", "edge-01", kKeyA)));
-  KeyRotation r{
-      .node_id = "edge-01",
-      .expected_public_key = kKeyA,
-      .new_public_key = kKeyB,
-      .nonce = std::string(32, 'n'),
-      .old_token_jti = "nt-j1-edge-01",
-      .overlap_until_ms = 62'000,
-      .now_ms = 2000,
-      .new_token = {
-          .jti = "nt-2", .node_id = "edge-01", .issued_at_ms = 2000, .expires_at_ms = 3'602'000}};
+  KeyRotation r = Rotation(kKeyA, kKeyB, 'n', "nt-j1-edge-01", "nt-2", 2000, 62'000);
   auto rotated = store->RotateEdgeKey(r);
   ASSERT_TRUE(rotated) << rotated.error().ToString();
   EXPECT_EQ(rotated->public_key, kKeyB);
@@ -242,17 +250,8 @@ TEST_F(SqliteStoreEdgeTest, RotationReplacesTheKeyBlacklistsTheOldTokenAndRefuse
   EXPECT_EQ((*store->GetEdgeNode("edge-01"))->public_key, kKeyB) << "the key is unchanged";
 
   // Same key = token refresh: the key and the overlap stay, the token changes.
-  KeyRotation refresh{
-      .node_id = "edge-01",
-      .expected_public_key = kKeyB,
-      .new_public_key = kKeyB,
-      // The refused request's nonce: it was rolled back with it, so it is still unused.
-      .nonce = std::string(32, 'm'),
-      .old_token_jti = "nt-2",
-      .overlap_until_ms = 70'000,
-      .now_ms = 10'000,
-      .new_token = {
-          .jti = "nt-4", .node_id = "edge-01", .issued_at_ms = 10'000, .expires_at_ms = 3'610'000}};
+  // The refused request's nonce: it was rolled back with it, so it is still unused.
+  KeyRotation refresh = Rotation(kKeyB, kKeyB, 'm', "nt-2", "nt-4", 10'000, 70'000);
   auto refreshed = store->RotateEdgeKey(refresh);
   ASSERT_TRUE(refreshed) << refreshed.error().ToString();
   EXPECT_EQ(refreshed->public_key, kKeyB);
@@ -336,16 +335,7 @@ TEST_F(SqliteStoreEdgeTest, AuthGenerationRisesOnEveryCommittedKeyOrTokenChangeA
       {.jti = "nt-x", .node_id = "edge-01", .issued_at_ms = 12'000, .expires_at_ms = 20'000}));
   same("Hello, heartbeat, capabilities and a new token");
 
-  KeyRotation r{
-      .node_id = "edge-01",
-      .expected_public_key = kKeyA,
-      .new_public_key = kKeyB,
-      .nonce = std::string(32, 'n'),
-      .old_token_jti = "nt-j1-edge-01",
-      .overlap_until_ms = 72'000,
-      .now_ms = 12'000,
-      .new_token = {
-          .jti = "nt-2", .node_id = "edge-01", .issued_at_ms = 12'000, .expires_at_ms = 3'612'000}};
+  KeyRotation r = Rotation(kKeyA, kKeyB, 'n', "nt-j1-edge-01", "nt-2", 12'000, 72'000);
   ASSERT_TRUE(store->RotateEdgeKey(r));
   rose("a key rotation");
   ASSERT_FALSE(store->RotateEdgeKey(r));

@@ -550,16 +550,21 @@ TEST_F(ProcessRunnerTest, AWindowNeverJoinsAcrossStreamsAndKeepsTheirOrder) {
   }
 }
 
+// `spec` with the edge door's 1 MiB window and `linger`.
+ProcessSpec Lingering(ProcessSpec spec, std::chrono::microseconds linger) {
+  spec.output_window_bytes = 1u << 20;
+  spec.output_linger = linger;
+  return spec;
+}
+
 // Issue 14: with a linger, a fast producer's pipe reads (32 KiB each) are joined into chunks
 // of at least a quarter of the window before delivery, even for a sink that acks at once —
 // without it that sink gets one chunk per read.
 TEST_F(ProcessRunnerTest, ALingerJoinsAFastProducersReadsIntoChunksOfAQuarterWindow) {
-  constexpr size_t kTotal = 4u << 20, kWindow = 1u << 20;
+  constexpr size_t kTotal = 4u << 20, kWindow = 1u << 20;  // Lingering's window
   auto run_with = [&](std::chrono::microseconds linger) {
-    ProcessSpec spec = Spec({"/usr/bin/head", "-c", std::to_string(kTotal), "/dev/zero"});
-    spec.output_window_bytes = kWindow;
-    spec.output_linger = linger;
-    return RunSync(spec);
+    return RunSync(
+        Lingering(Spec({"/usr/bin/head", "-c", std::to_string(kTotal), "/dev/zero"}), linger));
   };
   Outcome lingered = run_with(std::chrono::seconds(30));
   ASSERT_TRUE(lingered.result->has_value());
@@ -579,9 +584,7 @@ TEST_F(ProcessRunnerTest, ALingerJoinsAFastProducersReadsIntoChunksOfAQuarterWin
 // The linger is bounded: a quiet command's first line arrives one linger later, long before
 // the command ends, not held until more output comes.
 TEST_F(ProcessRunnerTest, ALingeringChunkIsDeliveredWhenTheLingerRunsOut) {
-  ProcessSpec spec = Sh("echo first; sleep 3; echo second");
-  spec.output_window_bytes = 1u << 20;
-  spec.output_linger = std::chrono::milliseconds(50);
+  ProcessSpec spec = Lingering(Sh("echo first; sleep 3; echo second"), 50ms);
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::duration> first_at;
   Outcome run = RunSync(spec, {}, [&](const OutputChunk&) {
@@ -599,9 +602,7 @@ TEST_F(ProcessRunnerTest, ALingeringChunkIsDeliveredWhenTheLingerRunsOut) {
 
 // End of output needs no linger: a long linger does not delay the last chunk or the result.
 TEST_F(ProcessRunnerTest, ALingerNeverDelaysTheLastChunkOrTheResult) {
-  ProcessSpec spec = Sh("printf abc; printf err >&2");
-  spec.output_window_bytes = 1u << 20;
-  spec.output_linger = std::chrono::seconds(60);
+  ProcessSpec spec = Lingering(Sh("printf abc; printf err >&2"), 60s);
   const auto start = std::chrono::steady_clock::now();
   Outcome run = RunSync(spec);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
