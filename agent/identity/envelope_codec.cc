@@ -193,15 +193,14 @@ std::string EnvelopeCodec::InnerForProgress(std::string_view command_id, const p
     tag = 0x12;
   }
   if (data != nullptr) {
-    char header[1 + 10];
-    size_t n = 0;
-    header[n++] = tag;
-    for (uint64_t len = data->size();; len >>= 7) {
-      header[n++] = static_cast<char>((len & 0x7f) | (len >= 0x80 ? 0x80 : 0));
-      if (len < 0x80) break;
-    }
+    uint8_t header[1 + 10];
+    header[0] = static_cast<uint8_t>(tag);
+    const size_t n =
+        google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(data->size(), header + 1) -
+        header;
     if (chunk.ByteSizeLong() == n + data->size()) {
-      return std::string(command_id) + Sha256Concat({std::string_view(header, n), *data});
+      return std::string(command_id) +
+             Sha256Concat({std::string_view(reinterpret_cast<const char*>(header), n), *data});
     }
   }
   return std::string(command_id) + Sha256(DeterministicBytes(chunk));
