@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Idle-agent benchmark (issue 14 item 3): what a connected, idle edge-agent costs — RSS, PSS,
+# threads, CPU % and wake-ups per minute — at start and again once it is idle after COMMANDS
+# commands, each figure printed beside the issue's target and beside a trivial idle process
+# (`sleep`) sampled over the same window on the same machine. Figures are printed, never
+# asserted.
+#
+# It starts the real edge-controller and an enrolled edge-agent on loopback (gRPC port picked
+# at run time, temp dirs, default agent config apart from the join token), waits until the
+# node is connected and settled, then samples the agent for SECONDS:
+#   RSS, PSS    /proc/PID/smaps_rollup (Rss, Pss), at the end of the window;
+#   threads     /proc/PID/status Threads, and each thread's name (/proc/PID/task/*/comm);
+#   CPU %       utime+stime of /proc/PID/stat (every thread, the exited ones too; not its
+#               children) over the window's wall time;
+#   wake-ups    voluntary + involuntary context switches summed over /proc/PID/task/*/status
+#               across the window, per minute: each one ends a run of the thread on a CPU, so
+#               it counts how often the process was scheduled (a thread that exits during the
+#               window takes its count with it; none does once idle). perf is not needed.
+# Then COMMANDS `exec /bin/true` commands go through the controller: `edge-controller invoke`
+# (CLI → admin socket → controller → edge stream → agent → process → result), PARALLEL
+# (default 4) at a time, so the agent sees concurrent commands as it would in use. Each CLI
+# call waits for its result (no --detach: detached commands pile up faster than the agent
+# takes them and are refused, which would measure the refusal path). After the last one it
+# waits SETTLE seconds (default 10) and samples the idle window again.
+#
+# Usage: tests/bench/idle/idle_agent.sh BIN_DIR [SECONDS] [COMMANDS]
+#   BIN_DIR holds edge-agent and edge-controller (a Release build for meaningful figures);
+#   SECONDS (default 300) per idle window; COMMANDS (default 10000).
+#   Environment: PARALLEL (4), SETTLE (10), AGENT_ENV (extra VAR=VALUE words for the agent).
+set -euo pipefail
+bin=${1:?usage: idle_agent.sh BIN_DIR [SECONDS] [COMMANDS]}
+window=${2:-300}
+commands=${3:-10000}
+parallel=${PARALLEL:-4}
+settle=${SETTLE:-10}
+AGENT=$(realpath "$bin/edge-agent")
+CTL=$(realpath "$bin/edge-controller")
+hz=$(getconf CLK_TCK)
+
+source "$(dirname "$0")/../../../scripts/lib/local_run.sh" idle-bench
+sleep_pid=""
+trap '[[ -n "$sleep_pid" ]] && kill "$sleep_pid" 2>/dev/null; cleanup' EXIT
+
+cat >"$work/controller.yaml" <<YAML
+data_dir: $work/controller
+grpc:
+  listen: 127.0.0.1:0
+admin:
+  socket: $work/controller/admin.sock
+log:
+  level: warn
+YAML
+ctl() { "$CTL" --config "$work/controller.yaml" "$@"; }
+"$CTL" --config "$work/controller.yaml" serve 2>"$work/controller.log" &
+ctl_pid=$!
+wait_for 30 ctl status
+token=$(ctl token create --node bench-node --format json |
+  sed -n 's/.*"join_token":"\([^"]*\)".*/\1/p')
+cat >"$work/agent.yaml" <<YAML
+node_id: bench-node
+data_dir: $work/agent
+controller:
+  join_token: "$token"
+YAML
+# shellcheck disable=SC2086  # AGENT_ENV is a list of VAR=VALUE words
+env ${AGENT_ENV:-} "$AGENT" --config "$work/agent.yaml" run 2>"$work/agent.log" &
+agent_pid=$!
+connected() { ctl nodes --format json | grep -q '"connected":true'; }
+wait_for 30 connected
+sleep infinity &
+sleep_pid=$!
+
+# Figures of one process.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+ctx_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk '/^(voluntary|nonvoluntary)_ctxt_switches/ { s += $2 } END { print s + 0 }'
+}
+kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
+threads() { awk '$1 == "Threads:" { print $2 }' "/proc/$1/status"; }
+thread_names() {
+  cat /proc/"$1"/task/*/comm 2>/dev/null | sort | uniq -c |
+    awk '{ n = $1; $1 = ""; sub(/^ /, ""); printf "%s%s x%d", sep, $0, n; sep = ", " }'
+  echo
+}
+
+# sample LABEL: one window of $window s over the agent and the sleep baseline.
+sample() {
+  local label=$1 t0 t1 a_cpu0 a_cpu1 a_ctx0 a_ctx1 s_cpu0 s_cpu1 s_ctx0 s_ctx1
+  t0=$(date +%s%N)
+  a_cpu0=$(cpu_ticks "$agent_pid") a_ctx0=$(ctx_switches "$agent_pid")
+  s_cpu0=$(cpu_ticks "$sleep_pid") s_ctx0=$(ctx_switches "$sleep_pid")
+  sleep "$window"
+  t1=$(date +%s%N)
+  a_cpu1=$(cpu_ticks "$agent_pid") a_ctx1=$(ctx_switches "$agent_pid")
+  s_cpu1=$(cpu_ticks "$sleep_pid") s_ctx1=$(ctx_switches "$sleep_pid")
+  local secs
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+  echo "$label: idle window ${secs} s (load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs)"
+  printf "  %-22s %14s %14s %14s\n" "" "edge-agent" "target" "baseline sleep"
+  awk -v a="$(kb "$agent_pid" Rss)" -v s="$(kb "$sleep_pid" Rss)" \
+    'BEGIN { printf "  %-22s %10.1f MiB %10s MiB %10.1f MiB\n", "RSS", a / 1024, "<= 16", s / 1024 }'
+  awk -v a="$(kb "$agent_pid" Pss)" -v s="$(kb "$sleep_pid" Pss)" \
+    'BEGIN { printf "  %-22s %10.1f MiB %10s MiB %10.1f MiB\n", "PSS", a / 1024, "<= 12", s / 1024 }'
+  printf "  %-22s %14s %14s %14s\n" "threads" "$(threads "$agent_pid")" "<= 6" \
+    "$(threads "$sleep_pid")"
+  awk -v a=$((a_cpu1 - a_cpu0)) -v s=$((s_cpu1 - s_cpu0)) -v hz="$hz" -v t="$secs" \
+    'BEGIN { printf "  %-22s %12.3f %% %12s %% %12.3f %%\n", "CPU", 100 * a / hz / t, "<= 0.05", 100 * s / hz / t }'
+  awk -v a=$((a_ctx1 - a_ctx0)) -v s=$((s_ctx1 - s_ctx0)) -v t="$secs" \
+    'BEGIN { printf "  %-22s %14.1f %14s %14.1f\n", "wake-ups / min", 60 * a / t, "-", 60 * s / t }'
+  echo "  agent threads: $(thread_names "$agent_pid")"
+}
+
+# Settled: the first heartbeat and the outbox have had their turn.
+sleep "$settle"
+sample "at start (connected, idle)"
+
+run_one() { ctl invoke --node bench-node --tool exec --arg command=/bin/true >/dev/null; }
+export -f run_one ctl
+export CTL work
+t0=$(date +%s%N)
+if ! seq "$commands" | xargs -P "$parallel" -I{} bash -c run_one 2>"$work/invoke.err"; then
+  echo "idle_agent.sh: some commands failed: $(sort "$work/invoke.err" | uniq -c | head -5)" >&2
+  exit 1
+fi
+t1=$(date +%s%N)
+awk -v n="$commands" -v p="$parallel" -v ns=$((t1 - t0)) \
+  'BEGIN { printf "%d commands (exec /bin/true, %d at a time) in %.1f s: %.1f / s\n", n, p, ns / 1e9, n / (ns / 1e9) }'
+sleep "$settle"
+sample "after $commands commands (idle again after ${settle} s)"
