@@ -20,4 +20,27 @@ void IgnoreFatalIoSignals();
 std::optional<int> WaitForTerminationSignal(
     std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
+// The same wait for a daemon loop that sleeps until there is work: Wait() returns a blocked
+// termination signal, or nullopt on timeout or once another thread has called Wake(), so the
+// loop never needs to poll for what other threads did (a signalfd and an eventfd, one poll).
+// Wake() before Wait() is not lost: the next Wait() returns at once. Should the descriptors
+// not be available, Wait() degrades to WaitForTerminationSignal with at most 1 s per call.
+class SignalWaiter {
+ public:
+  SignalWaiter();
+  ~SignalWaiter();
+  SignalWaiter(const SignalWaiter&) = delete;
+  SignalWaiter& operator=(const SignalWaiter&) = delete;
+
+  // Any thread; never blocks, async-signal-safe.
+  void Wake();
+  // The signal that arrived; nullopt after a timeout or a Wake (which it consumes). Only the
+  // thread that waits for signals calls it.
+  std::optional<int> Wait(std::optional<std::chrono::milliseconds> timeout);
+
+ private:
+  int signal_fd_ = -1;
+  int event_fd_ = -1;
+};
+
 }  // namespace edge
