@@ -164,7 +164,6 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
   if (auto st = ex->RecoverInterrupted(*stale); !st) return std::unexpected(st.error());
   ex->timers_ = std::make_unique<TimerQueue>(clock);
   ex->runner_ = std::make_unique<ProcessRunner>(io, clock, runner_options, ex->timers_.get());
-  ex->blocking_ = std::make_unique<boost::asio::thread_pool>(2);
 
   ex->default_workspace_ = ex->registry_->RootDir(kDefaultSandbox);
   std::error_code ec;
@@ -183,8 +182,19 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
 
 Executor::~Executor() {
   if (timers_) timers_->Stop();  // no deadline, kill grace or shutdown grace fires from here on
-  blocking_->join();             // file work in progress ends; its callbacks run before members go
-  runner_.reset();               // kills and reaps every child
+  boost::asio::thread_pool* blocking = nullptr;
+  {
+    std::lock_guard lock(blocking_mu_);
+    blocking = blocking_.get();
+  }
+  if (blocking) blocking->join();  // file work in progress ends; its callbacks run first
+  runner_.reset();                 // kills and reaps every child
+}
+
+boost::asio::thread_pool& Executor::Blocking() {
+  std::lock_guard lock(blocking_mu_);
+  if (!blocking_) blocking_ = std::make_unique<boost::asio::thread_pool>(2);
+  return *blocking_;
 }
 
 // ---- admission ---------------------------------------------------------------------------
@@ -349,6 +359,7 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
     if (auto st = AcceptLease(&*request.lease, resource); !st) {
       return Finish(job, ErrorResult(command_id, st.error()));
     }
+    if (tick_listener_) tick_listener_();  // its lease is judged at every tick from now on
   }
   std::weak_ptr<Inflight> weak = job;
   job->external = cancel.OnCancel([weak](const std::string& reason) {
@@ -361,7 +372,7 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   if (def.kind == ToolKind::kSessionInput || def.kind == ToolKind::kSessionSignal) {
     // Never blocks (a full stdin queue is refused); on the blocking-work pool like the file
     // tools (never the caller's thread; the destructor joins the pool before members go).
-    boost::asio::post(*blocking_, [this, job, rules, &def, request = std::move(request)] {
+    boost::asio::post(Blocking(), [this, job, rules, &def, request = std::move(request)] {
       if (job->source.cancelled()) {
         return Finish(job, CancelledBeforeStart(request.command_id, job->source));
       }
@@ -373,7 +384,7 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   }
   // File tools and sysinfo: on the blocking-work pool, never on the caller's (door's) thread.
   // `rules` keeps `def` alive; the job's cancel source reaches the file walk.
-  boost::asio::post(*blocking_, [this, job, rules, &def, ctx, request = std::move(request),
+  boost::asio::post(Blocking(), [this, job, rules, &def, ctx, request = std::move(request),
                                  workspace = std::move(*workspace)] {
     if (job->source.cancelled()) {
       return Finish(job, CancelledBeforeStart(request.command_id, job->source));
@@ -900,7 +911,9 @@ Result<SandboxInfo> Executor::Spawn(const SpawnRequest& request, const Lease* le
   }
   if (auto st = AcceptLease(lease, req.id); !st) return std::unexpected(st.error());
   if (req.runtime_id.empty()) req.runtime_id = req.provider + "-" + req.id;
-  return registry_->Spawn(req);
+  auto spawned = registry_->Spawn(req);
+  if (spawned && spawned->expires_at && tick_listener_) tick_listener_();  // a TTL to watch
+  return spawned;
 }
 
 Result<SandboxInfo> Executor::Destroy(std::string_view sandbox_id, const Lease* lease) {
@@ -1148,6 +1161,30 @@ size_t Executor::Tick(Clock::WallTime now) {
   }
   (void)idempotency_->Prune();
   return cancelled;
+}
+
+Executor::TickPlan Executor::NextTick() const {
+  TickPlan plan;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, job] : inflight_) {
+      if (job->has_lease) {
+        plan.leased_work = true;
+        break;
+      }
+    }
+  }
+  auto live = registry_->List(false);
+  if (!live) {
+    plan.sandbox_expiry = clock_.Now();  // look again at the next tick_interval
+    return plan;
+  }
+  for (const auto& sb : *live) {
+    if (sb.expires_at && (!plan.sandbox_expiry || *sb.expires_at < *plan.sandbox_expiry)) {
+      plan.sandbox_expiry = sb.expires_at;
+    }
+  }
+  return plan;
 }
 
 }  // namespace edge::sandbox

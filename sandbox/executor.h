@@ -46,6 +46,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/timer_queue.h"
 #include "sandbox/cancel.h"
 #include "sandbox/command_journal.h"
 #include "sandbox/executor_api.h"
@@ -151,6 +152,24 @@ class Executor final : public ExecutorApi {
   // lease expired unrenewed, destroys sandboxes whose TTL ran out, and prunes the idempotency
   // window. Returns how many running commands it cancelled for expired leases.
   size_t Tick(Clock::WallTime now);
+  // What the next Tick has to watch, so that the host ticks only when there is work (issue
+  // 14: an idle agent never wakes for a tick). `leased_work`: a running command holds a
+  // lease (its expiry, which renewals move, is judged at each tick); `sandbox_expiry`: the
+  // earliest expiry of a live sandbox with a TTL. Neither: nothing is due (the idempotency
+  // window needs no prompt tick: Lookup ignores entries past their age, Record evicts by
+  // count). Errors reading the registry count as "a sandbox may expire now".
+  struct TickPlan {
+    bool leased_work = false;
+    std::optional<Clock::WallTime> sandbox_expiry;
+  };
+  TickPlan NextTick() const;
+  // Called when work Tick watches is added — a command admitted with a lease, a sandbox
+  // spawned — on the thread adding it, with no executor lock held; it must not block. Set
+  // once, before the executor is used.
+  void SetTickListener(std::function<void()> listener) { tick_listener_ = std::move(listener); }
+  // The executor's timers (on the injected clock): its host schedules its tick here too, so
+  // the tick needs no thread of its own.
+  TimerQueue& timers() { return *timers_; }
 
   // Replaces the config tools and security contexts (a PushConfig, design.md §2: the edge
   // door applies config deltas). The next invocation uses the new rules; running ones keep
@@ -238,6 +257,11 @@ class Executor final : public ExecutorApi {
   std::unique_ptr<TimerQueue> timers_;
   std::unique_ptr<ProcessRunner> runner_;
   std::string default_workspace_;
+  std::function<void()> tick_listener_;
+  // The pool for blocking work (file tools, sysinfo, session input): started at its first
+  // use, so an agent that never runs such a tool has no threads waiting for it.
+  boost::asio::thread_pool& Blocking();
+  std::mutex blocking_mu_;
 
   mutable std::mutex mu_;
   uint64_t next_job_ = 1;
@@ -260,7 +284,8 @@ class Executor final : public ExecutorApi {
   std::map<std::string, std::vector<InvokeResult>> interrupted_;  // door → RecoverInterrupted
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);         // timers check it before running
   std::atomic<uint64_t> result_store_failures_{0};
-  // File tools and sysinfo run here, never on a door's thread (joined by the destructor).
+  // File tools and sysinfo run here, never on a door's thread (joined by the destructor);
+  // made by Blocking() at its first use (guarded by blocking_mu_).
   std::unique_ptr<boost::asio::thread_pool> blocking_;
   std::mutex logs_mu_;
   std::map<std::string, std::shared_ptr<LogBuffer>> logs_;

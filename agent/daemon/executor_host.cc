@@ -1,5 +1,6 @@
 #include "agent/daemon/executor_host.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <future>
 
@@ -42,8 +43,8 @@ Status ExecutorHost::Start() {
         }
       }
     });
-  tick_timer_ = std::make_unique<TimerQueue>(clock_);
-  ScheduleTick();
+  executor_->SetTickListener([this] { TickSoon(); });
+  ScheduleTickLocked();
   log::Get("daemon")->info("executor ready: {} tool(s), provider {}, {} I/O threads",
                            executor_->Tools().size(), executor_->options().provider, pool_.size());
   const std::string isolation = executor_->isolation();
@@ -55,10 +56,33 @@ Status ExecutorHost::Start() {
   return OkStatus();
 }
 
-void ExecutorHost::ScheduleTick() {
+std::chrono::milliseconds ExecutorHost::NextTickDelayLocked() const {
+  const sandbox::Executor::TickPlan plan = executor_->NextTick();
+  if (plan.leased_work) return options_.tick_interval;
+  auto delay = options_.idle_tick_interval;
+  if (plan.sandbox_expiry) {
+    auto until = std::chrono::ceil<std::chrono::milliseconds>(*plan.sandbox_expiry - clock_.Now());
+    // Not sooner than tick_interval: a sandbox that could not be destroyed is retried at that
+    // pace, not in a tight loop.
+    delay = std::max(options_.tick_interval, std::min(until, delay));
+  }
+  return delay;
+}
+
+void ExecutorHost::ScheduleTickLocked() {
+  TimerQueue& timers = executor_->timers();
+  if (tick_timer_ != 0) timers.Cancel(tick_timer_);
   boost::asio::io_context* io = io_.get();
-  tick_timer_->After(options_.tick_interval,
-                     [this, io] { boost::asio::post(*io, [this] { RunTick(); }); });
+  tick_timer_ = timers.After(NextTickDelayLocked(),
+                             [this, io] { boost::asio::post(*io, [this] { RunTick(); }); });
+}
+
+void ExecutorHost::TickSoon() {
+  // Called by the executor (no executor lock held) on a door's thread: the tick itself runs
+  // on the I/O pool like every other, and it schedules the next from the new plan.
+  std::lock_guard lock(mu_);
+  if (stopping_ || !executor_) return;
+  boost::asio::post(*io_, [this] { RunTick(); });
 }
 
 void ExecutorHost::RunTick() {
@@ -69,7 +93,7 @@ void ExecutorHost::RunTick() {
   if (cancelled > 0) {
     log::Get("daemon")->warn("{} command(s) stopped: their lease expired unrenewed", cancelled);
   }
-  ScheduleTick();
+  ScheduleTickLocked();
 }
 
 void ExecutorHost::Stop() {
@@ -82,8 +106,13 @@ void ExecutorHost::Stop() {
     ex = executor_.get();
     grace = executor_->options().kill_grace;
   }
-  // No tick after this (its thread joined; a tick already posted sees stopping_).
-  if (tick_timer_) tick_timer_->Stop();
+  // No tick after this: a pending one is cancelled (the executor's timers stop with it), one
+  // already posted sees stopping_.
+  {
+    std::lock_guard lock(mu_);
+    if (tick_timer_ != 0) ex->timers().Cancel(tick_timer_);
+    tick_timer_ = 0;
+  }
   // Cancel at once; a child gets SIGTERM, then SIGKILL after kill_grace.
   auto idle = std::make_shared<std::promise<void>>();
   auto done = idle->get_future();
@@ -104,8 +133,7 @@ void ExecutorHost::Stop() {
     owned = std::move(executor_);
   }
   owned.reset();  // kills and reaps whatever is left (without the io_context)
-  tick_timer_.reset();
-  io_.reset();  // drops handlers still queued for the old executor
+  io_.reset();    // drops handlers still queued for the old executor
 }
 
 std::map<std::string, std::string> ExecutorHost::Details() const {

@@ -1,9 +1,13 @@
 // ExecutorHost: the daemon's Service that owns the process's boost::asio::io_context, the
 // small thread pool that runs it (design.md §4: 2 threads) and the sandbox::Executor built
-// from the config (ExecutorOptionsFromConfig). It drives the executor's periodic Tick(now)
-// every tick_interval of the injected clock (a TimerQueue; the tick itself runs on the I/O
-// pool) — lease expiry, sandbox TTLs, idempotency window — and applies pushed
-// configs (ApplyConfig). Registered first, so the doors that use the executor stop before it.
+// from the config (ExecutorOptionsFromConfig). It drives the executor's Tick(now) — lease
+// expiry, sandbox TTLs, idempotency window — on the executor's TimerQueue (no thread of its
+// own; the tick itself runs on the I/O pool) and only when there is work (issue 14): every
+// tick_interval while a running command holds a lease, at the earliest sandbox expiry, and
+// otherwise once per idle_tick_interval (the idempotency window's age prune, and a bound on
+// anything missed). Work the tick watches (a leased command, a sandbox with a TTL) brings the
+// next tick forward at once (Executor::SetTickListener). It applies pushed configs
+// (ApplyConfig). Registered first, so the doors that use the executor stop before it.
 // Stop cancels what still runs (SIGTERM to each group, SIGKILL after sandbox.kill_grace),
 // waits for it to end (bounded), then joins the pool. Thread-safe.
 #pragma once
@@ -30,7 +34,10 @@ class ExecutorHost final : public Service {
  public:
   struct Options {
     size_t threads = 2;
+    // While a running command holds a lease: its expiry is judged this often.
     std::chrono::milliseconds tick_interval{std::chrono::seconds(1)};
+    // With nothing to watch (the idle agent): one tick this often.
+    std::chrono::milliseconds idle_tick_interval{std::chrono::minutes(10)};
   };
 
   ExecutorHost(config::AgentConfig config, std::string version, Clock& clock, Options options);
@@ -54,10 +61,14 @@ class ExecutorHost final : public Service {
   Status Reconfigure(const config::AgentConfig& config) override { return ApplyConfig(config); }
 
  private:
-  // Schedules the next tick (mu_ held).
-  void ScheduleTick();
-  // One tick, on the I/O pool.
+  // Schedules the next tick when the executor's plan says (mu_ held), replacing a pending one.
+  void ScheduleTickLocked();
+  // How long until the next tick, from the executor's plan (mu_ held).
+  std::chrono::milliseconds NextTickDelayLocked() const;
+  // One tick, on the I/O pool; then the next one is scheduled.
   void RunTick();
+  // Executor::SetTickListener: a tick at once, which schedules the next one from the new plan.
+  void TickSoon();
 
   config::AgentConfig config_;
   std::string version_;
@@ -68,9 +79,9 @@ class ExecutorHost final : public Service {
   std::unique_ptr<boost::asio::io_context> io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> pool_;
-  std::unique_ptr<TimerQueue> tick_timer_;
   std::unique_ptr<sandbox::Executor> executor_;
-  uint64_t ticks_ = 0;  // periodic checks run so far (status: executor.ticks)
+  TimerQueue::TimerId tick_timer_ = 0;  // the pending tick on executor_->timers()
+  uint64_t ticks_ = 0;                  // periodic checks run so far (status: executor.ticks)
   bool stopping_ = false;
 };
 
