@@ -41,7 +41,7 @@ ComputeMember::ComputeMember(config::ComputeConfig config, MemberDeps deps, Memb
                 .backing_off =
                     [this](milliseconds delay) {
                       std::lock_guard lock(mu_);
-                      status_.state = "backoff";
+                      SetStateLocked("backoff");
                       status_.last_backoff = delay;
                       log::Get("compute")->info("compute: reconnecting to {} in {} ms",
                                                 deps_.address, delay.count());
@@ -49,7 +49,7 @@ ComputeMember::ComputeMember(config::ComputeConfig config, MemberDeps deps, Memb
                 .ended =
                     [this] {
                       std::lock_guard lock(mu_);
-                      status_.state = "stopped";
+                      SetStateLocked("stopped");
                     },
             }) {
   anchor_->member = this;
@@ -92,7 +92,7 @@ void ComputeMember::Stop() {
     anchor_->member = nullptr;
   }
   std::lock_guard lock(mu_);
-  status_.state = "stopped";
+  SetStateLocked("stopped");
 }
 
 MemberStatus ComputeMember::status() const {
@@ -121,7 +121,7 @@ ReconnectLoop::Next ComputeMember::Attempt() {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return ReconnectLoop::Next::kExit;
-    status_.state = "connecting";
+    SetStateLocked("connecting");
   }
   auto token = deps_.token();
   if (!token) {
@@ -178,7 +178,7 @@ void ComputeMember::OpenStreamLocked(const std::string& token) {
   };
   stream_ = StartComputeStream(*stub_, token, std::move(cb));
   ++status_.attempts;
-  status_.state = "connecting";
+  SetStateLocked("connecting");
 
   JoinEvent join;
   join.id = NewUuidV4();
@@ -248,7 +248,7 @@ bool ComputeMember::OnEvent(uint64_t gen, io::cloudevents::v1::CloudEvent event)
       if (!greet->joined_legal_entity_id.empty()) {
         status_.legal_entity_id = greet->joined_legal_entity_id;
       }
-      status_.state = "joined";
+      SetStateLocked("joined");
       ++status_.joins;
       status_.joined_at_ms = ToEpochMillis(deps_.clock.Now());
       status_.last_error.clear();
@@ -354,6 +354,12 @@ void ComputeMember::OnKeepAlive(uint64_t gen) {
   if (SendLocked(gen, kKeepAliveEvent, ToJson(k))) {
     status_.last_keepalive_sent_ms = ToEpochMillis(deps_.clock.Now());
   }
+}
+
+void ComputeMember::SetStateLocked(std::string_view state) {
+  if (status_.state == state) return;
+  status_.state = state;
+  if (deps_.status_changed) deps_.status_changed();
 }
 
 }  // namespace edge::compute

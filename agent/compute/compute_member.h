@@ -53,6 +53,10 @@ struct MemberDeps {
   std::string address;  // for logs and status
   // The bearer token, read when a stream is opened (compute.token_file).
   std::function<Result<std::string>()> token;
+  // Called when the state changes (connecting, joined, ...), so the daemon's status file
+  // shows it at once; may be called with the member's lock held: must not block nor call
+  // back into the member. Optional.
+  std::function<void()> status_changed;
 };
 
 struct MemberOptions {
@@ -115,6 +119,8 @@ class ComputeMember {
   // Queues a body on the stream `gen` (false when that stream is gone). Locked: mu_ held.
   bool SendLocked(uint64_t gen, std::string_view type, const nlohmann::json& body);
   bool StreamUpLocked() const;
+  // status_.state = `state`, and status_changed when it differs.
+  void SetStateLocked(std::string_view state);
 
   // What executor callbacks reach the member through: Stop() clears it, so a call that
   // finishes after the member is gone finds nobody to answer.

@@ -16,7 +16,10 @@
 namespace edge::daemon {
 
 AgentDaemon::AgentDaemon(config::AgentConfig config, DaemonOptions options, Clock& clock)
-    : config_(std::move(config)), options_(std::move(options)), clock_(clock) {}
+    : config_(std::move(config)), options_(std::move(options)), clock_(clock) {
+  if (!options_.notify) options_.notify = [](std::string_view s) { SdNotify(s); };
+  services_.SetStatusListener([this] { StatusChanged(); });
+}
 
 AgentDaemon::~AgentDaemon() {
   services_.StopAll();
@@ -29,7 +32,8 @@ void AgentDaemon::WriteStatus(const std::string& state) {
   s.node_id = config_.node_id;
   s.started_at_ms = started_at_ms_;
   s.updated_at_ms = ToEpochMillis(clock_.Now());
-  s.update_interval_ms = options_.status_interval.count();
+  s.update_interval_ms =
+      (liveness_interval_.count() > 0 ? liveness_interval_ : options_.status_interval).count();
   s.state = state;
   s.services = services_.Snapshot();
   if (auto st = WriteStatusFile(config_.data_dir, s); !st) {
@@ -44,6 +48,10 @@ void AgentDaemon::RequestExit(const std::string& reason) {
   }
   // Every thread blocks SIGTERM; the process-directed signal waits for Run's sigwait.
   ::kill(::getpid(), SIGTERM);
+}
+
+void AgentDaemon::StatusChanged() {
+  if (!status_changed_.exchange(true)) waiter_.Wake();
 }
 
 namespace {
@@ -105,28 +113,72 @@ void AgentDaemon::Reload() {
   services_.ReloadAll();  // certificates (the worker RPC server's TLS)
 }
 
-int AgentDaemon::Run() {
+void AgentDaemon::Start() {
   auto log = log::Get("daemon");
   started_at_ms_ = ToEpochMillis(clock_.Now());
   log->info("edge-agent {} starting: node {}, data_dir {}", options_.version, config_.node_id,
             config_.data_dir);
+  liveness_interval_ = options_.status_interval;
+  if (options_.watchdog_from_environment && !options_.watchdog) {
+    options_.watchdog = SdWatchdogInterval();
+  }
+  if (options_.watchdog) {
+    feed_interval_ = std::chrono::duration_cast<std::chrono::milliseconds>(*options_.watchdog / 2);
+    liveness_interval_ = std::min(liveness_interval_, *feed_interval_);
+  }
   WriteStatus("starting");
   size_t failed = services_.StartAll();
   if (failed > 0) log->warn("{} service(s) failed to start; running without them", failed);
+  // What the services notified while starting is in this write.
+  status_changed_ = false;
   WriteStatus("running");
-  SdNotify("READY=1");
+  last_write_ = last_feed_ = clock_.Monotonic();
+  options_.notify("READY=1");
   log->info("edge-agent running (pid {})", ::getpid());
+}
 
-  auto interval = options_.status_interval;
-  if (auto wd = SdWatchdogInterval(); wd) {
-    interval = std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(*wd / 2));
+std::chrono::milliseconds AgentDaemon::Turn() {
+  auto log = log::Get("daemon");
+  bool changed = status_changed_.exchange(false);
+  if (auto retry = services_.NextRetry(); retry && *retry <= clock_.Monotonic()) {
+    services_.RetryFailed();
+    changed = true;  // started, or failed again with a new retry time
   }
-  bool withholding_watchdog = false;
+  auto now = clock_.Monotonic();
+  if (changed || now - last_write_ >= liveness_interval_) {
+    WriteStatus("running");
+    last_write_ = now;
+  }
+  if (feed_interval_ && now - last_feed_ >= *feed_interval_) {
+    last_feed_ = now;
+    // The watchdog is fed only while every service works or legitimately waits: a wedged
+    // stream stops feeding it and systemd restarts the agent (WatchdogSec=).
+    if (auto stuck = services_.FirstStuck(ToEpochMillis(clock_.Now()))) {
+      if (!withholding_watchdog_) log->error("not feeding the watchdog: {}", *stuck);
+      withholding_watchdog_ = true;
+    } else {
+      if (withholding_watchdog_) log->info("service healthy again: feeding the watchdog");
+      withholding_watchdog_ = false;
+      options_.notify("WATCHDOG=1");
+    }
+  }
+  Clock::MonoTime next = last_write_ + liveness_interval_;
+  if (feed_interval_) next = std::min(next, last_feed_ + *feed_interval_);
+  if (auto retry = services_.NextRetry()) next = std::min(next, *retry);
+  // Rounded up: waking a little early would only mean a second, empty turn.
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::ceil<std::chrono::milliseconds>(next - now));
+}
+
+int AgentDaemon::Run() {
+  auto log = log::Get("daemon");
+  Start();
   while (true) {
-    auto sig = WaitForTerminationSignal(interval);
+    auto sig = waiter_.Wait(Turn());
     if (sig && *sig == SIGHUP) {
       log->info("SIGHUP received: reloading");
       Reload();
+      status_changed_ = true;
       continue;
     }
     if (sig) {
@@ -142,20 +194,8 @@ int AgentDaemon::Run() {
       }
       break;
     }
-    services_.RetryFailed();
-    WriteStatus("running");
-    // The watchdog is fed only while every service works or legitimately waits: a wedged
-    // stream stops feeding it and systemd restarts the agent (WatchdogSec=).
-    if (auto stuck = services_.FirstStuck(ToEpochMillis(clock_.Now()))) {
-      if (!withholding_watchdog) log->error("not feeding the watchdog: {}", *stuck);
-      withholding_watchdog = true;
-    } else {
-      if (withholding_watchdog) log->info("service healthy again: feeding the watchdog");
-      withholding_watchdog = false;
-      SdNotify("WATCHDOG=1");
-    }
   }
-  SdNotify("STOPPING=1");
+  options_.notify("STOPPING=1");
   WriteStatus("stopping");
   services_.StopAll();
   ::unlink(StatusFilePath(config_.data_dir).c_str());

@@ -90,6 +90,7 @@ Status ComputeService::Start() {
       .channel = *channel,
       .address = config_.compute.address,
       .token = [token_file] { return ReadToken(token_file); },
+      .status_changed = [this] { NotifyStatusChanged(); },
   };
   auto member = compute::ComputeMember::Create(config_.compute, std::move(deps), {});
   if (!member) return std::unexpected(member.error());

@@ -43,6 +43,7 @@ Status EdgeService::Start() {
       .controller = *address,
       .apply_config = [this](const config::AgentConfig& c) { return host_.ApplyConfig(c); },
       .request_exit = request_exit_,
+      .status_changed = [this] { NotifyStatusChanged(); },
   };
   agentedge::SessionOptions options;
   options.agent_version = version_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -35,6 +36,22 @@ class Service {
   // (backing off, enrollment pending). The daemon feeds systemd's watchdog only while no
   // service is stuck, so a wedged agent is restarted. Default: never stuck.
   virtual std::optional<std::string> Stuck(int64_t /*now_ms*/) const { return std::nullopt; }
+
+  // Set by the registry when the service is added (before Start): the daemon rewrites the
+  // status file only when something changed (and at its liveness interval), so a service
+  // calls NotifyStatusChanged() when what Details() shows changed in a way an operator
+  // should see at once — a stream's state, a member id, draining — from any thread, even
+  // with its own locks held (it never blocks). Counters (commands, heartbeats) need not: they
+  // are refreshed by the next liveness write.
+  void SetStatusListener(std::function<void()> listener) { status_listener_ = std::move(listener); }
+
+ protected:
+  void NotifyStatusChanged() const {
+    if (status_listener_) status_listener_();
+  }
+
+ private:
+  std::function<void()> status_listener_;
 };
 
 }  // namespace edge::daemon

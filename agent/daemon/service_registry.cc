@@ -24,8 +24,14 @@ ServiceRegistry::~ServiceRegistry() {
   StopAll();
 }
 
+void ServiceRegistry::SetStatusListener(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  status_listener_ = std::move(listener);
+}
+
 void ServiceRegistry::Add(std::unique_ptr<Service> service) {
   std::lock_guard lock(mu_);
+  if (status_listener_) service->SetStatusListener(status_listener_);
   ServiceStatus status{service->Name(), ServiceState::kRegistered, ""};
   entries_.push_back(Entry{std::move(service), std::move(status)});
 }
@@ -82,6 +88,16 @@ size_t ServiceRegistry::RetryFailed() {
     if (!StartLocked(e)) ++failed;
   }
   return failed;
+}
+
+std::optional<Clock::MonoTime> ServiceRegistry::NextRetry() const {
+  std::lock_guard lock(mu_);
+  std::optional<Clock::MonoTime> next;
+  for (const auto& e : entries_) {
+    if (e.status.state != ServiceState::kFailed) continue;
+    if (!next || e.next_retry < *next) next = e.next_retry;
+  }
+  return next;
 }
 
 void ServiceRegistry::StopAll() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,12 +37,17 @@ class ServiceRegistry {
   ServiceRegistry& operator=(const ServiceRegistry&) = delete;
   ~ServiceRegistry();
 
+  // Every service added from now on gets `listener` (Service::SetStatusListener); the daemon
+  // sets it before adding any.
+  void SetStatusListener(std::function<void()> listener);
   void Add(std::unique_ptr<Service> service);
   // Starts every registered service; returns how many failed to start.
   size_t StartAll();
   // Starts again each failed service whose backoff has passed; returns how many are still
-  // failed. Call periodically (the daemon does, with its status loop).
+  // failed. The daemon calls it when NextRetry() is due.
   size_t RetryFailed();
+  // When the earliest failed service is due to be started again; nullopt when none failed.
+  std::optional<Clock::MonoTime> NextRetry() const;
 
   static constexpr std::chrono::milliseconds kFirstRetry{1000};
   static constexpr std::chrono::milliseconds kMaxRetry{300000};
@@ -67,6 +73,7 @@ class ServiceRegistry {
   Clock& clock_;
   mutable std::mutex mu_;
   std::vector<Entry> entries_;
+  std::function<void()> status_listener_;
 };
 
 }  // namespace edge::daemon

@@ -39,7 +39,7 @@ EdgeSession::EdgeSession(config::AgentConfig config, SessionDeps deps, SessionOp
                 .backing_off =
                     [this](milliseconds delay) {
                       std::lock_guard lock(mu_);
-                      status_.state = "backoff";
+                      SetStateLocked("backoff");
                       status_.last_backoff = delay;
                       log::Get("edge")->info("reconnecting to {} in {} ms", deps_.controller,
                                              delay.count());
@@ -47,7 +47,7 @@ EdgeSession::EdgeSession(config::AgentConfig config, SessionDeps deps, SessionOp
                 .ended =
                     [this] {
                       std::lock_guard lock(mu_);
-                      status_.state = "stopped";
+                      SetStateLocked("stopped");
                     },
             }) {}
 
@@ -91,7 +91,7 @@ void EdgeSession::Stop() {
   timers_.Stop();
   dispatcher_->Detach();
   std::lock_guard lock(mu_);
-  status_.state = "stopped";
+  SetStateLocked("stopped");
 }
 
 std::optional<std::string> SessionStuck(const SessionStatus& s, int64_t now_ms) {
@@ -151,7 +151,7 @@ ReconnectLoop::Next EdgeSession::Attempt() {
     if (stopping_) return ReconnectLoop::Next::kExit;
     exit_now = shutdown_finished_;
     if (!exit_now) {
-      status_.state = "attesting";
+      SetStateLocked("attesting");
       ++status_.attempts;
     }
   }
@@ -331,7 +331,7 @@ void EdgeSession::OpenStreamLocked() {
   stream_ = StartEdgeStream(*stub_, token, std::move(cb));
   ++status_.streams;
   status_.stream_id = sid;
-  status_.state = "connected";
+  SetStateLocked("connected");
   status_.connected_since_ms = ToEpochMillis(deps_.clock.Now());
   // Scheduled before the Hello goes out, so the first heartbeat is due one interval after it.
   ScheduleHeartbeatLocked();
@@ -585,10 +585,18 @@ void EdgeSession::ConfigApplied(const config::AgentConfig& config, bool capabili
   status_.heartbeat_interval_secs = config_.cluster.heartbeat_interval_secs;
   if (interval_changed && StreamUpLocked()) ScheduleHeartbeatLocked();  // at once
   if (capabilities_changed && StreamUpLocked()) SendCapabilitiesLocked();
+  if (deps_.status_changed) deps_.status_changed();  // config_version
+}
+
+void EdgeSession::SetStateLocked(std::string_view state) {
+  if (status_.state == state) return;
+  status_.state = state;
+  if (deps_.status_changed) deps_.status_changed();
 }
 
 void EdgeSession::DrainRequested() {
   std::lock_guard lock(mu_);
+  if (deps_.status_changed) deps_.status_changed();  // draining: true
   // The acknowledgement: capabilities with agent.state = "draining".
   if (StreamUpLocked()) SendCapabilitiesLocked();
 }
@@ -597,7 +605,7 @@ void EdgeSession::ShutdownFinished() {
   std::lock_guard lock(mu_);
   shutdown_finished_ = true;
   loop_.SkipBackoff();  // a backoff wait ends at once: the next attempt exits
-  status_.state = "shutting_down";
+  SetStateLocked("shutting_down");
   if (StreamUpLocked()) {
     log::Get("edge")->info("shutdown: every command ended; closing edge stream {}", stream_id_);
     stream_->Finish();  // WritesDone once the queued results are written

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "agent/edge/command_dispatcher.h"
 #include "agent/edge/edge_stream.h"
@@ -61,6 +62,10 @@ struct SessionDeps {
   CommandDispatcher::ApplyConfig apply_config;
   // Asks the process to exit 0 (after a Shutdown command); must not block.
   std::function<void(const std::string& reason)> request_exit;
+  // Called when the state changes (connected, backoff, ...), a config is applied or a drain
+  // asked for, so the daemon's status file shows it at once; may be called with the
+  // session's lock held: must not block nor call back into the session. Optional.
+  std::function<void()> status_changed;
 };
 
 struct SessionOptions {
@@ -149,6 +154,8 @@ class EdgeSession final : public DispatcherHost {
 
   // All *Locked functions expect mu_ held.
   bool StreamUpLocked() const;
+  // status_.state = `state`, and status_changed when it differs.
+  void SetStateLocked(std::string_view state);
   bool SendLocked(aegis::cluster::v1::EdgeEvent event, EdgeStream::WriteCallback done = {});
   void SendResultLocked(const std::string& command_id,
                         const aegis::cluster::v1::EdgeResult& result);

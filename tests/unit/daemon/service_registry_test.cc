@@ -24,6 +24,7 @@ class FlakyService : public Service {
   }
   void Stop() override { ++stops; }
   std::optional<std::string> Stuck(int64_t) const override { return stuck; }
+  void Notify() const { NotifyStatusChanged(); }
   int starts = 0, stops = 0;
   std::optional<std::string> stuck;
 
@@ -100,6 +101,37 @@ TEST(ServiceRegistryTest, AFailedServiceIsRetriedWithBackoffAndTheOthersRun) {
   EXPECT_EQ(f->starts, 4);
   registry.StopAll();
   EXPECT_EQ(f->stops, 1);
+}
+
+// Issue 14: the daemon sleeps until the next retry instead of polling RetryFailed.
+TEST(ServiceRegistryTest, NextRetryIsTheEarliestFailedServicesRetry) {
+  ManualClock clock;
+  ServiceRegistry registry(clock);
+  registry.Add(std::make_unique<FlakyService>("executor", 0));
+  EXPECT_EQ(registry.StartAll(), 0u);
+  EXPECT_FALSE(registry.NextRetry().has_value()) << "nothing failed: nothing to wake for";
+  registry.Add(std::make_unique<FlakyService>("edge", 2));
+  const auto t0 = clock.Monotonic();
+  EXPECT_EQ(registry.StartAll(), 1u);
+  EXPECT_EQ(registry.NextRetry(), t0 + 1s);
+  clock.Advance(1s);
+  registry.RetryFailed();
+  EXPECT_EQ(registry.NextRetry(), t0 + 3s) << "1 s later, then 2 s after that";
+  clock.Advance(2s);
+  registry.RetryFailed();
+  EXPECT_FALSE(registry.NextRetry().has_value());
+}
+
+TEST(ServiceRegistryTest, EveryServiceAddedGetsTheStatusListener) {
+  ManualClock clock;
+  ServiceRegistry registry(clock);
+  int notified = 0;
+  registry.SetStatusListener([&] { ++notified; });
+  auto svc = std::make_unique<FlakyService>("edge", 0);
+  FlakyService* f = svc.get();
+  registry.Add(std::move(svc));
+  f->Notify();
+  EXPECT_EQ(notified, 1);
 }
 
 TEST(ServiceRegistryTest, TheBackoffIsCappedAtFiveMinutes) {
