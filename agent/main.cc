@@ -13,6 +13,7 @@
 #include "agent/daemon/compute_service.h"
 #include "agent/daemon/edge_service.h"
 #include "agent/daemon/executor_host.h"
+#include "agent/daemon/memory_trim.h"
 #include "agent/daemon/status_file.h"
 #include "agent/daemon/worker_rpc_service.h"
 #include "agent/edge/key_rotation.h"
@@ -89,6 +90,7 @@ int Enroll(const edge::cli::GlobalOptions& opts, const std::string& token,
 
 // `listen`: the worker RPC address from `--listen` (else worker.listen_addr; none = no door).
 int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
+  edge::daemon::LimitMallocArenas();  // before any thread (agent/daemon/memory_trim.h)
   edge::BlockTerminationSignals();
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "agent/daemon/memory_trim.h"
 #include "agent/daemon/sd_notify.h"
 #include "agent/daemon/status_file.h"
 #include "common/log.h"
@@ -146,8 +147,12 @@ std::chrono::milliseconds AgentDaemon::Turn() {
   }
   auto now = clock_.Monotonic();
   if (changed || now - last_write_ >= liveness_interval_) {
+    const bool liveness = now - last_write_ >= liveness_interval_;
     WriteStatus("running");
     last_write_ = now;
+    // What a burst of commands left free in malloc's arenas goes back to the system within
+    // one liveness interval of the agent going quiet (a no-op when little is held).
+    if (liveness) TrimFreeMemory();
   }
   if (feed_interval_ && now - last_feed_ >= *feed_interval_) {
     last_feed_ = now;
