@@ -8,7 +8,8 @@
 # It starts the real edge-controller and an enrolled edge-agent on loopback (gRPC port picked
 # at run time, temp dirs, default agent config apart from the join token), waits until the
 # node is connected and settled, then samples the agent for SECONDS:
-#   RSS, PSS    /proc/PID/smaps_rollup (Rss, Pss), at the end of the window;
+#   RSS, PSS    /proc/PID/smaps_rollup (Rss, Pss), at the end of the window (and the RSS at
+#               its start: after the commands, what the agent gave back meanwhile shows);
 #   threads     /proc/PID/status Threads, and each thread's name (/proc/PID/task/*/comm);
 #   CPU %       utime+stime of /proc/PID/stat (every thread, the exited ones too; not its
 #               children) over the window's wall time;
@@ -78,6 +79,15 @@ ctx_switches() {
 }
 kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
 threads() { awk '$1 == "Threads:" { print $2 }' "/proc/$1/status"; }
+# "tid name switches" for each thread of $1.
+per_thread() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    awk -v tid="${t##*/}" -v name="$(cat "$t/comm" 2>/dev/null)" \
+      '/^(voluntary|nonvoluntary)_ctxt_switches/ { s += $2 } END { print tid, name, s + 0 }' \
+      "$t/status" 2>/dev/null
+  done
+}
 thread_names() {
   cat /proc/"$1"/task/*/comm 2>/dev/null | sort | uniq -c |
     awk '{ n = $1; $1 = ""; sub(/^ /, ""); printf "%s%s x%d", sep, $0, n; sep = ", " }'
@@ -86,13 +96,16 @@ thread_names() {
 
 # sample LABEL: one window of $window s over the agent and the sleep baseline.
 sample() {
-  local label=$1 t0 t1 a_cpu0 a_cpu1 a_ctx0 a_ctx1 s_cpu0 s_cpu1 s_ctx0 s_ctx1
+  local label=$1 t0 t1 a_cpu0 a_cpu1 a_ctx0 a_ctx1 s_cpu0 s_cpu1 s_ctx0 s_ctx1 rss0
+  rss0=$(kb "$agent_pid" Rss)
   t0=$(date +%s%N)
+  per_thread "$agent_pid" >"$work/threads0"
   a_cpu0=$(cpu_ticks "$agent_pid") a_ctx0=$(ctx_switches "$agent_pid")
   s_cpu0=$(cpu_ticks "$sleep_pid") s_ctx0=$(ctx_switches "$sleep_pid")
   sleep "$window"
   t1=$(date +%s%N)
   a_cpu1=$(cpu_ticks "$agent_pid") a_ctx1=$(ctx_switches "$agent_pid")
+  per_thread "$agent_pid" >"$work/threads1"
   s_cpu1=$(cpu_ticks "$sleep_pid") s_ctx1=$(ctx_switches "$sleep_pid")
   local secs
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
@@ -100,6 +113,7 @@ sample() {
   printf "  %-22s %14s %14s %14s\n" "" "edge-agent" "target" "baseline sleep"
   awk -v a="$(kb "$agent_pid" Rss)" -v s="$(kb "$sleep_pid" Rss)" \
     'BEGIN { printf "  %-22s %10.1f MiB %10s MiB %10.1f MiB\n", "RSS", a / 1024, "<= 16", s / 1024 }'
+  awk -v a="$rss0" 'BEGIN { printf "  %-22s %10.1f MiB\n", "RSS at window start", a / 1024 }'
   awk -v a="$(kb "$agent_pid" Pss)" -v s="$(kb "$sleep_pid" Pss)" \
     'BEGIN { printf "  %-22s %10.1f MiB %10s MiB %10.1f MiB\n", "PSS", a / 1024, "<= 12", s / 1024 }'
   printf "  %-22s %14s %14s %14s\n" "threads" "$(threads "$agent_pid")" "<= 6" \
@@ -109,6 +123,11 @@ sample() {
   awk -v a=$((a_ctx1 - a_ctx0)) -v s=$((s_ctx1 - s_ctx0)) -v t="$secs" \
     'BEGIN { printf "  %-22s %14.1f %14s %14.1f\n", "wake-ups / min", 60 * a / t, "-", 60 * s / t }'
   echo "  agent threads: $(thread_names "$agent_pid")"
+  echo -n "  wake-ups / min by thread (tid name):"
+  awk -v t="$secs" 'NR == FNR { before[$1] = $3; next }
+    { n = 60 * ($3 - before[$1]) / t; if (n >= 0.05) printf " %s %s %.1f;", $1, $2, n }' \
+    "$work/threads0" "$work/threads1"
+  echo
 }
 
 # Settled: the first heartbeat and the outbox have had their turn.
