@@ -22,18 +22,19 @@
 # (default 4) at a time, so the agent sees concurrent commands as it would in use. Each CLI
 # call waits for its result (no --detach: detached commands pile up faster than the agent
 # takes them and are refused, which would measure the refusal path). After the last one it
-# waits SETTLE seconds (default 10) and samples the idle window again.
+# waits SETTLE seconds (default 40: each result's outbox entry is pruned by a timer 30 s after
+# its write, so the first 30 s after a burst still have work) and samples the idle window again.
 #
 # Usage: tests/bench/idle/idle_agent.sh BIN_DIR [SECONDS] [COMMANDS]
 #   BIN_DIR holds edge-agent and edge-controller (a Release build for meaningful figures);
 #   SECONDS (default 300) per idle window; COMMANDS (default 10000).
-#   Environment: PARALLEL (4), SETTLE (10), AGENT_ENV (extra VAR=VALUE words for the agent).
+#   Environment: PARALLEL (4), SETTLE (40), AGENT_ENV (extra VAR=VALUE words for the agent).
 set -euo pipefail
 bin=${1:?usage: idle_agent.sh BIN_DIR [SECONDS] [COMMANDS]}
 window=${2:-300}
 commands=${3:-10000}
 parallel=${PARALLEL:-4}
-settle=${SETTLE:-10}
+settle=${SETTLE:-40}
 AGENT=$(realpath "$bin/edge-agent")
 CTL=$(realpath "$bin/edge-controller")
 hz=$(getconf CLK_TCK)
