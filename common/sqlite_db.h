@@ -1,6 +1,6 @@
 // SqliteDb: the one SQLite layer of the agent and the controller (library `edge_sqlite`).
 // One connection to one database file: created 0600 (never through a symlink), WAL mode,
-// synchronous=FULL, foreign keys on, a busy timeout. Each component's schema is a list of
+// foreign keys on, a busy timeout. Each component's schema is a list of
 // numbered migrations whose applied versions are recorded in a `schema_migrations` table
 // (component, version). Statements are prepared once and cached; parameters bind as NULL,
 // INTEGER, TEXT (std::string) or BLOB (SqlBlob).
@@ -10,9 +10,22 @@
 // controller's `SqliteStore` owns its own). Thread-safe: one mutex guards the connection;
 // a Txn holds it for its whole lifetime, so code inside a Txn must use the Txn, never the
 // SqliteDb it came from. Other processes sharing the file serialize on BEGIN IMMEDIATE.
+//
+// Durability (group commit): a write (Exec, Txn::Commit) returns once it is on disk, as with
+// synchronous=FULL, but writers that commit at the same time share one fdatasync of the WAL:
+// the connection runs synchronous=NORMAL (a commit appends to the WAL without syncing it) and
+// each synced write then waits for a sync of the WAL file that started after its commit
+// (SyncWal; one runs at a time, and whoever finds none running starts the next, covering every
+// commit made so far). A write may be seen by readers of the file a moment before it is on
+// disk; nobody is told it is stored before it is. A write made with Durability::kRelaxed does
+// not wait: it survives a crash of the process at once and a power loss once any later synced
+// write (or a checkpoint) has synced the WAL — for bookkeeping whose loss repeats work that
+// is safe to repeat (see the callers).
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -78,6 +91,12 @@ auto ReadFirstRow(Result<std::vector<SqlRow>> rows, F read)
   return read(rows->front());
 }
 
+// Whether a write waits until it is on disk (see SqliteDb).
+enum class Durability {
+  kSynced,   // returns once the write is on disk (group commit)
+  kRelaxed,  // returns once committed; on disk with the next synced write or checkpoint
+};
+
 class SqliteDb {
  public:
   struct Options {
@@ -121,7 +140,7 @@ class SqliteDb {
                                       const std::vector<SqlParam>& params = {});
     // Rows changed by the last Exec.
     int64_t Changes() const;
-    Status Commit();
+    Status Commit(Durability durability = Durability::kSynced);
 
    private:
     friend class SqliteDb;
@@ -146,7 +165,8 @@ class SqliteDb {
   }
 
   // One statement in its own (autocommit) transaction.
-  Status Exec(std::string_view sql, const std::vector<SqlParam>& params = {});
+  Status Exec(std::string_view sql, const std::vector<SqlParam>& params = {},
+              Durability durability = Durability::kSynced);
   Result<std::vector<SqlRow>> Query(std::string_view sql, const std::vector<SqlParam>& params = {});
 
  protected:
@@ -162,8 +182,23 @@ class SqliteDb {
   Result<std::vector<SqlRow>> LockedRun(std::string_view sql, const std::vector<SqlParam>& params);
   Result<sqlite3_stmt*> LockedPrepare(std::string_view sql);
   Error DbError(std::string_view what) const;
+  // mu_ held, after a write committed: its sequence number for SyncWal.
+  uint64_t LockedCommitted() { return committed_.fetch_add(1) + 1; }
+  // Waits until the WAL has been synced after commit number `seq` (group commit); the error
+  // of the sync that should have covered it, if that failed. Called without mu_.
+  Status SyncWal(uint64_t seq);
+  // fdatasync of <path>-wal (and, the first time, of its directory).
+  Status SyncWalFile();
 
   std::mutex mu_;
+  std::atomic<uint64_t> committed_{0};  // writes committed (incremented under mu_)
+  std::mutex sync_mu_;                  // guards the group-commit state below
+  std::condition_variable sync_cv_;
+  bool syncing_ = false;
+  bool dir_synced_ = false;
+  uint64_t synced_ = 0;          // every commit up to this one is on disk
+  uint64_t failed_through_ = 0;  // the last failed sync was to cover commits up to this one
+  std::string sync_error_;
   sqlite3* db_ = nullptr;
   std::string path_;
   Options options_;
