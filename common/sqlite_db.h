@@ -154,13 +154,13 @@ class SqliteDb {
   // Runs `body(txn)` in a transaction and commits when it returns a value; an error it
   // returns (or a failed COMMIT) rolls everything back. `body` returns a Result or Status.
   template <typename F>
-  std::invoke_result_t<F&, Txn&> Transact(F&& body) {
+  std::invoke_result_t<F&, Txn&> Transact(F&& body, Durability durability = Durability::kSynced) {
     using R = std::invoke_result_t<F&, Txn&>;
     auto txn = Begin();
     if (!txn) return std::unexpected(txn.error());
     R r = body(*txn);
     if (!r) return r;  // ~Txn rolls back
-    if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+    if (auto st = txn->Commit(durability); !st) return std::unexpected(st.error());
     return r;
   }
 

@@ -177,8 +177,7 @@ Status Dispatcher::SendTo(const std::string& node_id, const pb::EdgeCommand& cmd
   return OkStatus();
 }
 
-Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
-                                       std::shared_ptr<CommandObserver> observer) {
+Result<Dispatcher::Prepared> Dispatcher::Prepare(const InvokeSpec& spec) {
   if (spec.tool.empty()) return MakeError(ErrorCode::kInvalidArgument, "tool is required");
   if (spec.deadline.count() < 0) {
     return MakeError(ErrorCode::kInvalidArgument,
@@ -194,21 +193,22 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
     return MakeError(ErrorCode::kUnavailable, "node " + spec.node_id + " is not connected");
   }
 
-  const std::string id = spec.command_id.empty() ? NewUuidV4() : spec.command_id;
-  CommandRecord rec{.command_id = id,
-                    .node_id = spec.node_id,
-                    .tool = spec.tool,
-                    .args_json = spec.args_json.empty() ? "{}" : spec.args_json,
-                    .security_context = spec.security_context,
-                    .deadline_ms = spec.deadline.count(),
-                    .state = kCommandDispatched,
-                    .created_at_ms = ToEpochMillis(clock_.Now())};
-  auto cmd = InvokeToolFor(rec, (*edge)->tenant_id, std::move(*args));
+  Prepared p{.rec = {.command_id = spec.command_id.empty() ? NewUuidV4() : spec.command_id,
+                     .node_id = spec.node_id,
+                     .tool = spec.tool,
+                     .args_json = spec.args_json.empty() ? "{}" : spec.args_json,
+                     .security_context = spec.security_context,
+                     .deadline_ms = spec.deadline.count(),
+                     .state = kCommandDispatched,
+                     .created_at_ms = ToEpochMillis(clock_.Now())},
+             .sink = std::move(*sink)};
+  auto cmd = InvokeToolFor(p.rec, (*edge)->tenant_id, std::move(*args));
   if (!cmd) return std::unexpected(cmd.error());
+  p.cmd = std::move(*cmd);
   // The node would refuse a larger message (and the controller could not send it): refuse it
   // here, before anything is stored. A message the node cannot take would end its stream at
   // every resend, so the node's own limit (its agent.max_message_bytes label) counts too.
-  const size_t size = cmd->ByteSizeLong();
+  const size_t size = p.cmd.ByteSizeLong();
   if (size > max_message_bytes_) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "InvokeTool for node " + spec.node_id + " would be " + std::to_string(size) +
@@ -222,27 +222,74 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
                          " bytes, above the node's edge.max_message_bytes (" +
                          std::to_string(node_limit) + " bytes); send smaller args");
   }
-  if (auto st = store_.InsertCommand(rec); !st) return std::unexpected(st.error());
+  return p;
+}
+
+Result<std::string> Dispatcher::SendStored(const Prepared& p,
+                                           std::shared_ptr<CommandObserver> observer) {
+  const std::string& id = p.rec.command_id;
   if (observer) {
     {
       std::lock_guard lock(mu_);
-      waiters_.emplace(id, Waiter{spec.node_id, observer});
+      waiters_.emplace(id, Waiter{p.rec.node_id, observer});
     }
     observer->OnAccepted(id);
   }
-  if (!(*sink)->Send(*cmd)) {
+  if (!p.sink->Send(p.cmd)) {
     // The stream ended between the lookup and the send: the command never left.
-    (void)store_.CompleteCommand(id, spec.node_id,
+    (void)store_.CompleteCommand(id, p.rec.node_id,
                                  {.outcome = "error",
                                   .error_code = "UNAVAILABLE",
                                   .message = "the node disconnected before the command was sent"},
                                  ToEpochMillis(clock_.Now()));
     if (observer) Unsubscribe(id, observer.get());
-    return MakeError(ErrorCode::kUnavailable, "node " + spec.node_id + " is not connected");
+    return MakeError(ErrorCode::kUnavailable, "node " + p.rec.node_id + " is not connected");
   }
-  log::Get("edge")->info("command {} → node {}: {}", id, log::Escape(spec.node_id),
-                         log::Escape(spec.tool));
+  log::Get("edge")->info("command {} → node {}: {}", id, log::Escape(p.rec.node_id),
+                         log::Escape(p.rec.tool));
   return id;
+}
+
+Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
+                                       std::shared_ptr<CommandObserver> observer) {
+  auto p = Prepare(spec);
+  if (!p) return std::unexpected(p.error());
+  if (auto st = store_.InsertCommand(p->rec); !st) return std::unexpected(st.error());
+  return SendStored(*p, std::move(observer));
+}
+
+std::vector<Result<std::string>> Dispatcher::InvokeMany(
+    const std::vector<InvokeSpec>& specs,
+    const std::vector<std::shared_ptr<CommandObserver>>& observers) {
+  std::vector<Result<std::string>> out;
+  out.reserve(specs.size());
+  std::vector<Prepared> ready;
+  std::vector<size_t> index;  // ready[k] is specs[index[k]]
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto p = Prepare(specs[i]);
+    if (!p) {
+      out.emplace_back(std::unexpected(p.error()));
+      continue;
+    }
+    out.emplace_back(std::string());
+    index.push_back(i);
+    ready.push_back(std::move(*p));
+  }
+  if (ready.empty()) return out;
+  std::vector<CommandRecord> recs;
+  recs.reserve(ready.size());
+  for (const auto& p : ready)
+    recs.push_back(p.rec);
+  if (auto st = store_.InsertCommands(recs); !st) {
+    for (size_t i : index)
+      out[i] = std::unexpected(st.error());
+    return out;
+  }
+  for (size_t k = 0; k < ready.size(); ++k) {
+    const size_t i = index[k];
+    out[i] = SendStored(ready[k], i < observers.size() ? observers[i] : nullptr);
+  }
+  return out;
 }
 
 void Dispatcher::Unsubscribe(const std::string& command_id, const CommandObserver* observer) {

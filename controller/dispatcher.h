@@ -98,6 +98,15 @@ class Dispatcher {
   // NOT_FOUND unknown node; FAILED_PRECONDITION revoked node; UNAVAILABLE "node N is not
   // connected" (nothing is persisted). `observer` (may be null) is subscribed before sending.
   Result<std::string> Invoke(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer);
+  // Invoke for many commands at once (a fleet command's parts): each spec is checked as Invoke
+  // checks it; the accepted ones are persisted in one transaction (one wait for the disk for
+  // all of them — a fleet of 10 000 nodes is not 10 000 synced commits), then each is sent.
+  // One result per spec, in order. A failure to store them (a duplicate command_id among
+  // them, a full disk) refuses every accepted spec with that error and stores none.
+  // `observers[i]` (missing or null = none) is subscribed to specs[i] before it is sent.
+  std::vector<Result<std::string>> InvokeMany(
+      const std::vector<InvokeSpec>& specs,
+      const std::vector<std::shared_ptr<CommandObserver>>& observers);
   void Unsubscribe(const std::string& command_id, const CommandObserver* observer);
 
   // Cancel a dispatched command: NOT_FOUND unknown; FAILED_PRECONDITION already completed;
@@ -127,6 +136,17 @@ class Dispatcher {
   Result<aegis::cluster::v1::EdgeCommand> InvokeToolFor(const CommandRecord& rec,
                                                         const std::string& tenant_id,
                                                         google::protobuf::Struct args);
+  // An InvokeTool that passed Invoke's checks, ready to be stored and sent.
+  struct Prepared {
+    CommandRecord rec;
+    aegis::cluster::v1::EdgeCommand cmd;
+    std::shared_ptr<CommandSink> sink;
+  };
+  // Invoke's checks, the command record and its InvokeTool; nothing is stored.
+  Result<Prepared> Prepare(const InvokeSpec& spec);
+  // After `p.rec` is stored: subscribes `observer` (may be null) and sends; a send that fails
+  // (the stream ended in between) completes the command UNAVAILABLE and refuses it.
+  Result<std::string> SendStored(const Prepared& p, std::shared_ptr<CommandObserver> observer);
   // Sends the node's commands that have no result yet again on `sink` (Attach).
   void ResendPending(const std::string& node_id, CommandSink& sink);
   // The node's stream, or NOT_FOUND / FAILED_PRECONDITION / UNAVAILABLE.

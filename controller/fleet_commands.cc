@@ -118,20 +118,31 @@ Result<FleetCommandView> FleetCommands::Invoke(const FleetInvokeSpec& spec,
   if (auto st = store_.InsertFleetCommand(rec); !st) return std::unexpected(st.error());
   if (hooks.planned) hooks.planned(rec);
 
+  // All parts in one go: their commands are stored in one transaction, then sent.
+  std::vector<InvokeSpec> specs;
+  std::vector<std::shared_ptr<CommandObserver>> observers;
+  specs.reserve(rec.parts.size());
+  observers.reserve(rec.parts.size());
+  for (const auto& part : rec.parts) {
+    specs.push_back({.node_id = part.node_id,
+                     .tool = spec.tool,
+                     .args_json = rec.args_json,
+                     .security_context = spec.security_context,
+                     .deadline = spec.deadline,
+                     .command_id = part.command_id});
+    observers.push_back(hooks.observer ? hooks.observer(part.node_id) : nullptr);
+  }
+  auto ids = dispatcher_.InvokeMany(specs, observers);
   size_t refused = 0;
-  for (auto& part : rec.parts) {
-    InvokeSpec one{.node_id = part.node_id,
-                   .tool = spec.tool,
-                   .args_json = rec.args_json,
-                   .security_context = spec.security_context,
-                   .deadline = spec.deadline,
-                   .command_id = part.command_id};
-    auto observer = hooks.observer ? hooks.observer(part.node_id) : nullptr;
-    auto id = fleet_.Invoke(one, std::move(observer));
-    if (id) continue;
+  for (size_t i = 0; i < rec.parts.size(); ++i) {
+    if (ids[i]) continue;
+    auto& part = rec.parts[i];
     ++refused;
-    part.error_code = std::string(ErrorCodeName(id.error().code));
-    part.error_message = id.error().message;
+    part.error_code = std::string(ErrorCodeName(ids[i].error().code));
+    part.error_message = ids[i].error().message;
+    log::Get("fleet")->warn("fleet command {}: node {} refused {}: {}", rec.fleet_id,
+                            log::Escape(part.node_id), log::Escape(spec.tool),
+                            log::Escape(part.error_message, 512));
     if (auto st = store_.SetFleetPartError(rec.fleet_id, part.node_id, part.error_code,
                                            part.error_message);
         !st) {

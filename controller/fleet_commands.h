@@ -13,9 +13,10 @@
 //     nothing is stored. A tenant-scoped call (the REST API) sees only that tenant's nodes.
 //   - the record: the fleet command (id, tenant, creator, selector, tool, args, deadline,
 //     creation time) and its parts (node id + command id) are stored in one transaction with
-//     the command ids minted up front, before any part is sent; then each part is sent. A part
-//     the dispatcher refuses (its node disconnected in between, args too large for that node)
-//     keeps the refusal as its error.
+//     the command ids minted up front, before any part is sent; then the parts' commands are
+//     stored together in one more transaction (Dispatcher::InvokeMany: one wait for the disk,
+//     not one per node) and each is sent. A part the dispatcher refuses (its node disconnected
+//     in between, args too large for that node) keeps the refusal as its error.
 //   - a part's state: `pending` (stored, not sent yet — or the controller stopped before it
 //     was sent), `running` (sent, no result yet), then the command's outcome: `ok` (with the
 //     tool's exit code), `error`, `timed_out`, `cancelled`. A refused part is `error` with the

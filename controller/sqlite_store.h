@@ -65,6 +65,7 @@ class SqliteStore final : public Store {
   Status PruneExpired(int64_t cutoff_ms) override;
 
   Status InsertCommand(const CommandRecord& command) override;
+  Status InsertCommands(const std::vector<CommandRecord>& commands) override;
   Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
                                const CommandOutcomeRecord& result, int64_t now_ms) override;
   Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) override;

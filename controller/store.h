@@ -342,6 +342,9 @@ class Store {
   // ---- commands ----------------------------------------------------------------------
   // ALREADY_EXISTS for a duplicate id.
   virtual Status InsertCommand(const CommandRecord& command) = 0;
+  // Every one in one transaction (one wait for the disk): all stored, or none and the error —
+  // ALREADY_EXISTS naming the first duplicate id.
+  virtual Status InsertCommands(const std::vector<CommandRecord>& commands) = 0;
   // Stores the first result of a command: true when this call stored it, false when the
   // command already had one (a duplicate delivery). NOT_FOUND for an unknown command;
   // PERMISSION_DENIED when the command was sent to another node.

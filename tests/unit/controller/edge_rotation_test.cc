@@ -273,6 +273,9 @@ class GatedStore final : public Store {
   }
   Status PruneExpired(int64_t c) override { return s_.PruneExpired(c); }
   Status InsertCommand(const CommandRecord& c) override { return s_.InsertCommand(c); }
+  Status InsertCommands(const std::vector<CommandRecord>& c) override {
+    return s_.InsertCommands(c);
+  }
   Result<bool> CompleteCommand(const std::string& id, const std::string& n,
                                const CommandOutcomeRecord& r, int64_t t) override {
     return s_.CompleteCommand(id, n, r, t);

@@ -260,5 +260,90 @@ TEST_F(FleetCommandsTest, ATenantSeesOnlyItsNodesAndItsFleetCommands) {
   EXPECT_EQ(by_id.error().message, "no live node matches selector \"node:b-1\"");
 }
 
+// Dispatcher::InvokeMany, the fleet command's path: what passes Invoke's checks is stored
+// together and sent; what does not is refused as Invoke would refuse it, spec by spec.
+class RecordingObserver : public CommandObserver {
+ public:
+  void OnAccepted(const std::string& id) override { accepted.push_back(id); }
+  void OnProgress(const pb::Chunk&) override {}
+  void OnResult(const CommandRecord& c) override { results.push_back(c.command_id); }
+  void OnNodeDisconnected(const std::string&) override {}
+  void OnNodeReconnected(const std::string&) override {}
+  std::vector<std::string> accepted;
+  std::vector<std::string> results;
+};
+
+TEST_F(FleetCommandsTest, InvokeManyStoresAndSendsTheAcceptedAndRefusesTheRestOneByOne) {
+  AddNode("web-1", "t1", "linux");
+  AddNode("web-2", "t1", "linux");
+  AddNode("web-off", "t1", "linux", /*connected=*/false);
+  streams_["web-2"]->refuse = true;  // its stream ends as the command is sent
+  auto watch = std::make_shared<RecordingObserver>();
+  const std::vector<InvokeSpec> specs = {
+      {.node_id = "web-1", .tool = "sysinfo", .command_id = "c-1"},
+      {.node_id = "ghost", .tool = "sysinfo", .command_id = "c-ghost"},
+      {.node_id = "web-off", .tool = "sysinfo", .command_id = "c-off"},
+      {.node_id = "web-1", .tool = "exec", .args_json = "[1]", .command_id = "c-bad"},
+      {.node_id = "web-2", .tool = "sysinfo", .command_id = "c-2"},
+      {.node_id = "web-1", .tool = "exec", .command_id = "c-3"},
+  };
+  auto ids = dispatcher_->InvokeMany(specs, {watch, nullptr, nullptr, nullptr, nullptr});
+  ASSERT_EQ(ids.size(), specs.size());
+  ASSERT_TRUE(ids[0]) << ids[0].error().ToString();
+  EXPECT_EQ(*ids[0], "c-1");
+  EXPECT_EQ(ids[1].error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(ids[1].error().message, "node ghost not found");
+  EXPECT_EQ(ids[2].error().code, ErrorCode::kUnavailable);
+  EXPECT_EQ(ids[2].error().message, "node web-off is not connected");
+  EXPECT_EQ(ids[3].error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ids[4].error().code, ErrorCode::kUnavailable) << "stored, then its send failed";
+  ASSERT_TRUE(ids[5]) << "fewer observers than specs: the rest have none";
+  EXPECT_EQ(*ids[5], "c-3");
+
+  EXPECT_EQ(watch->accepted, (std::vector<std::string>{"c-1"}));
+  ASSERT_EQ(streams_["web-1"]->sent.size(), 2u);
+  EXPECT_EQ(streams_["web-1"]->sent[0].invoke_tool().command_id(), "c-1");
+  EXPECT_EQ(streams_["web-1"]->sent[1].invoke_tool().command_id(), "c-3");
+  EXPECT_TRUE(streams_["web-off"]->sent.empty());
+  // Stored: the sent ones as dispatched, the one whose send failed with that as its result;
+  // nothing for the refusals.
+  for (const char* id : {"c-1", "c-3"}) {
+    auto c = store_->GetCommand(id);
+    ASSERT_TRUE(c && *c) << id;
+    EXPECT_EQ((*c)->state, kCommandDispatched);
+  }
+  auto failed = store_->GetCommand("c-2");
+  ASSERT_TRUE(failed && *failed);
+  EXPECT_EQ((*failed)->result.error_code, "UNAVAILABLE");
+  for (const char* id : {"c-ghost", "c-off", "c-bad"})
+    EXPECT_FALSE(*store_->GetCommand(id)) << id;
+  // The observer hears the result of its command.
+  Answer("web-1", "c-1", 0);
+  EXPECT_EQ(watch->results, (std::vector<std::string>{"c-1"}));
+}
+
+TEST_F(FleetCommandsTest, InvokeManyStoresNoneWhenOneOfThemCannotBeStored) {
+  AddNode("web-1", "t1", "linux");
+  AddNode("web-2", "t1", "linux");
+  ASSERT_TRUE(store_->InsertCommand({.command_id = "taken",
+                                     .node_id = "web-2",
+                                     .tool = "sysinfo",
+                                     .args_json = "{}",
+                                     .state = kCommandDispatched}));
+  auto ids =
+      dispatcher_->InvokeMany({{.node_id = "web-1", .tool = "sysinfo", .command_id = "new"},
+                               {.node_id = "web-2", .tool = "sysinfo", .command_id = "taken"}},
+                              {});
+  ASSERT_EQ(ids.size(), 2u);
+  for (const auto& id : ids) {
+    ASSERT_FALSE(id);
+    EXPECT_EQ(id.error().code, ErrorCode::kAlreadyExists);
+    EXPECT_EQ(id.error().message, "command taken already exists");
+  }
+  EXPECT_FALSE(*store_->GetCommand("new")) << "all or nothing";
+  EXPECT_TRUE(streams_["web-1"]->sent.empty());
+  EXPECT_TRUE(streams_["web-2"]->sent.empty());
+}
+
 }  // namespace
 }  // namespace edge::controller
