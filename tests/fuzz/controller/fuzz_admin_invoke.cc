@@ -81,7 +81,10 @@ struct World {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static World* world = new World();  // one store for the whole run (as the controller has)
+  // One store for the whole run (as the controller has); destroyed at exit (a static, not a
+  // leaked pointer), so its temp dir goes with it.
+  static World the_world;
+  World* world = &the_world;
   const std::string bytes(reinterpret_cast<const char*>(data), size);
 
   // The request: the bytes as an admin InvokeRequest, else the bytes as its args JSON.

@@ -48,7 +48,9 @@ std::string Take(std::string_view& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static World* w = new World();
+  // Destroyed at exit (a static, not a leaked pointer), so its temp dir goes with it.
+  static World world;
+  World* w = &world;
   std::string_view in(reinterpret_cast<const char*>(data), size);
   std::string command_id = Take(in);
   if (command_id.empty()) command_id = "cmd";
