@@ -2,7 +2,8 @@
 # one enrolled agent on loopback (tests/bench/edge/*.sh): config files in "$work", ports
 # picked by the kernel, logs at warn in $work/controller.log and $work/agent.log.
 #   start_pair CTL AGENT NODE [AGENT_YAML]  starts both, enrolls NODE, waits until connected;
-#                                           AGENT_YAML is appended to the agent's config
+#                                           AGENT_YAML is appended to the agent's config;
+#                                           PAIR_AGENT_ENV (VAR=VALUE words) goes to the agent
 #   ctl ARGS…                               runs the controller's CLI on that controller
 # Sets $ctl_pid and $agent_pid (stopped by local_run.sh's cleanup).
 ctl() { "$pair_ctl" --config "$work/controller.yaml" "$@"; }
@@ -31,7 +32,8 @@ log:
   level: warn
 $extra
 YAML
-  "$agent" --config "$work/agent.yaml" run 2>"$work/agent.log" &
+  # shellcheck disable=SC2086  # PAIR_AGENT_ENV is a list of VAR=VALUE words
+  env ${PAIR_AGENT_ENV:-} "$agent" --config "$work/agent.yaml" run 2>"$work/agent.log" &
   agent_pid=$!
   pair_connected() { ctl nodes --format json | grep -q '"connected":true'; }
   wait_for 30 pair_connected

@@ -43,32 +43,8 @@ source "$(dirname "$0")/../../../scripts/lib/local_run.sh" idle-bench
 sleep_pid=""
 trap '[[ -n "$sleep_pid" ]] && kill "$sleep_pid" 2>/dev/null; cleanup' EXIT
 
-cat >"$work/controller.yaml" <<YAML
-data_dir: $work/controller
-grpc:
-  listen: 127.0.0.1:0
-admin:
-  socket: $work/controller/admin.sock
-log:
-  level: warn
-YAML
-ctl() { "$CTL" --config "$work/controller.yaml" "$@"; }
-"$CTL" --config "$work/controller.yaml" serve 2>"$work/controller.log" &
-ctl_pid=$!
-wait_for 30 ctl status
-token=$(ctl token create --node bench-node --format json |
-  sed -n 's/.*"join_token":"\([^"]*\)".*/\1/p')
-cat >"$work/agent.yaml" <<YAML
-node_id: bench-node
-data_dir: $work/agent
-controller:
-  join_token: "$token"
-YAML
-# shellcheck disable=SC2086  # AGENT_ENV is a list of VAR=VALUE words
-env ${AGENT_ENV:-} "$AGENT" --config "$work/agent.yaml" run 2>"$work/agent.log" &
-agent_pid=$!
-connected() { ctl nodes --format json | grep -q '"connected":true'; }
-wait_for 30 connected
+source "$(dirname "$0")/../../../scripts/lib/local_pair.sh"
+PAIR_AGENT_ENV=${AGENT_ENV:-} start_pair "$CTL" "$AGENT" bench-node
 sleep infinity &
 sleep_pid=$!
 
@@ -137,7 +113,7 @@ sample "at start (connected, idle)"
 
 run_one() { ctl invoke --node bench-node --tool exec --arg command=/bin/true >/dev/null; }
 export -f run_one ctl
-export CTL work
+export pair_ctl work
 t0=$(date +%s%N)
 if ! seq "$commands" | xargs -P "$parallel" -I{} bash -c run_one 2>"$work/invoke.err"; then
   echo "idle_agent.sh: some commands failed: $(sort "$work/invoke.err" | uniq -c | head -5)" >&2

@@ -18,11 +18,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(ExecutorHostTest, TicksPeriodicallyAndSaysSoInItsDetails) {
-  edge::testing::TempDir dir("exec-host");
+// node-1's config with its data in `dir`.
+config::AgentConfig NodeConfig(const edge::testing::TempDir& dir) {
   config::AgentConfig config;
   config.node_id = "node-1";
   config.data_dir = dir.path();
+  return config;
+}
+
+TEST(ExecutorHostTest, TicksPeriodicallyAndSaysSoInItsDetails) {
+  edge::testing::TempDir dir("exec-host");
+  const config::AgentConfig config = NodeConfig(dir);
   ExecutorHost host(
       config, "test", SystemClock::Instance(),
       ExecutorHost::Options{.threads = 1, .tick_interval = 5ms, .idle_tick_interval = 5ms});
@@ -46,9 +52,7 @@ TEST(ExecutorHostTest, TicksPeriodicallyAndSaysSoInItsDetails) {
 // exactly one more tick, and nothing runs while it stands still.
 TEST(ExecutorHostTest, TicksFollowTheInjectedClock) {
   edge::testing::TempDir dir("exec-host");
-  config::AgentConfig config;
-  config.node_id = "node-1";
-  config.data_dir = dir.path();
+  const config::AgentConfig config = NodeConfig(dir);
   ManualClock clock;
   ExecutorHost host(
       config, "test", clock,
@@ -72,9 +76,7 @@ TEST(ExecutorHostTest, TicksFollowTheInjectedClock) {
 // it; then the executor is idle again.
 TEST(ExecutorHostTest, TicksOnlyWhenThereIsWork) {
   edge::testing::TempDir dir("exec-host");
-  config::AgentConfig config;
-  config.node_id = "node-1";
-  config.data_dir = dir.path();
+  const config::AgentConfig config = NodeConfig(dir);
   ManualClock clock;
   ExecutorHost host(
       config, "test", clock,
