@@ -32,8 +32,7 @@ Status CommandJournal::Admitted(const Entry& entry) {
 }
 
 Status CommandJournal::Finished(std::string_view command_id) {
-  return db_.Exec("DELETE FROM command_journal WHERE command_id = ?", {std::string(command_id)},
-                  Durability::kRelaxed);
+  return db_.Exec("DELETE FROM command_journal WHERE command_id = ?", {std::string(command_id)});
 }
 
 Result<std::vector<CommandJournal::Entry>> CommandJournal::Unfinished() const {

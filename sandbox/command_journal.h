@@ -31,10 +31,7 @@ class CommandJournal {
 
   // Records an admitted command (a repeat of the same id replaces the row).
   Status Admitted(const Entry& entry);
-  // Forgets a command whose result is stored. Not waited on to reach the disk
-  // (Durability::kRelaxed): should a power loss undo it, the row comes back at the next start
-  // and RecoverInterrupted delivers the command's stored result (synced before this), the same
-  // one, again — the controller keeps the first.
+  // Forgets a command whose result is stored.
   Status Finished(std::string_view command_id);
   // Every command admitted and not finished, oldest first.
   Result<std::vector<Entry>> Unfinished() const;

@@ -208,7 +208,6 @@ Result<std::optional<InvokeResult>> Executor::StoredResult(const std::string& co
   auto parsed = InvokeResult::FromJson(json::parse(**stored, nullptr, false));
   if (!parsed) return std::optional<InvokeResult>();
   parsed->replayed = true;
-  parsed->stored = true;
   return std::optional<InvokeResult>(std::move(*parsed));
 }
 
@@ -769,7 +768,6 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     // The payload is valid UTF-8 by construction; `replace` keeps a slip from throwing here.
     auto st = idempotency_->Record(
         job->command_id, result.ToJson().dump(-1, ' ', false, json::error_handler_t::replace));
-    result.stored = st.has_value();
     if (!st) {
       ++result_store_failures_;
       log::Get("sandbox")->error(
@@ -816,7 +814,7 @@ edge::Status Executor::RecoverInterrupted(const ProcessRunner::StaleReport& stal
     if (stored && stored->has_value()) {
       // It ended and its result was stored; only the journal entry was left.
       r = std::move(**stored);
-      r.replayed = false;  // (stored stays set)
+      r.replayed = false;
     } else {
       std::string process =
           "it had no process running (it was received but not started, or "
@@ -835,7 +833,6 @@ edge::Status Executor::RecoverInterrupted(const ProcessRunner::StaleReport& stal
                                 process + "; whatever it did before is not undone"});
       auto st = idempotency_->Record(
           e.command_id, r.ToJson().dump(-1, ' ', false, json::error_handler_t::replace));
-      r.stored = st.has_value();
       if (!st) {
         log->error("command {}: its AGENT_RESTARTED result could not be stored ({})",
                    log::Escape(e.command_id), st.error().ToString());

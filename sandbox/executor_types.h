@@ -85,9 +85,6 @@ struct InvokeResult {
   long peak_rss_kb = 0;
   std::string reason;     // why it was cancelled
   bool replayed = false;  // returned from the idempotency store, not run again
-  // On disk in the idempotency store (recorded by the executor, or replayed from it): a
-  // repeat of the command_id answers with it. Not serialised.
-  bool stored = false;
   // Refused because this command_id is running already (through any door): that run's one
   // result is the answer, this is not. Never stored.
   bool already_running = false;

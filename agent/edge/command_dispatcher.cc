@@ -123,7 +123,7 @@ std::shared_ptr<CommandDispatcher> CommandDispatcher::Create(sandbox::ExecutorAp
   // What the previous agent process left unfinished ends now, once, through the outbox
   // (sent when the stream is up), like any result.
   for (const auto& r : executor.TakeInterrupted(kDoor)) {
-    d->Complete(r.command_id, ToEdgeResult(r, std::nullopt), r.stored);
+    d->Complete(r.command_id, ToEdgeResult(r, std::nullopt));
   }
   return d;
 }
@@ -238,12 +238,9 @@ void CommandDispatcher::HandleOne(const pb::EdgeCommand& command) {
       "edge command ignored: it has no known kind (empty, or a kind this agent does not know)");
 }
 
-void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeResult& unfitted,
-                                 bool stored) {
+void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeResult& unfitted) {
   const pb::EdgeResult result = FitResult(command_id, unfitted, config().edge.max_message_bytes);
-  if (auto put =
-          outbox_.Put(command_id, result, stored ? Durability::kRelaxed : Durability::kSynced);
-      !put) {
+  if (auto put = outbox_.Put(command_id, result); !put) {
     log::Get("edge")->error(
         "command {}: the result could not be stored in the outbox ({}); "
         "sending it without a copy on disk",
@@ -387,7 +384,7 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
                            "sent again",
                            log::Escape(id));
                      }
-                     self->Complete(id, ToEdgeResult(r, deadline), r.stored);
+                     self->Complete(id, ToEdgeResult(r, deadline));
                    });
 }
 

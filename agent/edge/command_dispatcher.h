@@ -150,10 +150,7 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   void HandleDrain();
   void HandleShutdown(const aegis::cluster::v1::Shutdown& shutdown);
   // Stores the result in the outbox, forgets the command and hands the result to the host.
-  // `stored`: the executor has it on disk already (InvokeResult::stored), so the outbox row
-  // need not wait for the disk (OutboxStore::Put kRelaxed).
-  void Complete(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result,
-                bool stored = false);
+  void Complete(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   void WithHost(const std::function<void(DispatcherHost&)>& fn);
 
   sandbox::ExecutorApi& executor_;

@@ -60,8 +60,7 @@ Result<std::unique_ptr<OutboxStore>> OutboxStore::Open(const std::string& data_d
   return std::unique_ptr<OutboxStore>(new OutboxStore(std::move(*db), clock, options));
 }
 
-Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResult& result,
-                              Durability durability) {
+Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResult& result) {
   if (command_id.empty()) {
     return MakeError(ErrorCode::kInvalidArgument, "outbox: command_id must not be empty");
   }
@@ -95,7 +94,7 @@ Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResul
       return std::unexpected(st.error());
     }
   }
-  if (auto st = txn->Commit(durability); !st) return std::unexpected(st.error());
+  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
   for (const auto& id : dropped) {
     log::Get("edge")->warn(
         "outbox full ({} entries): dropped the undelivered result of command {} (oldest first)",
@@ -206,7 +205,7 @@ Result<std::optional<pb::EdgeResult>> OutboxStore::Get(const std::string& comman
 
 Status OutboxStore::MarkWritten(const std::string& command_id, const std::string& stream_id) {
   return db_->Exec("UPDATE edge_outbox SET stream_id = ?, written_ms = ? WHERE command_id = ?",
-                   {stream_id, ToEpochMillis(clock_.Now()), command_id}, Durability::kRelaxed);
+                   {stream_id, ToEpochMillis(clock_.Now()), command_id});
 }
 
 Result<size_t> OutboxStore::BlameStream(const std::string& stream_id,
@@ -237,7 +236,7 @@ Result<size_t> OutboxStore::PruneSettled(const std::string& stream_id) {
     return std::unexpected(st.error());
   }
   const auto n = static_cast<size_t>(txn->Changes());
-  if (auto st = txn->Commit(Durability::kRelaxed); !st) return std::unexpected(st.error());
+  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
   return n;
 }
 

@@ -57,12 +57,8 @@ class OutboxStore {
   }
 
   // Stores the result of `command_id`; false when one is already stored (the first is kept).
-  // INVALID_ARGUMENT for an empty command_id. kRelaxed when the result is on disk elsewhere
-  // already (the executor's idempotency store): should a power loss undo the outbox row, the
-  // controller still has the command without a result, sends it again when the node
-  // reconnects, and the executor answers with the stored result.
-  Result<bool> Put(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result,
-                   Durability durability = Durability::kSynced);
+  // INVALID_ARGUMENT for an empty command_id.
+  Result<bool> Put(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   // Every entry, oldest first.
   Result<std::vector<Entry>> All() const;
   // The entries to send again on a new stream, fewest failed attempts first, then oldest.
@@ -73,9 +69,7 @@ class OutboxStore {
   // deleted with an error logged; no controller could match its result.
   Result<std::vector<Entry>> TakeForResend(uint64_t max_result_bytes);
   Result<std::optional<aegis::cluster::v1::EdgeResult>> Get(const std::string& command_id) const;
-  // The write of `command_id` on `stream_id` completed now. Not waited on to reach the disk:
-  // undone by a power loss, the entry is sent again on the next stream (the controller
-  // de-duplicates by command_id).
+  // The write of `command_id` on `stream_id` completed now.
   Status MarkWritten(const std::string& command_id, const std::string& stream_id);
   // The controller ended the stream `stream_id` with a status that blames a message it got
   // (RESOURCE_EXHAUSTED: too large for it; INVALID_ARGUMENT: refused): one of the results on
@@ -85,8 +79,7 @@ class OutboxStore {
   // many entries were counted.
   Result<size_t> BlameStream(const std::string& stream_id, const std::string& in_flight);
   // Removes the entries written on `stream_id` at least `settle` ago. Call only while that
-  // stream is still up. Returns how many were removed. Not waited on to reach the disk (undone
-  // by a power loss, the entries are sent again; the controller de-duplicates).
+  // stream is still up. Returns how many were removed.
   Result<size_t> PruneSettled(const std::string& stream_id);
   Result<size_t> Size() const;
   const Options& options() const { return options_; }
