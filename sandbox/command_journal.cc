@@ -32,7 +32,8 @@ Status CommandJournal::Admitted(const Entry& entry) {
 }
 
 Status CommandJournal::Finished(std::string_view command_id) {
-  return db_.Exec("DELETE FROM command_journal WHERE command_id = ?", {std::string(command_id)});
+  return db_.Exec("DELETE FROM command_journal WHERE command_id = ?", {std::string(command_id)},
+                  Durability::kRelaxed);
 }
 
 Result<std::vector<CommandJournal::Entry>> CommandJournal::Unfinished() const {

@@ -31,7 +31,11 @@ class CommandJournal {
 
   // Records an admitted command (a repeat of the same id replaces the row).
   Status Admitted(const Entry& entry);
-  // Forgets a command whose result is stored.
+  // Forgets a command whose result is stored and delivered to its door. Not waited on to reach
+  // the disk (Durability::kRelaxed): should a power loss undo it, the row comes back at the
+  // next start and the command's stored result (synced before this) is delivered again, the
+  // same one; the door keeps the first. Call it only after everything the door must keep is
+  // written (Executor::Finish): a removal that survives implies that those writes did.
   Status Finished(std::string_view command_id);
   // Every command admitted and not finished, oldest first.
   Result<std::vector<Entry>> Unfinished() const;

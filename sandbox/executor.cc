@@ -775,12 +775,6 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
           "command_id would run it again",
           log::Escape(job->command_id), st.error().ToString());
     }
-    if (auto fin = journal_->Finished(job->command_id); !fin) {
-      log::Get("sandbox")->error(
-          "command {}: still in the command journal ({}); after a restart its stored result "
-          "is delivered again",
-          log::Escape(job->command_id), fin.error().ToString());
-    }
   }
   job->external.Reset();
   // The session ends with its command: out of the table, its stdin closed, no more signals.
@@ -800,6 +794,19 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     if (shutting_down_ && inflight_.empty()) waiters.swap(idle_waiters_);
   }
   if (done) done(std::move(result));
+  // The journal row goes only once the door has the result (the edge door's outbox row is
+  // written, synced, inside `done`). The removal does not wait for the disk: whatever ends the
+  // agent, either it is lost — the row comes back at the next start, which delivers the stored
+  // result again (the door keeps the first) — or it survives, and then so does everything the
+  // door wrote before it (the WAL is replayed as a prefix).
+  if (!job->command_id.empty()) {
+    if (auto fin = journal_->Finished(job->command_id); !fin) {
+      log::Get("sandbox")->error(
+          "command {}: still in the command journal ({}); after a restart its stored result "
+          "is delivered again",
+          log::Escape(job->command_id), fin.error().ToString());
+    }
+  }
   for (auto& w : waiters)
     w();
 }
@@ -840,7 +847,10 @@ edge::Status Executor::RecoverInterrupted(const ProcessRunner::StaleReport& stal
     }
     log->warn("command {}: {}", log::Escape(e.command_id),
               r.outcome == Outcome::kError ? r.error.message : "its stored result is delivered");
-    if (auto fin = journal_->Finished(e.command_id); !fin) return fin;
+    // A confirming door's row stays until the door has stored the result (ConfirmInterrupted).
+    if (!options_.confirming_doors.contains(e.door)) {
+      if (auto fin = journal_->Finished(e.command_id); !fin) return fin;
+    }
     std::lock_guard lock(mu_);
     interrupted_[e.door].push_back(std::move(r));
   }
@@ -851,6 +861,10 @@ std::vector<InvokeResult> Executor::TakeInterrupted(const std::string& door) {
   std::lock_guard lock(mu_);
   auto node = interrupted_.extract(door);
   return node.empty() ? std::vector<InvokeResult>{} : std::move(node.mapped());
+}
+
+edge::Status Executor::ConfirmInterrupted(const std::string& command_id) {
+  return journal_->Finished(command_id);
 }
 
 // ---- sandboxes and files -----------------------------------------------------------------

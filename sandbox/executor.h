@@ -181,6 +181,7 @@ class Executor final : public ExecutorApi {
 
   // AGENT_RESTARTED results made at Open for what the previous process left unfinished.
   std::vector<InvokeResult> TakeInterrupted(const std::string& door) override;
+  edge::Status ConfirmInterrupted(const std::string& command_id) override;
 
   // Tool names (advertised by the edge stream).
   std::vector<std::string> Tools() const override;

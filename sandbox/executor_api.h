@@ -55,6 +55,9 @@ class ExecutorApi {
   // without ending them (AGENT_RESTARTED, already stored for their command_ids), handed over
   // once: the door delivers them as it delivers any result.
   virtual std::vector<InvokeResult> TakeInterrupted(const std::string& door) = 0;
+  // A door of ExecutorOptions::confirming_doors has stored the interrupted result of
+  // `command_id` where it keeps results: its journal row goes now. Idempotent.
+  virtual edge::Status ConfirmInterrupted(const std::string& command_id) = 0;
 
   // The executor's drain state is the only one: new work is refused with DRAINING.
   virtual void Drain() = 0;

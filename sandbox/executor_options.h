@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,13 @@ struct ExecutorOptions {
   std::string pids_cgroup_root = "/sys/fs/cgroup/pids";  // "" = never use cgroup v1
   std::string cgroup2_root = "auto";  // ProcessRunner::Options::cgroup2_root; "" = never v2
   IdempotencyStore::Options idempotency;
+  // Doors that keep each interrupted result (TakeInterrupted) durably themselves and then
+  // call ConfirmInterrupted: their journal rows stay until that call, so an agent that dies
+  // again before the door stored a result finds the row, and delivers the same stored result,
+  // at its next start. Other doors' rows go at Open, once the result is recorded for
+  // idempotency (a repeat of the command_id answers with it). The daemon names the edge door
+  // (its outbox).
+  std::set<std::string> confirming_doors;
 };
 
 }  // namespace edge::sandbox

@@ -20,6 +20,9 @@ sandbox::ExecutorOptions ExecutorOptionsFromConfig(const config::AgentConfig& c,
   // The executor-wide cap is its own setting; each door passes its cap with each request.
   o.max_concurrent = static_cast<size_t>(std::max<int64_t>(c.sandbox.max_concurrent, 1));
   o.max_sessions = static_cast<size_t>(std::max<int64_t>(c.sandbox.max_sessions, 1));
+  // The edge door keeps every result in its outbox: an interrupted command's journal row
+  // stays until the outbox has its result (agentedge::CommandDispatcher::Create).
+  o.confirming_doors = {"edge"};
   for (const auto& [name, t] : c.tools) {
     o.tools[name] = sandbox::ToolConfig{t.command, t.timeout, t.security_context, t.interactive};
   }

@@ -121,9 +121,17 @@ std::shared_ptr<CommandDispatcher> CommandDispatcher::Create(sandbox::ExecutorAp
     d->LoadVerifierLocked();
   }
   // What the previous agent process left unfinished ends now, once, through the outbox
-  // (sent when the stream is up), like any result.
+  // (sent when the stream is up), like any result. Its journal row goes only once the outbox
+  // has it on disk (the daemon makes this door a confirming one): should the agent die before,
+  // the next start delivers the same stored result again.
   for (const auto& r : executor.TakeInterrupted(kDoor)) {
-    d->Complete(r.command_id, ToEdgeResult(r, std::nullopt));
+    if (!d->Complete(r.command_id, ToEdgeResult(r, std::nullopt))) continue;
+    if (auto st = executor.ConfirmInterrupted(r.command_id); !st) {
+      log::Get("edge")->warn(
+          "command {}: its journal row stays ({}); the next start delivers its result again "
+          "(the controller keeps the first)",
+          log::Escape(r.command_id), st.error().ToString());
+    }
   }
   return d;
 }
@@ -238,9 +246,10 @@ void CommandDispatcher::HandleOne(const pb::EdgeCommand& command) {
       "edge command ignored: it has no known kind (empty, or a kind this agent does not know)");
 }
 
-void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeResult& unfitted) {
+bool CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeResult& unfitted) {
   const pb::EdgeResult result = FitResult(command_id, unfitted, config().edge.max_message_bytes);
-  if (auto put = outbox_.Put(command_id, result); !put) {
+  auto put = outbox_.Put(command_id, result);
+  if (!put) {
     log::Get("edge")->error(
         "command {}: the result could not be stored in the outbox ({}); "
         "sending it without a copy on disk",
@@ -249,6 +258,7 @@ void CommandDispatcher::Complete(const std::string& command_id, const pb::EdgeRe
   log::Get("edge")->info("command {} finished: {}", log::Escape(command_id),
                          DescribeResult(result));
   WithHost([&](DispatcherHost& h) { h.SendResult(command_id, result); });
+  return put.has_value();
 }
 
 // The edge door's own checks of an InvokeTool — what only this wire can know: the inner
@@ -340,7 +350,8 @@ void CommandDispatcher::HandleInvoke(const pb::InvokeTool& invoke) {
   auto req = ToRequest(invoke);
   if (!req) {
     log->warn("invoke_tool {} refused: {}", log::Escape(id), log::Escape(req.error().message));
-    return Complete(id, ErrorResult(req.error().code, req.error().message));
+    Complete(id, ErrorResult(req.error().code, req.error().message));
+    return;
   }
   const std::optional<milliseconds> deadline = req->timeout;
   {

@@ -150,7 +150,8 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   void HandleDrain();
   void HandleShutdown(const aegis::cluster::v1::Shutdown& shutdown);
   // Stores the result in the outbox, forgets the command and hands the result to the host.
-  void Complete(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
+  // True when the outbox has a result of the command on disk (this one, or a first one).
+  bool Complete(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   void WithHost(const std::function<void(DispatcherHost&)>& fn);
 
   sandbox::ExecutorApi& executor_;

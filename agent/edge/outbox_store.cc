@@ -205,7 +205,7 @@ Result<std::optional<pb::EdgeResult>> OutboxStore::Get(const std::string& comman
 
 Status OutboxStore::MarkWritten(const std::string& command_id, const std::string& stream_id) {
   return db_->Exec("UPDATE edge_outbox SET stream_id = ?, written_ms = ? WHERE command_id = ?",
-                   {stream_id, ToEpochMillis(clock_.Now()), command_id});
+                   {stream_id, ToEpochMillis(clock_.Now()), command_id}, Durability::kRelaxed);
 }
 
 Result<size_t> OutboxStore::BlameStream(const std::string& stream_id,
@@ -236,7 +236,7 @@ Result<size_t> OutboxStore::PruneSettled(const std::string& stream_id) {
     return std::unexpected(st.error());
   }
   const auto n = static_cast<size_t>(txn->Changes());
-  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  if (auto st = txn->Commit(Durability::kRelaxed); !st) return std::unexpected(st.error());
   return n;
 }
 

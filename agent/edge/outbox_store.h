@@ -69,7 +69,9 @@ class OutboxStore {
   // deleted with an error logged; no controller could match its result.
   Result<std::vector<Entry>> TakeForResend(uint64_t max_result_bytes);
   Result<std::optional<aegis::cluster::v1::EdgeResult>> Get(const std::string& command_id) const;
-  // The write of `command_id` on `stream_id` completed now.
+  // The write of `command_id` on `stream_id` completed now. Not waited on to reach the disk:
+  // undone by a power loss, the entry is sent again on the next stream (the controller keeps
+  // the first result of a command).
   Status MarkWritten(const std::string& command_id, const std::string& stream_id);
   // The controller ended the stream `stream_id` with a status that blames a message it got
   // (RESOURCE_EXHAUSTED: too large for it; INVALID_ARGUMENT: refused): one of the results on
@@ -79,7 +81,8 @@ class OutboxStore {
   // many entries were counted.
   Result<size_t> BlameStream(const std::string& stream_id, const std::string& in_flight);
   // Removes the entries written on `stream_id` at least `settle` ago. Call only while that
-  // stream is still up. Returns how many were removed.
+  // stream is still up. Returns how many were removed. Not waited on to reach the disk (undone
+  // by a power loss, the entries are sent again; the controller keeps the first).
   Result<size_t> PruneSettled(const std::string& stream_id);
   Result<size_t> Size() const;
   const Options& options() const { return options_; }

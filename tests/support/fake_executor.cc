@@ -71,6 +71,17 @@ std::vector<sandbox::InvokeResult> FakeExecutor::TakeInterrupted(const std::stri
   return node.empty() ? std::vector<sandbox::InvokeResult>{} : std::move(node.mapped());
 }
 
+edge::Status FakeExecutor::ConfirmInterrupted(const std::string& command_id) {
+  std::lock_guard lock(mu_);
+  confirmed_.push_back(command_id);
+  return OkStatus();
+}
+
+std::vector<std::string> FakeExecutor::confirmed() const {
+  std::lock_guard lock(mu_);
+  return confirmed_;
+}
+
 void FakeExecutor::AddInterrupted(const std::string& door, sandbox::InvokeResult result) {
   std::lock_guard lock(mu_);
   interrupted_[door].push_back(std::move(result));

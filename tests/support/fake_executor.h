@@ -41,6 +41,9 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   bool IsRunning(const std::string& command_id) const override;
   bool Cancel(const std::string& command_id, const std::string& reason) override;
   std::vector<sandbox::InvokeResult> TakeInterrupted(const std::string& door) override;
+  // Records the id (confirmed()).
+  edge::Status ConfirmInterrupted(const std::string& command_id) override;
+  std::vector<std::string> confirmed() const;
   void Drain() override;
   bool draining() const override;
   void DrainSpawns() override;
@@ -102,6 +105,7 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   std::vector<Call> pending_;
   std::map<std::string, sandbox::InvokeResult> stored_;
   std::map<std::string, std::vector<sandbox::InvokeResult>> interrupted_;
+  std::vector<std::string> confirmed_;  // ConfirmInterrupted calls, in order
   std::optional<Error> refuse_next_;
   std::optional<std::string> throw_next_;
   std::vector<std::pair<std::string, std::string>> cancels_;

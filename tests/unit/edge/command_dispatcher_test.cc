@@ -194,5 +194,31 @@ TEST_F(CommandDispatcherTest, CancelDrainAndShutdownAreTheExecutors) {
   EXPECT_EQ(host_.results[1].second.cancelled().reason(), "agent shutdown");
 }
 
+// Issue 16 (review of the group commit): what the previous agent process left unfinished is
+// put in the outbox, and only then confirmed to the executor, which then drops its journal
+// row; a result the outbox could not keep is not confirmed, so the next start delivers it.
+TEST_F(CommandDispatcherTest, AnInterruptedResultIsConfirmedOnlyOnceTheOutboxHasIt) {
+  FakeExecutor executor;
+  sandbox::InvokeResult died;
+  died.command_id = "c-died";
+  died.outcome = sandbox::Outcome::kError;
+  died.error = {ErrorCode::kAgentRestarted, "command c-died was running when the agent stopped"};
+  executor.AddInterrupted("edge", died);
+  sandbox::InvokeResult unkept = died;
+  unkept.command_id = "";  // the outbox refuses it (INVALID_ARGUMENT: no command_id)
+  executor.AddInterrupted("edge", unkept);
+  sandbox::InvokeResult other = died;
+  other.command_id = "c-worker";
+  executor.AddInterrupted("worker", other);
+
+  auto d = CommandDispatcher::Create(
+      executor, *outbox_, config_, [](const config::AgentConfig&) { return OkStatus(); }, clock_);
+  auto stored = outbox_->Get("c-died");
+  ASSERT_TRUE(stored && stored->has_value()) << "in the outbox before it is confirmed";
+  EXPECT_EQ((*stored)->err().code(), "AGENT_RESTARTED");
+  EXPECT_EQ(executor.confirmed(), (std::vector<std::string>{"c-died"}))
+      << "not the one the outbox refused, nor another door's";
+}
+
 }  // namespace
 }  // namespace edge::agentedge

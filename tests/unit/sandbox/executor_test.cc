@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -759,6 +760,65 @@ TEST_F(ExecutorTest, JournalRowsLeftBehindEndOnceWithWhatIsKnown) {
   EXPECT_EQ(interrupted[1].outcome, Outcome::kOk) << "its stored result, not AGENT_RESTARTED";
   EXPECT_EQ(interrupted[1].payload["stdout"], "done\n");
   EXPECT_FALSE(interrupted[1].replayed);
+}
+
+// A confirming door's (the edge door's outbox) rows stay until it confirms it stored each
+// result: an agent that dies again before that delivers the same stored result at its next
+// start. Another door's rows go at Open.
+TEST_F(ExecutorTest, AConfirmingDoorsJournalRowStaysUntilTheDoorHasTheResult) {
+  options_.confirming_doors = {"edge"};
+  {
+    auto db = StateDb::Open(options_.data_dir);
+    ASSERT_TRUE(db.has_value()) << db.error().ToString();
+    auto journal = CommandJournal::Open(**db);
+    ASSERT_TRUE(journal.has_value());
+    ASSERT_TRUE((*journal)->Admitted({"cmd-edge", "exec", "edge", 1'800'000'000'000}));
+    ASSERT_TRUE((*journal)->Admitted({"cmd-worker", "exec", "worker", 1'800'000'000'001}));
+  }
+  Open();
+  auto first = ex_->TakeInterrupted("edge");
+  ASSERT_EQ(first.size(), 1u);
+  ExpectError(first[0], ErrorCode::kAgentRestarted, "command cmd-edge (tool exec");
+  ASSERT_EQ(ex_->TakeInterrupted("worker").size(), 1u);
+
+  // The agent dies again before the door confirmed: the same result, read back.
+  ex_.reset();
+  Open();
+  auto second = ex_->TakeInterrupted("edge");
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].command_id, "cmd-edge");
+  EXPECT_EQ(second[0].error.message, first[0].error.message) << "the stored one, not a new one";
+  EXPECT_TRUE(ex_->TakeInterrupted("worker").empty()) << "a non-confirming door's row went";
+
+  ASSERT_TRUE(ex_->ConfirmInterrupted("cmd-edge"));
+  ASSERT_TRUE(ex_->ConfirmInterrupted("cmd-edge")) << "idempotent";
+  ex_.reset();
+  Open();
+  EXPECT_TRUE(ex_->TakeInterrupted("edge").empty()) << "confirmed: the row is gone";
+}
+
+// The journal row of a command goes only after its door's done callback returned (the edge
+// door writes its outbox row there): a crash in between finds the row, never a result lost.
+TEST_F(ExecutorTest, TheJournalRowOutlivesTheDoorsDoneCallback) {
+  Open();
+  auto db = StateDb::Open(options_.data_dir);  // a second connection, as after a crash
+  ASSERT_TRUE(db.has_value()) << db.error().ToString();
+  auto journal = CommandJournal::Open(**db);
+  ASSERT_TRUE(journal.has_value());
+  auto in_journal = [&] {
+    auto rows = (*journal)->Unfinished();
+    EXPECT_TRUE(rows.has_value());
+    return rows && std::any_of(rows->begin(), rows->end(),
+                               [](const auto& e) { return e.command_id == "cmd-order"; });
+  };
+  std::promise<bool> seen;
+  ex_->Invoke(Exec("echo hi", "cmd-order"), {}, {},
+              [&](InvokeResult) { seen.set_value(in_journal()); });
+  auto f = seen.get_future();
+  ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  EXPECT_TRUE(f.get()) << "the row was gone while the door still held the result";
+  EXPECT_TRUE(edge::testing::WaitUntil([&] { return !in_journal(); }))
+      << "the row stayed after the callback";
 }
 
 // The worker door's file methods are tools too (wire.md §4 argument names), admitted and

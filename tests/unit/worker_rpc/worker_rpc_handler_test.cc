@@ -137,6 +137,9 @@ class RecordingExecutor final : public sandbox::ExecutorApi {
   std::vector<InvokeResult> TakeInterrupted(const std::string& door) override {
     return fake.TakeInterrupted(door);
   }
+  edge::Status ConfirmInterrupted(const std::string& id) override {
+    return fake.ConfirmInterrupted(id);
+  }
   void Drain() override { fake.Drain(); }
   bool draining() const override { return fake.draining(); }
   void DrainSpawns() override { fake.DrainSpawns(); }
