@@ -193,15 +193,16 @@ Result<Dispatcher::Prepared> Dispatcher::Prepare(const InvokeSpec& spec) {
     return MakeError(ErrorCode::kUnavailable, "node " + spec.node_id + " is not connected");
   }
 
-  Prepared p{.rec = {.command_id = spec.command_id.empty() ? NewUuidV4() : spec.command_id,
-                     .node_id = spec.node_id,
-                     .tool = spec.tool,
-                     .args_json = spec.args_json.empty() ? "{}" : spec.args_json,
-                     .security_context = spec.security_context,
-                     .deadline_ms = spec.deadline.count(),
-                     .state = kCommandDispatched,
-                     .created_at_ms = ToEpochMillis(clock_.Now())},
-             .sink = std::move(*sink)};
+  Prepared p{
+      .rec = {.command_id = spec.command_id.empty() ? NewUuidV4() : spec.command_id,
+              .node_id = spec.node_id,
+              .tool = spec.tool,
+              .args_json = spec.args_json.empty() ? "{}" : spec.args_json,
+              .security_context = spec.security_context,
+              .deadline_ms = spec.deadline.count(),
+              .state = kCommandDispatched,
+              .created_at_ms = ToEpochMillis(clock_.Now())},
+  };
   auto cmd = InvokeToolFor(p.rec, (*edge)->tenant_id, std::move(*args));
   if (!cmd) return std::unexpected(cmd.error());
   p.cmd = std::move(*cmd);
@@ -225,37 +226,57 @@ Result<Dispatcher::Prepared> Dispatcher::Prepare(const InvokeSpec& spec) {
   return p;
 }
 
-Result<std::string> Dispatcher::SendStored(const Prepared& p,
-                                           std::shared_ptr<CommandObserver> observer) {
+void Dispatcher::Subscribe(const Prepared& p, const std::shared_ptr<CommandObserver>& observer) {
+  if (!observer) return;
+  std::lock_guard lock(mu_);
+  waiters_.emplace(p.rec.command_id, Waiter{p.rec.node_id, observer});
+}
+
+std::shared_ptr<CommandSink> Dispatcher::CurrentStream(const std::string& node_id) const {
+  std::lock_guard lock(mu_);
+  auto it = streams_.find(node_id);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+Result<std::string> Dispatcher::SendStored(const Prepared& p, CommandObserver* observer) {
   const std::string& id = p.rec.command_id;
-  if (observer) {
-    {
-      std::lock_guard lock(mu_);
-      waiters_.emplace(id, Waiter{p.rec.node_id, observer});
-    }
-    observer->OnAccepted(id);
+  // The node's stream now, not the one Prepare saw: a fleet's sends come one after another.
+  auto sink = CurrentStream(p.rec.node_id);
+  if (sink && sink->Send(p.cmd)) {
+    log::Get("edge")->info("command {} → node {}: {}", id, log::Escape(p.rec.node_id),
+                           log::Escape(p.rec.tool));
+    return id;
   }
-  if (!p.sink->Send(p.cmd)) {
-    // The stream ended between the lookup and the send: the command never left.
-    (void)store_.CompleteCommand(id, p.rec.node_id,
-                                 {.outcome = "error",
-                                  .error_code = "UNAVAILABLE",
-                                  .message = "the node disconnected before the command was sent"},
-                                 ToEpochMillis(clock_.Now()));
-    if (observer) Unsubscribe(id, observer.get());
-    return MakeError(ErrorCode::kUnavailable, "node " + p.rec.node_id + " is not connected");
+  // Not sent. A stream the node attached since the command was stored has it already (Attach
+  // sends every stored command without a result), and the agent runs it: that is its result.
+  if (auto now = CurrentStream(p.rec.node_id); now && now != sink) {
+    log::Get("edge")->info("command {} → node {}: {} (with the node's new stream)", id,
+                           log::Escape(p.rec.node_id), log::Escape(p.rec.tool));
+    return id;
   }
-  log::Get("edge")->info("command {} → node {}: {}", id, log::Escape(p.rec.node_id),
-                         log::Escape(p.rec.tool));
-  return id;
+  // The stream ended between the lookup and the send: the command never left.
+  (void)store_.CompleteCommand(id, p.rec.node_id,
+                               {.outcome = "error",
+                                .error_code = "UNAVAILABLE",
+                                .message = "the node disconnected before the command was sent"},
+                               ToEpochMillis(clock_.Now()));
+  if (observer) Unsubscribe(id, observer);
+  return MakeError(ErrorCode::kUnavailable, "node " + p.rec.node_id + " is not connected");
 }
 
 Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
                                        std::shared_ptr<CommandObserver> observer) {
   auto p = Prepare(spec);
   if (!p) return std::unexpected(p.error());
-  if (auto st = store_.InsertCommand(p->rec); !st) return std::unexpected(st.error());
-  return SendStored(*p, std::move(observer));
+  // Subscribed before the command is stored: from then on a resend on a new stream can bring
+  // its result.
+  Subscribe(*p, observer);
+  if (auto st = store_.InsertCommand(p->rec); !st) {
+    if (observer) Unsubscribe(p->rec.command_id, observer.get());
+    return std::unexpected(st.error());
+  }
+  if (observer) observer->OnAccepted(p->rec.command_id);
+  return SendStored(*p, observer.get());
 }
 
 std::vector<Result<std::string>> Dispatcher::InvokeMany(
@@ -276,19 +297,30 @@ std::vector<Result<std::string>> Dispatcher::InvokeMany(
     ready.push_back(std::move(*p));
   }
   if (ready.empty()) return out;
+  auto observer_of = [&](size_t k) {
+    return index[k] < observers.size() ? observers[index[k]] : nullptr;
+  };
   std::vector<CommandRecord> recs;
   recs.reserve(ready.size());
-  for (const auto& p : ready)
-    recs.push_back(p.rec);
+  for (size_t k = 0; k < ready.size(); ++k) {
+    recs.push_back(ready[k].rec);
+    Subscribe(ready[k], observer_of(k));
+  }
   if (auto st = store_.InsertCommands(recs); !st) {
-    for (size_t i : index)
-      out[i] = std::unexpected(st.error());
+    for (size_t k = 0; k < ready.size(); ++k) {
+      if (auto o = observer_of(k)) Unsubscribe(ready[k].rec.command_id, o.get());
+      out[index[k]] = MakeError(st.error().code, "none of the " + std::to_string(ready.size()) +
+                                                     " commands was stored: " + st.error().message);
+    }
     return out;
   }
+  // Every one is accepted before any is sent (a resend on a new stream could otherwise bring
+  // progress ahead of its acceptance).
   for (size_t k = 0; k < ready.size(); ++k) {
-    const size_t i = index[k];
-    out[i] = SendStored(ready[k], i < observers.size() ? observers[i] : nullptr);
+    if (auto o = observer_of(k)) o->OnAccepted(ready[k].rec.command_id);
   }
+  for (size_t k = 0; k < ready.size(); ++k)
+    out[index[k]] = SendStored(ready[k], observer_of(k).get());
   return out;
 }
 

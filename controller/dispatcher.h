@@ -102,7 +102,8 @@ class Dispatcher {
   // checks it; the accepted ones are persisted in one transaction (one wait for the disk for
   // all of them — a fleet of 10 000 nodes is not 10 000 synced commits), then each is sent.
   // One result per spec, in order. A failure to store them (a duplicate command_id among
-  // them, a full disk) refuses every accepted spec with that error and stores none.
+  // them, a full disk) refuses every accepted spec — "none of the N commands was stored: "
+  // and the error, with its code — and stores none.
   // `observers[i]` (missing or null = none) is subscribed to specs[i] before it is sent.
   std::vector<Result<std::string>> InvokeMany(
       const std::vector<InvokeSpec>& specs,
@@ -140,13 +141,18 @@ class Dispatcher {
   struct Prepared {
     CommandRecord rec;
     aegis::cluster::v1::EdgeCommand cmd;
-    std::shared_ptr<CommandSink> sink;
   };
-  // Invoke's checks, the command record and its InvokeTool; nothing is stored.
+  // Invoke's checks (the node connected among them), the command record and its InvokeTool;
+  // nothing is stored.
   Result<Prepared> Prepare(const InvokeSpec& spec);
-  // After `p.rec` is stored: subscribes `observer` (may be null) and sends; a send that fails
-  // (the stream ended in between) completes the command UNAVAILABLE and refuses it.
-  Result<std::string> SendStored(const Prepared& p, std::shared_ptr<CommandObserver> observer);
+  // `observer` (may be null) waits on p's command.
+  void Subscribe(const Prepared& p, const std::shared_ptr<CommandObserver>& observer);
+  // The node's stream now (nullptr: none).
+  std::shared_ptr<CommandSink> CurrentStream(const std::string& node_id) const;
+  // After `p.rec` is stored: sends it on the node's stream of now. When that fails and no
+  // newer stream has it (Attach resends what has no result), the command is completed
+  // UNAVAILABLE, `observer` (may be null) unsubscribed, and the send refused.
+  Result<std::string> SendStored(const Prepared& p, CommandObserver* observer);
   // Sends the node's commands that have no result yet again on `sink` (Attach).
   void ResendPending(const std::string& node_id, CommandSink& sink);
   // The node's stream, or NOT_FOUND / FAILED_PRECONDITION / UNAVAILABLE.

@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tests/unit/controller/edge_fleet_fixture.h"
@@ -338,11 +340,44 @@ TEST_F(FleetCommandsTest, InvokeManyStoresNoneWhenOneOfThemCannotBeStored) {
   for (const auto& id : ids) {
     ASSERT_FALSE(id);
     EXPECT_EQ(id.error().code, ErrorCode::kAlreadyExists);
-    EXPECT_EQ(id.error().message, "command taken already exists");
+    EXPECT_EQ(id.error().message,
+              "none of the 2 commands was stored: command taken already exists");
   }
   EXPECT_FALSE(*store_->GetCommand("new")) << "all or nothing";
   EXPECT_TRUE(streams_["web-1"]->sent.empty());
   EXPECT_TRUE(streams_["web-2"]->sent.empty());
+}
+
+// Review finding: a node that attaches a new stream while a stored command is being sent on
+// its old one gets the command on the new stream (Attach resends what has no result); the send
+// that failed on the old stream must not end the command as "never sent".
+class ReplacedOnSend : public RecordingStream {
+ public:
+  std::function<void()> on_send;
+  bool Send(const pb::EdgeCommand&) override {
+    if (on_send) std::exchange(on_send, nullptr)();
+    return false;  // this stream is gone
+  }
+};
+
+TEST_F(FleetCommandsTest, ACommandWhoseNodeReattachesAsItIsSentGoesOnTheNewStream) {
+  AddNode("web-1", "t1", "linux");
+  auto old_stream = std::make_shared<ReplacedOnSend>();
+  auto new_stream = std::make_shared<RecordingStream>();
+  dispatcher_->Attach("web-1", old_stream);
+  old_stream->on_send = [&] { dispatcher_->Attach("web-1", new_stream); };
+  auto watch = std::make_shared<RecordingObserver>();
+  auto ids = dispatcher_->InvokeMany({{.node_id = "web-1", .tool = "sysinfo", .command_id = "c-1"}},
+                                     {watch});
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(ids[0]) << ids[0].error().ToString();
+  ASSERT_EQ(new_stream->sent.size(), 1u) << "resent by Attach";
+  EXPECT_EQ(new_stream->sent[0].invoke_tool().command_id(), "c-1");
+  auto c = store_->GetCommand("c-1");
+  ASSERT_TRUE(c && *c);
+  EXPECT_EQ((*c)->state, kCommandDispatched) << "not ended as never sent";
+  Answer("web-1", "c-1", 0);
+  EXPECT_EQ(watch->results, (std::vector<std::string>{"c-1"})) << "its observer gets the result";
 }
 
 }  // namespace
