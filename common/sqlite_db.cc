@@ -98,6 +98,13 @@ SqliteDb::~SqliteDb() {
   for (auto& [sql, stmt] : stmts_)
     sqlite3_finalize(stmt);
   if (db_ != nullptr) sqlite3_close(db_);
+  if (wal_fd_ >= 0) ::close(wal_fd_);
+}
+
+Status SqliteDb::RefuseIfPoisoned() const {
+  if (!poisoned_.load()) return OkStatus();
+  std::lock_guard lock(sync_mu_);
+  return MakeError(ErrorCode::kInternal, sync_error_);
 }
 
 Error SqliteDb::DbError(std::string_view what) const {
@@ -261,6 +268,7 @@ Result<int> SqliteDb::SchemaVersion(std::string_view component) {
 }
 
 Result<SqliteDb::Txn> SqliteDb::Begin() {
+  if (auto st = RefuseIfPoisoned(); !st) return std::unexpected(st.error());
   std::unique_lock lock(mu_);
   auto stmt = LockedRun("BEGIN IMMEDIATE", {});
   if (!stmt) return std::unexpected(stmt.error());
@@ -269,6 +277,7 @@ Result<SqliteDb::Txn> SqliteDb::Begin() {
 
 Status SqliteDb::Exec(std::string_view sql, const std::vector<SqlParam>& params,
                       Durability durability) {
+  if (auto st = RefuseIfPoisoned(); !st) return st;
   uint64_t seq = 0;
   {
     std::lock_guard lock(mu_);
@@ -282,6 +291,7 @@ Status SqliteDb::Exec(std::string_view sql, const std::vector<SqlParam>& params,
 Status SqliteDb::SyncWal(uint64_t seq) {
   std::unique_lock lock(sync_mu_);
   while (synced_ < seq) {
+    if (poisoned_.load()) return MakeError(ErrorCode::kInternal, sync_error_);
     if (syncing_) {
       sync_cv_.wait(lock);
       if (synced_ < seq && failed_through_ >= seq) {
@@ -299,8 +309,15 @@ Status SqliteDb::SyncWal(uint64_t seq) {
     if (st) {
       synced_ = std::max(synced_, target);
     } else {
+      // What the kernel could not write is not known, and a later sync could report success
+      // all the same: every later write is refused until the process starts again and SQLite
+      // recovers the database from what is on disk.
       failed_through_ = std::max(failed_through_, target);
-      sync_error_ = st.error().message;
+      sync_error_ = st.error().message +
+                    "; the database refuses writes until the process restarts (writes reported "
+                    "since the last successful sync may not be on disk)";
+      poisoned_ = true;
+      st = MakeError(ErrorCode::kInternal, sync_error_);
     }
     sync_cv_.notify_all();
     if (!st) return st;
@@ -310,19 +327,24 @@ Status SqliteDb::SyncWal(uint64_t seq) {
 
 Status SqliteDb::SyncWalFile() {
   const std::string wal = path_ + "-wal";
-  int fd = ::open(wal.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    // No WAL: the last connection closed and checkpointed it (synced) into the database.
-    if (errno == ENOENT) return OkStatus();
-    return MakeError(ErrorCode::kInternal,
-                     options_.name + " " + wal + ": open for sync failed: " + std::strerror(errno));
+  // One descriptor, opened at the first sync and kept: the kernel reports a write-back error
+  // to the descriptors open when it happened, not to one opened afterwards. Only the one
+  // syncing thread (SyncWal's `syncing_`) gets here, so wal_fd_ needs no lock. The WAL is not
+  // removed while this connection is open (only the last connection's close removes it).
+  if (wal_fd_ < 0) {
+    wal_fd_ = ::open(wal.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (wal_fd_ < 0) {
+      // No WAL: nothing was written through it yet, or it was checkpointed (synced) away.
+      if (errno == ENOENT) return OkStatus();
+      return MakeError(ErrorCode::kInternal, options_.name + " " + wal +
+                                                 ": open for sync failed: " + std::strerror(errno));
+    }
   }
   int rc;
   do {
-    rc = ::fdatasync(fd);
+    rc = options_.fdatasync(wal_fd_);
   } while (rc != 0 && errno == EINTR);
   const int err = errno;
-  ::close(fd);
   if (rc != 0) {
     return MakeError(ErrorCode::kInternal,
                      options_.name + " " + wal + ": fdatasync failed: " + std::strerror(err));

@@ -21,7 +21,15 @@
 // not wait: it survives a crash of the process at once and a power loss once any later synced
 // write (or a checkpoint) has synced the WAL — for bookkeeping whose loss repeats work that
 // is safe to repeat (see the callers).
+//
+// A failed sync: the write that waited for it gets the error, but it is committed (readers
+// see it) and it is not known whether it is on disk — an error from a synced write means
+// "outcome unknown". From then on the connection refuses every write (Begin, Exec) with that
+// error, because what the kernel failed to write is lost and a later sync could still report
+// success: the process must start again, and SQLite recovers the database from the disk.
 #pragma once
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -105,6 +113,8 @@ class SqliteDb {
     // it holds ("... newer than this <owner>'s 3").
     std::string name = "database";
     std::string owner = "program";
+    // The WAL's sync (tests put a failing one here; the product never changes it).
+    int (*fdatasync)(int fd) = ::fdatasync;
   };
   // A schema step of one component; versions start at 1 and increase by 1.
   struct Migration {
@@ -189,16 +199,20 @@ class SqliteDb {
   Status SyncWal(uint64_t seq);
   // fdatasync of <path>-wal (and, the first time, of its directory).
   Status SyncWalFile();
+  // The error of the failed sync once one failed (see the class comment), else OK.
+  Status RefuseIfPoisoned() const;
 
   std::mutex mu_;
   std::atomic<uint64_t> committed_{0};  // writes committed (incremented under mu_)
-  std::mutex sync_mu_;                  // guards the group-commit state below
+  mutable std::mutex sync_mu_;          // guards the group-commit state below
   std::condition_variable sync_cv_;
   bool syncing_ = false;
   bool dir_synced_ = false;
   uint64_t synced_ = 0;          // every commit up to this one is on disk
   uint64_t failed_through_ = 0;  // the last failed sync was to cover commits up to this one
   std::string sync_error_;
+  std::atomic<bool> poisoned_{false};  // a sync failed: writes are refused (sync_error_)
+  int wal_fd_ = -1;                    // <path>-wal, opened at the first sync (SyncWalFile)
   sqlite3* db_ = nullptr;
   std::string path_;
   Options options_;

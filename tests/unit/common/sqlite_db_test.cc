@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -131,6 +133,50 @@ TEST_F(SqliteDbTest, ConcurrentSyncedAndRelaxedWritesAreAllStored) {
   ASSERT_TRUE(txn->Exec("INSERT INTO t (k, v) VALUES ('relaxed', 1)"));
   ASSERT_TRUE(txn->Commit(Durability::kRelaxed));
   EXPECT_EQ(Count(), kThreads * kEach + 1);
+}
+
+// Review finding: after a failed sync of the WAL what reached the disk is unknown, and a later
+// sync may report success all the same — the write that waited gets the error naming the file,
+// every later write is refused with it, reads go on.
+std::atomic<int> g_syncs{0};
+int FailingSync(int) {
+  ++g_syncs;
+  errno = EIO;
+  return -1;
+}
+
+TEST_F(SqliteDbTest, AFailedSyncRefusesEveryLaterWriteAndReadsGoOn) {
+  // A second connection to the fixture's database (table t made), whose syncs fail.
+  auto db = SqliteDb::OpenFile(tmp_ / "x.db", {.name = "io database", .fdatasync = FailingSync});
+  ASSERT_TRUE(db) << db.error().ToString();
+  const int before = g_syncs.load();
+  auto relaxed = (*db)->Exec("INSERT INTO t (k) VALUES ('a')", {}, Durability::kRelaxed);
+  ASSERT_TRUE(relaxed) << "a relaxed write does not wait for the disk";
+  EXPECT_EQ(g_syncs.load(), before);
+
+  auto synced = (*db)->Exec("INSERT INTO t (k) VALUES ('b')");
+  ASSERT_FALSE(synced);
+  EXPECT_EQ(synced.error().code, ErrorCode::kInternal);
+  const std::string& m = synced.error().message;
+  EXPECT_NE(m.find("io database " + (tmp_ / "x.db") + "-wal: fdatasync failed: "),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("refuses writes until the process restarts"), std::string::npos) << m;
+  const int after = g_syncs.load();
+
+  for (auto later : {(*db)->Exec("INSERT INTO t (k) VALUES ('c')", {}, Durability::kRelaxed),
+                     (*db)->Transact([](SqliteDb::Txn& txn) -> Status {
+                       return txn.Exec("INSERT INTO t (k) VALUES ('d')");
+                     })}) {
+    ASSERT_FALSE(later);
+    EXPECT_EQ(later.error().message, m);
+  }
+  EXPECT_EQ(g_syncs.load(), after) << "refused before anything is written or synced";
+  auto rows = (*db)->Query("SELECT k FROM t ORDER BY k");
+  ASSERT_TRUE(rows) << "reads go on";
+  EXPECT_EQ(rows->size(), 2u) << "a and b are committed (b's outcome was reported unknown)";
+  EXPECT_TRUE(db_->Exec("INSERT INTO t (k) VALUES ('e')"))
+      << "another connection, with its own descriptor, is not refused";
 }
 
 }  // namespace
