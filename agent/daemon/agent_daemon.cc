@@ -133,7 +133,8 @@ void AgentDaemon::Start() {
   // What the services notified while starting is in this write.
   status_changed_ = false;
   WriteStatus("running");
-  last_write_ = last_feed_ = clock_.Monotonic();
+  last_write_ = last_trim_ = clock_.Monotonic();
+  if (feed_interval_) next_feed_check_ = last_write_ + *feed_interval_;
   options_.notify("READY=1");
   log->info("edge-agent running (pid {})", ::getpid());
 }
@@ -147,28 +148,35 @@ std::chrono::milliseconds AgentDaemon::Turn() {
   }
   auto now = clock_.Monotonic();
   if (changed || now - last_write_ >= liveness_interval_) {
-    const bool liveness = now - last_write_ >= liveness_interval_;
     WriteStatus("running");
     last_write_ = now;
-    // What a burst of commands left free in malloc's arenas goes back to the system within
-    // one liveness interval of the agent going quiet (a no-op when little is held).
-    if (liveness) TrimFreeMemory();
   }
-  if (feed_interval_ && now - last_feed_ >= *feed_interval_) {
-    last_feed_ = now;
+  // What a burst of commands left free in malloc's arenas goes back to the system within two
+  // liveness intervals (a no-op when little is held), however often the status changes
+  // meanwhile. No wake-up of its own: a turn comes at least once per liveness interval.
+  if (now - last_trim_ >= liveness_interval_) {
+    TrimFreeMemory();
+    last_trim_ = now;
+  }
+  if (feed_interval_ && (now >= next_feed_check_ || (withholding_watchdog_ && changed))) {
     // The watchdog is fed only while every service works or legitimately waits: a wedged
-    // stream stops feeding it and systemd restarts the agent (WatchdogSec=).
+    // stream stops feeding it and systemd restarts the agent (WatchdogSec=). While it is
+    // withheld the services are looked at again soon, not half an interval later: a stall
+    // that ends in time must not cost a restart.
     if (auto stuck = services_.FirstStuck(ToEpochMillis(clock_.Now()))) {
       if (!withholding_watchdog_) log->error("not feeding the watchdog: {}", *stuck);
       withholding_watchdog_ = true;
+      next_feed_check_ =
+          now + std::min<std::chrono::milliseconds>(kStuckRecheck, *feed_interval_ / 4);
     } else {
       if (withholding_watchdog_) log->info("service healthy again: feeding the watchdog");
       withholding_watchdog_ = false;
       options_.notify("WATCHDOG=1");
+      next_feed_check_ = now + *feed_interval_;
     }
   }
   Clock::MonoTime next = last_write_ + liveness_interval_;
-  if (feed_interval_) next = std::min(next, last_feed_ + *feed_interval_);
+  if (feed_interval_) next = std::min(next, next_feed_check_);
   if (auto retry = services_.NextRetry()) next = std::min(next, *retry);
   // Rounded up: waking a little early would only mean a second, empty turn.
   return std::max(std::chrono::milliseconds(0),

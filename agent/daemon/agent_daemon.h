@@ -48,6 +48,10 @@ struct DaemonOptions {
 
 class AgentDaemon {
  public:
+  // While a stuck service withholds the watchdog's feed, how often the services are looked at
+  // again (at most a quarter of the feed interval).
+  static constexpr std::chrono::milliseconds kStuckRecheck{5000};
+
   AgentDaemon(config::AgentConfig config, DaemonOptions options, Clock& clock);
   ~AgentDaemon();
 
@@ -91,11 +95,15 @@ class AgentDaemon {
   int64_t started_at_ms_ = 0;
   std::mutex exit_mu_;
   std::string exit_reason_;  // set by RequestExit
-  // Turn's schedule (monotonic): the last status write and watchdog feed.
+  // Turn's schedule (monotonic): the last status write, malloc trim and watchdog check.
   std::chrono::milliseconds liveness_interval_{0};
   std::optional<std::chrono::milliseconds> feed_interval_;  // watchdog / 2, when there is one
   Clock::MonoTime last_write_{};
-  Clock::MonoTime last_feed_{};
+  Clock::MonoTime last_trim_{};
+  // When the watchdog is next looked at: half its interval after a feed; while a stuck
+  // service withholds the feed, every kStuckRecheck (or at the next change a service reports),
+  // so a stall that ends is fed again well inside WatchdogSec.
+  Clock::MonoTime next_feed_check_{};
   bool withholding_watchdog_ = false;
 };
 

@@ -43,6 +43,10 @@ Status ExecutorHost::Start() {
         }
       }
     });
+  {
+    std::lock_guard post(post_mu_);
+    post_io_ = io_.get();
+  }
   executor_->SetTickListener([this] { TickSoon(); });
   ScheduleTickLocked();
   log::Get("daemon")->info("executor ready: {} tool(s), provider {}, {} I/O threads",
@@ -79,10 +83,11 @@ void ExecutorHost::ScheduleTickLocked() {
 
 void ExecutorHost::TickSoon() {
   // Called by the executor (no executor lock held) on a door's thread: the tick itself runs
-  // on the I/O pool like every other, and it schedules the next from the new plan.
-  std::lock_guard lock(mu_);
-  if (stopping_ || !executor_) return;
-  boost::asio::post(*io_, [this] { RunTick(); });
+  // on the I/O pool like every other, and it schedules the next from the new plan. Only
+  // post_mu_ is taken, never mu_, which a running tick holds while it destroys expired
+  // sandboxes: a door's thread must not wait for that.
+  std::lock_guard post(post_mu_);
+  if (post_io_ != nullptr) boost::asio::post(*post_io_, [this] { RunTick(); });
 }
 
 void ExecutorHost::RunTick() {
@@ -103,6 +108,8 @@ void ExecutorHost::Stop() {
     std::lock_guard lock(mu_);
     if (!executor_ || stopping_) return;
     stopping_ = true;
+    std::lock_guard post(post_mu_);
+    post_io_ = nullptr;  // TickSoon posts nothing more; io_ goes at the end of Stop
     ex = executor_.get();
     grace = executor_->options().kill_grace;
   }

@@ -83,6 +83,10 @@ class ExecutorHost final : public Service {
   TimerQueue::TimerId tick_timer_ = 0;  // the pending tick on executor_->timers()
   uint64_t ticks_ = 0;                  // periodic checks run so far (status: executor.ticks)
   bool stopping_ = false;
+  // Where TickSoon posts a tick: io_ between Start and Stop, else nullptr. Its own lock, so a
+  // door's thread never waits for mu_ (held by a running tick); never held while taking mu_.
+  std::mutex post_mu_;
+  boost::asio::io_context* post_io_ = nullptr;
 };
 
 }  // namespace edge::daemon

@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <cstdlib>
+#include <string_view>
 
 namespace edge::daemon {
 
@@ -13,8 +14,14 @@ size_t TrimFreeMemory(size_t threshold_bytes) {
   return info.fordblks;
 }
 
+bool ArenaLimitSetByEnvironment(const char* malloc_arena_max, const char* glibc_tunables) {
+  if (malloc_arena_max != nullptr) return true;
+  return glibc_tunables != nullptr &&
+         std::string_view(glibc_tunables).find("glibc.malloc.arena_max") != std::string_view::npos;
+}
+
 void LimitMallocArenas(int arenas) {
-  if (std::getenv("MALLOC_ARENA_MAX") != nullptr || std::getenv("GLIBC_TUNABLES") != nullptr) {
+  if (ArenaLimitSetByEnvironment(std::getenv("MALLOC_ARENA_MAX"), std::getenv("GLIBC_TUNABLES"))) {
     return;
   }
   ::mallopt(M_ARENA_MAX, arenas);

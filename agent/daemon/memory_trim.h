@@ -14,8 +14,10 @@ size_t TrimFreeMemory(size_t threshold_bytes = size_t{1} << 20);
 
 // How many malloc arenas the agent allows: each thread that allocates may otherwise get one
 // of its own (up to 8 per core), and memory freed in one is not reused by the others.
-// Called first thing in `run`, before any thread; MALLOC_ARENA_MAX or GLIBC_TUNABLES in the
-// environment win.
+// Called first thing in `run`, before any thread; MALLOC_ARENA_MAX, or a GLIBC_TUNABLES that
+// sets glibc.malloc.arena_max, in the environment wins (other tunables do not).
 void LimitMallocArenas(int arenas = 2);
+// Whether those two variables' values (nullptr = unset) set the arena limit themselves.
+bool ArenaLimitSetByEnvironment(const char* malloc_arena_max, const char* glibc_tunables);
 
 }  // namespace edge::daemon

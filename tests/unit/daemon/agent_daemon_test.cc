@@ -148,6 +148,36 @@ TEST_F(AgentDaemonTest, TheWatchdogIsFedAtHalfItsIntervalOnlyWhileNoServiceIsStu
   EXPECT_EQ(Feeds(), 2u) << "healthy again: fed again";
 }
 
+// Review finding: a stall seen at one feed time must not cost a restart when it ends before
+// WatchdogSec — while the feed is withheld the services are looked at every 5 s, and at once
+// when one reports a change.
+TEST_F(AgentDaemonTest, AStallThatEndsInTimeIsFedAgainBeforeTheWatchdogFires) {
+  auto d = Make(90s);  // WatchdogSec=90s: fed at 45 s
+  d->Start();
+  service_->stuck = "connected, but no heartbeat for 95 s";
+  clock_.Advance(45s);
+  EXPECT_EQ(d->Turn(), 5s) << "withheld: looked at again in 5 s, not in 45";
+  EXPECT_EQ(Feeds(), 0u);
+  clock_.Advance(5s);
+  EXPECT_EQ(d->Turn(), 5s) << "still stuck";
+  EXPECT_EQ(Feeds(), 0u);
+  service_->stuck.reset();
+  clock_.Advance(5s);  // t = 55 s, well inside the 90 s
+  EXPECT_EQ(d->Turn(), 35s) << "fed; the next wake-up is the liveness write due at 90 s";
+  EXPECT_EQ(Feeds(), 1u);
+
+  // A change the service reports while the feed is withheld is looked at at once.
+  service_->stuck = "connected, but no heartbeat for 95 s";
+  clock_.Advance(45s);
+  d->Turn();
+  EXPECT_EQ(Feeds(), 1u);
+  clock_.Advance(1s);
+  service_->stuck.reset();
+  service_->Change("connected");
+  d->Turn();
+  EXPECT_EQ(Feeds(), 2u) << "fed at the change, 1 s after it was withheld";
+}
+
 TEST_F(AgentDaemonTest, AFailedServiceIsStartedAgainWhenItsRetryIsDue) {
   auto d = Make(std::nullopt, /*failures=*/2);
   d->Start();
