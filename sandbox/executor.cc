@@ -793,18 +793,23 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     if (!job->door.empty() && --per_door_[job->door] == 0) per_door_.erase(job->door);
     if (shutting_down_ && inflight_.empty()) waiters.swap(idle_waiters_);
   }
+  // `done` may let the executor's owner destroy it (a waiter on the result): nothing of `this`
+  // is used after it but these two.
+  std::shared_ptr<StateDb> db = db_;
+  std::shared_ptr<CommandJournal> journal = journal_;
+  const std::string command_id = job->command_id;
   if (done) done(std::move(result));
   // The journal row goes only once the door has the result (the edge door's outbox row is
   // written, synced, inside `done`). The removal does not wait for the disk: whatever ends the
   // agent, either it is lost — the row comes back at the next start, which delivers the stored
   // result again (the door keeps the first) — or it survives, and then so does everything the
   // door wrote before it (the WAL is replayed as a prefix).
-  if (!job->command_id.empty()) {
-    if (auto fin = journal_->Finished(job->command_id); !fin) {
+  if (!command_id.empty()) {
+    if (auto fin = journal->Finished(command_id); !fin) {
       log::Get("sandbox")->error(
           "command {}: still in the command journal ({}); after a restart its stored result "
           "is delivered again",
-          log::Escape(job->command_id), fin.error().ToString());
+          log::Escape(command_id), fin.error().ToString());
     }
   }
   for (auto& w : waiters)

@@ -248,10 +248,12 @@ class Executor final : public ExecutorApi {
   mutable std::mutex rules_mu_;
   std::shared_ptr<const Rules> rules_;
   std::shared_ptr<Provider> provider_;
-  std::unique_ptr<StateDb> db_;
+  // Shared: Finish removes a journal row after the door's callback, which may end the
+  // executor's owner's wait and so the executor itself; the row's removal keeps both alive.
+  std::shared_ptr<StateDb> db_;
   std::unique_ptr<LeaseTable> leases_;
   std::unique_ptr<IdempotencyStore> idempotency_;
-  std::unique_ptr<CommandJournal> journal_;
+  std::shared_ptr<CommandJournal> journal_;
   std::unique_ptr<SandboxRegistry> registry_;
   // The executor's timers (shutdown grace; the runner's deadlines and kill grace) on the
   // injected clock. Declared before runner_, stopped first by the destructor.
