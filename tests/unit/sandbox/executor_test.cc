@@ -97,6 +97,16 @@ class ExecutorTest : public ::testing::Test {
   Lease MakeLease(const std::string& resource, int64_t gen, std::string holder = "worker-1") {
     return Lease{resource, std::move(holder), gen, clock_.Now() + 60s};
   }
+  // Journal rows as a previous agent process left them (written through a connection of
+  // their own, the executor closed).
+  void LeaveJournalRows(const std::vector<CommandJournal::Entry>& rows) {
+    auto db = StateDb::Open(options_.data_dir);
+    ASSERT_TRUE(db.has_value()) << db.error().ToString();
+    auto journal = CommandJournal::Open(**db);
+    ASSERT_TRUE(journal.has_value());
+    for (const auto& e : rows)
+      ASSERT_TRUE((*journal)->Admitted(e)) << e.command_id;
+  }
   // Waits (the child is real) until `n` invocations are running.
   void WaitRunning(size_t n) {
     for (int i = 0; i < 500 && ex_->running() < n; ++i)
@@ -741,14 +751,8 @@ TEST_F(ExecutorTest, JournalRowsLeftBehindEndOnceWithWhatIsKnown) {
   InvokeResult ended = Call(Exec("echo done", "cmd-ended"));
   ASSERT_EQ(ended.outcome, Outcome::kOk);
   ex_.reset();
-  {
-    auto db = StateDb::Open(options_.data_dir);
-    ASSERT_TRUE(db.has_value()) << db.error().ToString();
-    auto journal = CommandJournal::Open(**db);
-    ASSERT_TRUE(journal.has_value());
-    ASSERT_TRUE((*journal)->Admitted({"cmd-queued", "file.read", "edge", 1'800'000'000'000}));
-    ASSERT_TRUE((*journal)->Admitted({"cmd-ended", "exec", "edge", 1'800'000'000'001}));
-  }
+  LeaveJournalRows({{"cmd-queued", "file.read", "edge", 1'800'000'000'000},
+                    {"cmd-ended", "exec", "edge", 1'800'000'000'001}});
   Open();
   auto interrupted = ex_->TakeInterrupted("edge");
   ASSERT_EQ(interrupted.size(), 2u);
@@ -767,14 +771,8 @@ TEST_F(ExecutorTest, JournalRowsLeftBehindEndOnceWithWhatIsKnown) {
 // start. Another door's rows go at Open.
 TEST_F(ExecutorTest, AConfirmingDoorsJournalRowStaysUntilTheDoorHasTheResult) {
   options_.confirming_doors = {"edge"};
-  {
-    auto db = StateDb::Open(options_.data_dir);
-    ASSERT_TRUE(db.has_value()) << db.error().ToString();
-    auto journal = CommandJournal::Open(**db);
-    ASSERT_TRUE(journal.has_value());
-    ASSERT_TRUE((*journal)->Admitted({"cmd-edge", "exec", "edge", 1'800'000'000'000}));
-    ASSERT_TRUE((*journal)->Admitted({"cmd-worker", "exec", "worker", 1'800'000'000'001}));
-  }
+  LeaveJournalRows({{"cmd-edge", "exec", "edge", 1'800'000'000'000},
+                    {"cmd-worker", "exec", "worker", 1'800'000'000'001}});
   Open();
   auto first = ex_->TakeInterrupted("edge");
   ASSERT_EQ(first.size(), 1u);
