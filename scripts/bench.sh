@@ -60,6 +60,7 @@ have() { [[ -x "$bin/$1" ]]; }
 
 have executor_bench && run executor "$bin/executor_bench" --runs "$((runs * 5))" --mib "$mib" --json "$out/executor.json"
 run edge_vs_ssh "$root/tests/bench/edge/edge_vs_ssh.sh" "$bin" "$runs" "$mib"
+have stream_floor_bench && run stream_floor "$bin/stream_floor_bench" --mib "$mib" --runs 3 --json "$out/stream_floor.json"
 have dispatch_bench && run dispatch "$bin/dispatch_bench" --runs "$((runs * 5))" --commands "$calls" --cli-runs "$runs" --json "$out/dispatch.json"
 [[ -x "$root/tests/bench/idle/idle_agent.sh" ]] &&
   run idle "$root/tests/bench/idle/idle_agent.sh" "$bin" $( ((quick)) && echo "20 200" || echo "300 10000")
