@@ -160,12 +160,9 @@ Result<std::shared_ptr<CommandSink>> Dispatcher::StreamOf(const std::string& nod
   if ((*node)->state == kNodeRevoked) {
     return MakeError(ErrorCode::kFailedPrecondition, "node " + node_id + " is revoked");
   }
-  std::lock_guard lock(mu_);
-  auto it = streams_.find(node_id);
-  if (it == streams_.end()) {
-    return MakeError(ErrorCode::kUnavailable, "node " + node_id + " is not connected");
-  }
-  return it->second;
+  auto sink = CurrentStream(node_id);
+  if (!sink) return MakeError(ErrorCode::kUnavailable, "node " + node_id + " is not connected");
+  return sink;
 }
 
 Status Dispatcher::SendTo(const std::string& node_id, const pb::EdgeCommand& cmd) {
