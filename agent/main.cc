@@ -92,6 +92,9 @@ int Enroll(const edge::cli::GlobalOptions& opts, const std::string& token,
 int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
   edge::daemon::LimitMallocArenas();  // before any thread (agent/daemon/memory_trim.h)
   edge::BlockTerminationSignals();
+  // Before any gRPC object, after the mask and arenas its threads inherit: gRPC's callback
+  // queue then outlives every channel and server (common/grpc_lifetime.h).
+  const edge::CallbackQueuePin callback_queue_pin;
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   if (!edge::cli::InitLogging(opts, cfg->log.level, cfg->log.format)) return kExitUsage;

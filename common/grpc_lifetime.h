@@ -12,10 +12,21 @@
 // leaked. So the constructor also initialises OpenSSL with OPENSSL_INIT_NO_ATEXIT (it runs
 // first in main, before anything else touches OpenSSL): the process exits with OpenSSL's
 // state intact, as it would without sanitizers; the kernel reclaims it.
+//
+// CallbackQueuePin: see below; held by every process that uses gRPC's callback API (the
+// agent daemon, `edge-controller serve`, every test binary, the fleet bench).
 #pragma once
 
 #include <grpc/grpc.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 #include <openssl/crypto.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
 
 namespace edge {
 
@@ -28,6 +39,49 @@ class GrpcShutdownAtExit {
   }
   GrpcShutdownAtExit(const GrpcShutdownAtExit&) = delete;
   GrpcShutdownAtExit& operator=(const GrpcShutdownAtExit&) = delete;
+};
+
+// CallbackQueuePin holds one reference to gRPC 1.51's process-wide "callback alternative"
+// completion queue (the queue and its two `nexting_thread`s behind every callback-API
+// channel and server when the poller does not run in the background, as on Linux) from
+// construction until destruction.
+//
+// Why (issue 16, stress run at 4c9f924, EdgeSessionTest.DeadlineEndsTheCommandWithTimedOut):
+// each callback channel and server holds a reference to that queue and drops it in its
+// destructor. When the last one is dropped inside a callback — a reactor's OnDone that frees
+// the last owner of a channel after the server it talked to is gone — the drop runs on a
+// nexting thread: it shuts the queue down, "joins" its own thread (which fails), deletes the
+// queue, and the same thread then waits on the deleted queue: ASan reported a double free
+// in grpc_cq_internal_unref. With one reference held here, no other owner's drop is ever the
+// last; this one is released on the thread that destroys the pin (main, after everything
+// else), where joining the nexting threads is legitimate.
+//
+// The reference is taken by one callback call on a private "lame" channel (gRPC's channel
+// for null credentials: every call fails at once with INVALID_ARGUMENT, and it never
+// resolves, connects or retries, so it adds no wake-up to an idle process); the channel then
+// holds the queue until the pin lets it go. Construct it before the first
+// gRPC object and after the signal mask and malloc arenas are set: it starts the nexting
+// threads, which inherit both.
+class CallbackQueuePin {
+ public:
+  CallbackQueuePin() : channel_(grpc::CreateChannel("edge-callback-queue-pin", nullptr)) {
+    grpc::GenericStub stub(channel_);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice empty;
+    grpc::ByteBuffer request(&empty, 1);  // a default ByteBuffer is no message at all
+    grpc::ByteBuffer response;
+    std::promise<void> done;
+    stub.UnaryCall(&ctx, "/edge.CallbackQueuePin/None", grpc::StubOptions(), &request, &response,
+                   [&done](const grpc::Status&) { done.set_value(); });
+    done.get_future().wait();
+  }
+  ~CallbackQueuePin() = default;  // the channel's destructor drops the reference
+  CallbackQueuePin(const CallbackQueuePin&) = delete;
+  CallbackQueuePin& operator=(const CallbackQueuePin&) = delete;
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
 };
 
 }  // namespace edge

@@ -11,6 +11,7 @@
 
 #include "admin.grpc.pb.h"
 #include "common/clock.h"
+#include "common/grpc_lifetime.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "controller/cli/admin_cli.h"
@@ -32,6 +33,8 @@ constexpr std::chrono::seconds kStopLimit{10};
 
 int Serve(const edge::cli::GlobalOptions& opts) {
   BlockTerminationSignals();
+  // gRPC's callback queue outlives every channel and server (common/grpc_lifetime.h).
+  const CallbackQueuePin callback_queue_pin;
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   if (!edge::cli::InitLogging(opts, cfg->log.level, cfg->log.format)) return kExitUsage;

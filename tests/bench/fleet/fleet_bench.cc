@@ -268,6 +268,7 @@ bool WaitFor(Pred pred, milliseconds timeout, milliseconds step = 200ms) {
 
 int main(int argc, char** argv) {
   edge::GrpcShutdownAtExit grpc_lifetime;
+  const edge::CallbackQueuePin callback_queue_pin;  // its simulated nodes are callback channels
   const Options opt = ParseFlags(argc, argv);
   edge::log::Init({.level = spdlog::level::warn});
   if (!opt.bin_dir.empty()) ::setenv("EDGE_BIN_DIR", opt.bin_dir.c_str(), 1);
