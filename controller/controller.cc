@@ -27,6 +27,9 @@ Controller::~Controller() {
 
 namespace {
 
+// The largest TLS record the controller's gRPC server emits (see StartGrpc).
+constexpr int kControllerTlsFrameBytes = 4096;
+
 // Server reflection on one server, or not. Linking grpc++_reflection registers its plugin for
 // every server of the process (a static initializer), so this option first removes whatever
 // reflection plugin the builder has, then adds one back when it is wanted.
@@ -257,6 +260,12 @@ Status Controller::StartGrpc() {
   // One limit both ways: a node's CommandResult may be as large as an InvokeTool may be.
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.grpc.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(config_.grpc.max_message_bytes));
+  // TLS records of at most 4 KiB from the controller (issue 14, fleet memory): gRPC 1.51 keeps
+  // one output frame buffer of this size per connection (16 KiB by default), and what the
+  // controller sends a node is small (commands, config, acks; a large InvokeTool just takes
+  // more records). Measured with fleet_bench at 1 000 nodes: RSS 172.9 -> 164.4 MiB. The
+  // node's direction (its output streams) keeps its own, larger records.
+  builder.AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, kControllerTlsFrameBytes);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   creators.push_back(std::make_unique<CallLimitInterceptorFactory>(*unauthenticated_));
   builder.experimental().SetInterceptorCreators(std::move(creators));
