@@ -13,13 +13,15 @@
 
 #include "sandbox/idempotency_store.h"
 #include "sandbox/security_context.h"
+#include "sandbox/state_db.h"
 #include "sandbox/tool_registry.h"
 
 namespace edge::sandbox {
 
 struct ExecutorOptions {
-  std::string data_dir;      // state/agent.db and state/process-groups live here
-  std::string sandbox_root;  // "" = <data_dir>/sandboxes; the default workspace is _default/root
+  std::string data_dir;       // state/agent.db and state/process-groups live here
+  StateDb::Options state_db;  // how state/agent.db is opened (tests count its syncs)
+  std::string sandbox_root;   // "" = <data_dir>/sandboxes; the default workspace is _default/root
   std::string provider = "local";  // "local" | "bwrap"
   std::string bwrap_path = "/usr/bin/bwrap";
   bool bwrap_network = false;  // bwrap: keep the host network

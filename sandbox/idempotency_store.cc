@@ -59,7 +59,8 @@ Result<std::optional<std::string>> IdempotencyStore::Lookup(std::string_view com
   return std::optional<std::string>((*rows)[0].Text(0));
 }
 
-Status IdempotencyStore::Record(std::string_view command_id, std::string_view result) {
+Status IdempotencyStore::Record(std::string_view command_id, std::string_view result,
+                                Durability durability) {
   if (auto st = ValidateCommandId(command_id); !st) return st;
   if (result.size() > options_.max_result_bytes) {
     return MakeError(ErrorCode::kResourceExhausted,
@@ -94,7 +95,7 @@ Status IdempotencyStore::Record(std::string_view command_id, std::string_view re
       !st) {
     return st;
   }
-  return txn->Commit();
+  return txn->Commit(durability);
 }
 
 Result<size_t> IdempotencyStore::Prune() {

@@ -37,8 +37,11 @@ class IdempotencyStore {
   Result<std::optional<std::string>> Lookup(std::string_view command_id) const;
   // Stores `result` for `command_id` and evicts what falls outside the window.
   // ALREADY_EXISTS when the id already has a result (the first one is kept);
-  // RESOURCE_EXHAUSTED when `result` is larger than max_result_bytes.
-  Status Record(std::string_view command_id, std::string_view result);
+  // RESOURCE_EXHAUSTED when `result` is larger than max_result_bytes. kRelaxed returns before
+  // the disk has it: only for a caller whose next synced write to the same database makes it
+  // durable (the WAL is synced as a whole and replayed as a prefix).
+  Status Record(std::string_view command_id, std::string_view result,
+                Durability durability = Durability::kSynced);
   // Removes entries outside the window; returns how many.
   Result<size_t> Prune();
   Result<size_t> Size() const;

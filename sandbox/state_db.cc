@@ -14,9 +14,10 @@ Result<std::unique_ptr<StateDb>> StateDb::Open(const std::string& data_dir, Opti
 
 Result<std::unique_ptr<StateDb>> StateDb::OpenFile(const std::string& db_path, Options options) {
   std::unique_ptr<StateDb> db(new StateDb());
-  if (auto st = db->Connect(
-          db_path,
-          {.busy_timeout = options.busy_timeout, .name = "state database", .owner = "agent"});
+  if (auto st = db->Connect(db_path, {.busy_timeout = options.busy_timeout,
+                                      .name = "state database",
+                                      .owner = "agent",
+                                      .fdatasync = options.fdatasync});
       !st) {
     return std::unexpected(st.error());
   }

@@ -22,6 +22,8 @@ class StateDb final : public SqliteDb {
  public:
   struct Options {
     std::chrono::milliseconds busy_timeout{5000};
+    // The WAL's sync (SqliteDb::Options::fdatasync; tests count or fail it).
+    int (*fdatasync)(int fd) = ::fdatasync;
   };
 
   // Opens (creating) `data_dir`/state/agent.db.

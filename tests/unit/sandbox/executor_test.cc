@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -793,6 +794,39 @@ TEST_F(ExecutorTest, AConfirmingDoorsJournalRowStaysUntilTheDoorHasTheResult) {
   ex_.reset();
   Open();
   EXPECT_TRUE(ex_->TakeInterrupted("edge").empty()) << "confirmed: the row is gone";
+}
+
+// Every fdatasync of the state database's WAL (ExecutorOptions::state_db), counted.
+std::atomic<int> g_wal_syncs{0};
+int CountedSync(int fd) {
+  g_wal_syncs.fetch_add(1);
+  return ::fdatasync(fd);
+}
+
+// A confirming door (the edge door) writes the result to its outbox, synced, in the same
+// database right after Finish: the result's idempotency record does not wait for a sync of
+// its own. Another door's record is synced before its caller gets the result.
+TEST_F(ExecutorTest, AConfirmingDoorsResultRecordLeavesTheSyncToTheDoor) {
+  options_.confirming_doors = {"edge"};
+  options_.state_db.fdatasync = CountedSync;
+  Open();
+  auto syncs_for = [&](const std::string& door, const std::string& id) {
+    InvokeRequest r = Exec("true", id);
+    r.door_limit = InvokeRequest::DoorLimit{door, door + ".max", 4};
+    const int before = g_wal_syncs.load();
+    EXPECT_EQ(Call(r).outcome, Outcome::kOk) << id;
+    return g_wal_syncs.load() - before;
+  };
+  (void)syncs_for("worker", "cmd-warm-up");  // the first sync also syncs the directory
+  EXPECT_EQ(syncs_for("worker", "cmd-worker"), 2) << "journal admission + result record";
+  EXPECT_EQ(syncs_for("edge", "cmd-edge"), 1) << "journal admission only";
+  // The relaxed record is a record all the same: a repeat answers with it, and so does a
+  // reopened database (what a process crash leaves; only a power cut could undo it).
+  InvokeResult again = Call(Exec("echo never", "cmd-edge"));
+  EXPECT_TRUE(again.replayed);
+  ex_.reset();
+  Open();
+  EXPECT_TRUE(Call(Exec("echo never", "cmd-edge")).replayed);
 }
 
 // The journal row of a command goes only after its door's done callback returned (the edge
