@@ -20,7 +20,7 @@ only="${1:-.}"
 
 scripts/deps.sh
 need=()
-for p in openssh-server openssh-client python3 procps; do
+for p in openssh-server openssh-client python3 procps strace; do
   [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" == "install ok installed" ]] || need+=("$p")
 done
 if ((${#need[@]})); then
@@ -62,6 +62,7 @@ have executor_bench && run executor "$bin/executor_bench" --runs "$((runs * 5))"
 run edge_vs_ssh "$root/tests/bench/edge/edge_vs_ssh.sh" "$bin" "$runs" "$mib"
 have stream_floor_bench && run stream_floor "$bin/stream_floor_bench" --mib "$mib" --runs 3 --json "$out/stream_floor.json"
 have dispatch_bench && run dispatch "$bin/dispatch_bench" --runs "$((runs * 5))" --commands "$calls" --cli-runs "$runs" --json "$out/dispatch.json"
+run sync_count "$root/tests/bench/edge/sync_count.sh" "$bin" "$calls"
 [[ -x "$root/tests/bench/idle/idle_agent.sh" ]] &&
   run idle "$root/tests/bench/idle/idle_agent.sh" "$bin" $( ((quick)) && echo "20 200" || echo "300 10000")
 have fleet_bench && run fleet "$bin/fleet_bench" --bin-dir "$bin" --nodes "$fleet_nodes" --heartbeat 30s --measure 60s --restart --fleet-command --json "$out/fleet.json"
