@@ -61,7 +61,8 @@ class GrpcShutdownAtExit {
 // resolves, connects or retries, so it adds no wake-up to an idle process); the channel then
 // holds the queue until the pin lets it go. Construct it before the first
 // gRPC object and after the signal mask and malloc arenas are set: it starts the nexting
-// threads, which inherit both.
+// threads, which inherit both. It must be the outermost gRPC owner: a channel or server that
+// outlives the pin can again drop the queue's last reference on a gRPC thread.
 class CallbackQueuePin {
  public:
   CallbackQueuePin() : channel_(grpc::CreateChannel("edge-callback-queue-pin", nullptr)) {

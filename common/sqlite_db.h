@@ -46,7 +46,6 @@
 #include <variant>
 #include <vector>
 
-#include "common/durability.h"
 #include "common/error.h"
 
 struct sqlite3;
@@ -99,6 +98,12 @@ auto ReadFirstRow(Result<std::vector<SqlRow>> rows, F read)
   if (rows->empty()) return std::nullopt;
   return read(rows->front());
 }
+
+// Whether a write waits until it is on disk (see SqliteDb).
+enum class Durability {
+  kSynced,   // returns once the write is on disk (group commit)
+  kRelaxed,  // returns once committed; on disk with the next synced write or checkpoint
+};
 
 class SqliteDb {
  public:

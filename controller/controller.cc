@@ -262,9 +262,11 @@ Status Controller::StartGrpc() {
   builder.SetMaxSendMessageSize(static_cast<int>(config_.grpc.max_message_bytes));
   // TLS records of at most 4 KiB from the controller (issue 14, fleet memory): gRPC 1.51 keeps
   // one output frame buffer of this size per connection (16 KiB by default), and what the
-  // controller sends a node is small (commands, config, acks; a large InvokeTool just takes
-  // more records). Measured with fleet_bench at 1 000 nodes: RSS 172.9 -> 164.4 MiB. The
-  // node's direction (its output streams) keeps its own, larger records.
+  // controller sends a node is mostly small (commands, config, acks). Measured with
+  // fleet_bench at 1 000 nodes: RSS 172.9 -> 164.4 MiB. The cost: bulk traffic from the
+  // controller (a large InvokeTool, a fleet's copies of it, compute events relayed to a
+  // member) takes 4x the records of 16 KiB ones. The node's direction (its output streams)
+  // keeps its own, larger records.
   builder.AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE, kControllerTlsFrameBytes);
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
   creators.push_back(std::make_unique<CallLimitInterceptorFactory>(*unauthenticated_));

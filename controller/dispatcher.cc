@@ -251,13 +251,12 @@ Result<std::string> Dispatcher::SendStored(const Prepared& p, CommandObserver* o
                            log::Escape(p.rec.node_id), log::Escape(p.rec.tool));
     return id;
   }
-  // The stream ended between the lookup and the send: the command never left. Synced: the
-  // caller is told so, and a lost write would have the command sent after a restart.
+  // The stream ended between the lookup and the send: the command never left.
   (void)store_.CompleteCommand(id, p.rec.node_id,
                                {.outcome = "error",
                                 .error_code = "UNAVAILABLE",
                                 .message = "the node disconnected before the command was sent"},
-                               ToEpochMillis(clock_.Now()), Durability::kSynced);
+                               ToEpochMillis(clock_.Now()));
   if (observer) Unsubscribe(id, observer);
   return MakeError(ErrorCode::kUnavailable, "node " + p.rec.node_id + " is not connected");
 }
@@ -400,12 +399,11 @@ void Dispatcher::OnResult(const std::string& node_id, const std::string& command
                           const pb::EdgeResult& result) {
   auto log = log::Get("edge");
   const auto outcome = OutcomeFromResult(result);
-  // Not waited on to reach the disk (one fsync less per command, issue 14): the node keeps
-  // this result for its idempotency window, so should a power cut undo the write, the
-  // command is "dispatched" again, resent after the restart, and answered with the same
-  // stored result — never run twice, never left without one.
-  auto stored = store_.CompleteCommand(command_id, node_id, outcome, ToEpochMillis(clock_.Now()),
-                                       Durability::kRelaxed);
+  // Synced, not relaxed (stop 26's review): a node keeps the results of the commands it ran
+  // for idempotency, but not its refusals (caps, draining, a bad user token), nor a result it
+  // failed to store. Should a power cut undo this write, the command would be resent after
+  // the restart and run, after its caller was told it was refused.
+  auto stored = store_.CompleteCommand(command_id, node_id, outcome, ToEpochMillis(clock_.Now()));
   if (!stored) {
     log->warn("node {}: result for command {} not stored: {}", log::Escape(node_id),
               log::Escape(command_id), log::Escape(stored.error().ToString(), 512));

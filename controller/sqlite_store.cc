@@ -958,33 +958,30 @@ Status SqliteStore::InsertCommands(const std::vector<CommandRecord>& commands) {
 }
 
 Result<bool> SqliteStore::CompleteCommand(const std::string& command_id, const std::string& node_id,
-                                          const CommandOutcomeRecord& r, int64_t now_ms,
-                                          Durability durability) {
-  return db_->Transact(
-      [&](SqliteDb::Txn& txn) -> Result<bool> {
-        auto owner = txn.Query("SELECT node_id FROM commands WHERE command_id = ?", {command_id});
-        if (!owner) return std::unexpected(owner.error());
-        if (owner->empty()) {
-          return MakeError(ErrorCode::kNotFound, "command " + command_id + " not found");
-        }
-        if (const std::string sent_to = (*owner)[0].Text(0); sent_to != node_id) {
-          return MakeError(ErrorCode::kPermissionDenied, "command " + command_id +
-                                                             " was sent to node \"" + sent_to +
-                                                             "\", not \"" + node_id + "\"");
-        }
-        // Conditional: only the first result changes the row.
-        if (auto st = txn.Exec(
-                "UPDATE commands SET state = 'completed', completed_at_ms = ?, outcome = ?, "
-                "exit_code = ?, error_code = ?, message = ?, payload_json = ?, duration_ms = ? "
-                "WHERE command_id = ? AND state <> 'completed'",
-                {now_ms, r.outcome, static_cast<int64_t>(r.exit_code), r.error_code, r.message,
-                 r.payload_json, r.duration_ms, command_id});
-            !st) {
-          return std::unexpected(st.error());
-        }
-        return txn.Changes() == 1;
-      },
-      durability);
+                                          const CommandOutcomeRecord& r, int64_t now_ms) {
+  return db_->Transact([&](SqliteDb::Txn& txn) -> Result<bool> {
+    auto owner = txn.Query("SELECT node_id FROM commands WHERE command_id = ?", {command_id});
+    if (!owner) return std::unexpected(owner.error());
+    if (owner->empty()) {
+      return MakeError(ErrorCode::kNotFound, "command " + command_id + " not found");
+    }
+    if (const std::string sent_to = (*owner)[0].Text(0); sent_to != node_id) {
+      return MakeError(ErrorCode::kPermissionDenied, "command " + command_id +
+                                                         " was sent to node \"" + sent_to +
+                                                         "\", not \"" + node_id + "\"");
+    }
+    // Conditional: only the first result changes the row.
+    if (auto st = txn.Exec(
+            "UPDATE commands SET state = 'completed', completed_at_ms = ?, outcome = ?, "
+            "exit_code = ?, error_code = ?, message = ?, payload_json = ?, duration_ms = ? "
+            "WHERE command_id = ? AND state <> 'completed'",
+            {now_ms, r.outcome, static_cast<int64_t>(r.exit_code), r.error_code, r.message,
+             r.payload_json, r.duration_ms, command_id});
+        !st) {
+      return std::unexpected(st.error());
+    }
+    return txn.Changes() == 1;
+  });
 }
 
 Result<std::optional<CommandRecord>> SqliteStore::GetCommand(const std::string& command_id) {

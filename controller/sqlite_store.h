@@ -67,8 +67,7 @@ class SqliteStore final : public Store {
   Status InsertCommand(const CommandRecord& command) override;
   Status InsertCommands(const std::vector<CommandRecord>& commands) override;
   Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
-                               const CommandOutcomeRecord& result, int64_t now_ms,
-                               Durability durability) override;
+                               const CommandOutcomeRecord& result, int64_t now_ms) override;
   Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) override;
   Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id, int limit) override;
   Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "common/durability.h"
 #include "common/error.h"
 
 namespace edge::controller {
@@ -348,12 +347,9 @@ class Store {
   virtual Status InsertCommands(const std::vector<CommandRecord>& commands) = 0;
   // Stores the first result of a command: true when this call stored it, false when the
   // command already had one (a duplicate delivery). NOT_FOUND for an unknown command;
-  // PERMISSION_DENIED when the command was sent to another node. kRelaxed: for a result the
-  // node itself keeps (its idempotency store), which the controller's resend after a restart
-  // gets back should a power cut undo this write.
+  // PERMISSION_DENIED when the command was sent to another node.
   virtual Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
-                                       const CommandOutcomeRecord& result, int64_t now_ms,
-                                       Durability durability) = 0;
+                                       const CommandOutcomeRecord& result, int64_t now_ms) = 0;
   virtual Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) = 0;
   // Newest first; `node_id` empty = every node; `limit` 0 = 100.
   virtual Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id,

@@ -277,8 +277,8 @@ class GatedStore final : public Store {
     return s_.InsertCommands(c);
   }
   Result<bool> CompleteCommand(const std::string& id, const std::string& n,
-                               const CommandOutcomeRecord& r, int64_t t, Durability d) override {
-    return s_.CompleteCommand(id, n, r, t, d);
+                               const CommandOutcomeRecord& r, int64_t t) override {
+    return s_.CompleteCommand(id, n, r, t);
   }
   Result<std::optional<CommandRecord>> GetCommand(const std::string& id) override {
     return s_.GetCommand(id);

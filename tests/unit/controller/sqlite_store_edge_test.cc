@@ -517,27 +517,18 @@ TEST_F(SqliteStoreEdgeTest, FirstResultWinsAlsoAfterReopen) {
             .error()
             .code,
         ErrorCode::kAlreadyExists);
-    // A node's result is stored without waiting for the disk (the dispatcher's kRelaxed): the
-    // reopen below still finds it, and still keeps it first.
-    auto first = store->CompleteCommand("c1", "edge-01", {.outcome = "ok", .exit_code = 3}, 2000,
-                                        Durability::kRelaxed);
+    auto first = store->CompleteCommand("c1", "edge-01", {.outcome = "ok", .exit_code = 3}, 2000);
     ASSERT_TRUE(first && *first);
-    auto dup =
-        store->CompleteCommand("c1", "edge-01", {.outcome = "error"}, 2001, Durability::kSynced);
+    auto dup = store->CompleteCommand("c1", "edge-01", {.outcome = "error"}, 2001);
     ASSERT_TRUE(dup);
     EXPECT_FALSE(*dup);
-    EXPECT_EQ(store->CompleteCommand("c1", "edge-02", {.outcome = "ok"}, 1, Durability::kSynced)
-                  .error()
-                  .code,
+    EXPECT_EQ(store->CompleteCommand("c1", "edge-02", {.outcome = "ok"}, 1).error().code,
               ErrorCode::kPermissionDenied);
-    EXPECT_EQ(store->CompleteCommand("zz", "edge-01", {.outcome = "ok"}, 1, Durability::kSynced)
-                  .error()
-                  .code,
+    EXPECT_EQ(store->CompleteCommand("zz", "edge-01", {.outcome = "ok"}, 1).error().code,
               ErrorCode::kNotFound);
   }
   auto store = OpenStore();
-  auto dup =
-      store->CompleteCommand("c1", "edge-01", {.outcome = "cancelled"}, 3000, Durability::kSynced);
+  auto dup = store->CompleteCommand("c1", "edge-01", {.outcome = "cancelled"}, 3000);
   ASSERT_TRUE(dup);
   EXPECT_FALSE(*dup) << "de-duplication survives a reopen";
   auto c = store->GetCommand("c1");

@@ -112,12 +112,11 @@ TEST_F(SqliteStoreSessionsTest, NodeActivitySumsUsageCountsCommandsAndFindsTheLa
                                 .state = kCommandDispatched,
                                 .created_at_ms = 2500}));
   // c0 exits 2 at 1200, c1 fails with an error at 1300, c2 succeeds at 1400.
-  ASSERT_TRUE(s->CompleteCommand("c0", "edge-01", {.outcome = "ok", .exit_code = 2}, 1200,
-                                 Durability::kSynced));
+  ASSERT_TRUE(s->CompleteCommand("c0", "edge-01", {.outcome = "ok", .exit_code = 2}, 1200));
   ASSERT_TRUE(s->CompleteCommand(
       "c1", "edge-01", {.outcome = "error", .error_code = "NOT_FOUND", .message = "no such file"},
-      1300, Durability::kSynced));
-  ASSERT_TRUE(s->CompleteCommand("c2", "edge-01", {.outcome = "ok"}, 1400, Durability::kSynced));
+      1300));
+  ASSERT_TRUE(s->CompleteCommand("c2", "edge-01", {.outcome = "ok"}, 1400));
 
   auto a = s->GetNodeActivity("edge-01", 1000, 2000);
   ASSERT_TRUE(a) << a.error().ToString();
