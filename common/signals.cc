@@ -12,8 +12,8 @@
 #include <ctime>
 
 namespace edge {
-namespace {
-sigset_t TerminationSet() {
+
+sigset_t TerminationSignalSet() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
@@ -22,10 +22,9 @@ sigset_t TerminationSet() {
   sigaddset(&set, SIGQUIT);
   return set;
 }
-}  // namespace
 
 void BlockTerminationSignals() {
-  sigset_t set = TerminationSet();
+  sigset_t set = TerminationSignalSet();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   IgnoreFatalIoSignals();
 }
@@ -36,7 +35,7 @@ void IgnoreFatalIoSignals() {
 }
 
 std::optional<int> WaitForTerminationSignal(std::optional<std::chrono::milliseconds> timeout) {
-  sigset_t set = TerminationSet();
+  sigset_t set = TerminationSignalSet();
   while (true) {
     int sig = 0;
     if (!timeout) {
@@ -54,7 +53,7 @@ std::optional<int> WaitForTerminationSignal(std::optional<std::chrono::milliseco
 }
 
 SignalWaiter::SignalWaiter() {
-  sigset_t set = TerminationSet();
+  sigset_t set = TerminationSignalSet();
   signal_fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (signal_fd_ < 0 || event_fd_ < 0) {

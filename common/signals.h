@@ -2,10 +2,15 @@
 // then wait for one in the main thread (sigwait), so shutdown is orderly and prompt.
 #pragma once
 
+#include <signal.h>
+
 #include <chrono>
 #include <optional>
 
 namespace edge {
+
+// The termination signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+sigset_t TerminationSignalSet();
 
 // Blocks SIGINT, SIGTERM, SIGHUP and SIGQUIT in the calling thread (and threads it starts
 // later inherit the mask), and calls IgnoreFatalIoSignals().

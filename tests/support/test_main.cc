@@ -24,6 +24,7 @@
 #endif
 
 #include "common/grpc_lifetime.h"
+#include "common/signals.h"
 
 namespace {
 
@@ -43,10 +44,8 @@ int main(int argc, char** argv) {
   // signals and waits for one (signals_test, stop_test) needs every other thread to block
   // them too, or the kernel hands a SIGTERM to a gRPC thread and the process dies (stress
   // run 1 at 3163e21: TerminationSignalStop). This thread's mask is restored afterwards.
-  sigset_t termination, old_mask;
-  sigemptyset(&termination);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
-    sigaddset(&termination, sig);
+  const sigset_t termination = edge::TerminationSignalSet();
+  sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &termination, &old_mask);
   auto pin = std::make_unique<edge::CallbackQueuePin>();
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
