@@ -17,10 +17,16 @@
 // each synced write then waits for a sync of the WAL file that started after its commit
 // (SyncWal; one runs at a time, and whoever finds none running starts the next, covering every
 // commit made so far). A write may be seen by readers of the file a moment before it is on
-// disk; nobody is told it is stored before it is. A write made with Durability::kRelaxed does
-// not wait: it survives a crash of the process at once and a power loss once any later synced
-// write (or a checkpoint) has synced the WAL — for bookkeeping whose loss repeats work that
-// is safe to repeat (see the callers).
+// disk; nobody is told it is stored before it is. A write that changed nothing (SQLite
+// appended no frame to the WAL: an UPDATE or DELETE that matched no row) waits only for the
+// writes this connection committed before it (and what an earlier process left in the WAL),
+// and syncs nothing when they are on disk already — a timed sweep that finds nothing to do
+// costs no disk sync. Writes of another connection to the same file are not waited for. The
+// connection's WAL hook tells the two apart; nothing may replace it (no PRAGMA
+// wal_autocheckpoint, no sqlite3_wal_hook elsewhere), or synced writes would stop syncing. A write
+// made with Durability::kRelaxed does not wait: it survives a crash of the process at once and a
+// power loss once any later synced write (or a checkpoint) has synced the WAL — for bookkeeping
+// whose loss repeats work that is safe to repeat (see the callers).
 //
 // A failed sync: the write that waited for it gets the error, but it is committed (readers
 // see it) and it is not known whether it is on disk — an error from a synced write means
@@ -179,6 +185,18 @@ class SqliteDb {
               Durability durability = Durability::kSynced);
   Result<std::vector<SqlRow>> Query(std::string_view sql, const std::vector<SqlParam>& params = {});
 
+  // Where this connection's commits stand now: a mark that covers every write it committed
+  // so far (read it right after a relaxed write, for Sync).
+  uint64_t CommitMark() const { return committed_.load(); }
+  // Returns once every write this connection committed up to `mark` is on disk, sharing the
+  // sync with concurrent writers as a synced write does (no sync when they are on disk
+  // already): the wait of relaxed writes whose caller waits for the disk later, elsewhere, so
+  // that a batch of them shares one sync. The error of the failed sync that should have
+  // covered them.
+  Status Sync(uint64_t mark);
+  // Passive checkpoints this connection's WAL hook has run (diagnostics and tests).
+  uint64_t auto_checkpoints() const { return auto_checkpoints_.load(); }
+
  protected:
   SqliteDb() = default;
   // Connects a just-constructed SqliteDb (or subclass) to `db_path`.
@@ -192,8 +210,20 @@ class SqliteDb {
   Result<std::vector<SqlRow>> LockedRun(std::string_view sql, const std::vector<SqlParam>& params);
   Result<sqlite3_stmt*> LockedPrepare(std::string_view sql);
   Error DbError(std::string_view what) const;
-  // mu_ held, after a write committed: its sequence number for SyncWal.
-  uint64_t LockedCommitted() { return committed_.fetch_add(1) + 1; }
+  // mu_ held, after a write committed: its sequence number for SyncWal. A commit that wrote
+  // nothing to the WAL (an UPDATE or DELETE that matched no row, a transaction that only read)
+  // gets the number of this connection's last commit instead: it has nothing of its own to put
+  // on disk, and its caller still returns only once every write committed before it on this
+  // connection is on disk (no sync at all when they already are). What an earlier process
+  // left in the WAL counts as this connection's first commit (Connect): the first synced write
+  // syncs it, since WAL recovery does not.
+  uint64_t LockedCommitted() {
+    if (!std::exchange(wal_written_, false)) return committed_.load();
+    return committed_.fetch_add(1) + 1;
+  }
+  // SQLite's WAL hook: runs inside every commit that appended frames to the WAL (mu_ held).
+  // It marks the commit as a write and checkpoints as SQLite's own hook would (it replaces it).
+  static int OnWalCommit(void* self, sqlite3* db, const char* schema, int wal_frames);
   // Waits until the WAL has been synced after commit number `seq` (group commit); the error
   // of the sync that should have covered it, if that failed. Called without mu_.
   Status SyncWal(uint64_t seq);
@@ -204,7 +234,10 @@ class SqliteDb {
 
   std::mutex mu_;
   std::atomic<uint64_t> committed_{0};  // writes committed (incremented under mu_)
-  mutable std::mutex sync_mu_;          // guards the group-commit state below
+  bool wal_written_ = false;        // mu_: the WAL got frames not yet numbered by LockedCommitted
+  int checkpointed_at_frames_ = 0;  // mu_: the WAL's size at this connection's last checkpoint
+  std::atomic<uint64_t> auto_checkpoints_{0};
+  mutable std::mutex sync_mu_;  // guards the group-commit state below
   std::condition_variable sync_cv_;
   bool syncing_ = false;
   bool dir_synced_ = false;

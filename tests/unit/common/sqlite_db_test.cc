@@ -4,6 +4,7 @@
 #include "common/sqlite_db.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -177,6 +178,122 @@ TEST_F(SqliteDbTest, AFailedSyncRefusesEveryLaterWriteAndReadsGoOn) {
   EXPECT_EQ(rows->size(), 2u) << "a and b are committed (b's outcome was reported unknown)";
   EXPECT_TRUE(db_->Exec("INSERT INTO t (k) VALUES ('e')"))
       << "another connection, with its own descriptor, is not refused";
+}
+
+// Issue 14: a write that changed nothing (the controller's timed sweeps, mostly) costs no disk
+// sync of its own, yet still returns only once what was committed before it is on disk.
+std::atomic<int> g_counted_syncs{0};
+int CountingSync(int fd) {
+  ++g_counted_syncs;
+  return ::fdatasync(fd);
+}
+
+TEST_F(SqliteDbTest, AWriteThatChangedNothingSyncsOnlyWhatCameBeforeIt) {
+  auto opened = SqliteDb::OpenFile(tmp_ / "x.db", {.name = "counted", .fdatasync = CountingSync});
+  ASSERT_TRUE(opened) << opened.error().ToString();
+  SqliteDb& db = **opened;
+  auto syncs = [start = g_counted_syncs.load()]() mutable {
+    const int n = g_counted_syncs.load() - start;
+    start = g_counted_syncs.load();
+    return n;
+  };
+  ASSERT_TRUE(db.Exec("DELETE FROM t WHERE v > 100"));
+  EXPECT_EQ(syncs(), 1) << "the first synced write syncs what was in the WAL before this "
+                           "connection (an earlier process's writes), changed or not";
+  ASSERT_TRUE(db.Exec("INSERT INTO t (k, v) VALUES ('a', 1)"));
+  EXPECT_EQ(syncs(), 1) << "a synced write that changed a row";
+
+  ASSERT_TRUE(db.Exec("UPDATE t SET v = 2 WHERE k = 'none'"));
+  ASSERT_TRUE(db.Exec("DELETE FROM t WHERE v > 100"));
+  ASSERT_TRUE(db.Transact([](SqliteDb::Txn& txn) -> Status {
+    if (auto st = txn.Exec("UPDATE t SET v = 3 WHERE k = 'none'"); !st) return st;
+    auto rows = txn.Query("SELECT COUNT(*) FROM t");
+    if (!rows) return std::unexpected(rows.error());
+    return OkStatus();
+  }));
+  EXPECT_EQ(syncs(), 0) << "three writes that matched no row, everything before them on disk";
+
+  ASSERT_TRUE(db.Exec("INSERT INTO t (k, v) VALUES ('b', 1)", {}, Durability::kRelaxed));
+  EXPECT_EQ(syncs(), 0) << "a relaxed write does not wait for the disk";
+  ASSERT_TRUE(db.Exec("DELETE FROM t WHERE v > 100"));
+  EXPECT_EQ(syncs(), 1) << "a synced write that changed nothing still waits for the relaxed "
+                           "write committed before it";
+  ASSERT_TRUE(db.Exec("DELETE FROM t WHERE v > 100"));
+  EXPECT_EQ(syncs(), 0);
+
+  ASSERT_TRUE(db.Exec("UPDATE t SET v = 5 WHERE k = 'a'"));
+  EXPECT_EQ(syncs(), 1) << "an UPDATE that changed a row";
+  EXPECT_EQ(Count(), 2);
+}
+
+// Relaxed writes whose caller waits for the disk later (the executor's journal rows, issue
+// 14): one Sync covers all of them, and a second finds nothing left to sync.
+TEST_F(SqliteDbTest, SyncPutsEveryEarlierRelaxedWriteOnDiskOnce) {
+  auto opened = SqliteDb::OpenFile(tmp_ / "x.db", {.name = "counted", .fdatasync = CountingSync});
+  ASSERT_TRUE(opened) << opened.error().ToString();
+  SqliteDb& db = **opened;
+  ASSERT_TRUE(db.Exec("INSERT INTO t (k, v) VALUES ('first', 0)"));
+  const int before = g_counted_syncs.load();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(db.Exec("INSERT INTO t (k, v) VALUES (?, ?)", {"r" + std::to_string(i), int64_t{i}},
+                        Durability::kRelaxed));
+  }
+  const uint64_t mark = db.CommitMark();
+  ASSERT_TRUE(db.Exec("INSERT INTO t (k, v) VALUES ('later', 0)", {}, Durability::kRelaxed));
+  EXPECT_EQ(g_counted_syncs.load(), before);
+  ASSERT_TRUE(db.Sync(mark));
+  EXPECT_EQ(g_counted_syncs.load(), before + 1) << "one sync for ten relaxed writes";
+  ASSERT_TRUE(db.Sync(mark));
+  EXPECT_EQ(g_counted_syncs.load(), before + 1) << "nothing left to sync up to the mark";
+  ASSERT_TRUE(db.Sync(db.CommitMark()));
+  EXPECT_EQ(g_counted_syncs.load(), before + 1)
+      << "the sync started after the later write had committed, so it covered it too";
+}
+
+// The WAL hook that tells writes from no-ops replaces SQLite's own auto-checkpoint: it must
+// checkpoint as that one did, or the WAL grows with every commit for the life of the process.
+TEST_F(SqliteDbTest, TheWalIsCheckpointedAsItGrows) {
+  const std::string row(3000, 'x');  // about one 4 KiB page, one WAL frame and more per commit
+  constexpr int kCommits = 2500;
+  for (int i = 0; i < kCommits; ++i) {
+    ASSERT_TRUE(db_->Exec("INSERT INTO t (k, v) VALUES (?, ?)",
+                          {std::to_string(i) + row, int64_t{i}}, Durability::kRelaxed));
+  }
+  EXPECT_EQ(Count(), kCommits);
+  auto page = db_->Query("PRAGMA page_size");
+  ASSERT_TRUE(page) << page.error().ToString();
+  const auto page_size = static_cast<uintmax_t>((*page)[0].Int(0));
+  // Unchecked, 2500 commits of two or more frames each (page + 24-byte header) would be over
+  // 20 MB; checkpointed at 1000 frames the file is reused from its start and stays near that.
+  const uintmax_t wal = fs::file_size(tmp_ / "x.db-wal");
+  EXPECT_LT(wal, 1200 * (page_size + 24))
+      << "WAL of " << wal << " bytes after " << kCommits << " commits: never checkpointed";
+}
+
+// Issue 14: while a reader keeps the WAL from starting over, SQLite's own hook checkpointed
+// after every commit past 1000 frames (a sync of the WAL and one of the database each); this
+// connection's hook checkpoints once per 1000 frames of growth.
+TEST_F(SqliteDbTest, AReaderHoldingTheWalDoesNotMakeEveryCommitACheckpoint) {
+  sqlite3* reader = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((tmp_ / "x.db").c_str(), &reader, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  struct Close {
+    sqlite3* db;
+    ~Close() { sqlite3_close(db); }
+  } close{reader};
+  // An open read transaction: its snapshot pins the WAL.
+  ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT COUNT(*) FROM t;", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  const std::string row(3000, 'x');  // two frames or more per commit
+  constexpr int kCommits = 1500;
+  for (int i = 0; i < kCommits; ++i) {
+    ASSERT_TRUE(db_->Exec("INSERT INTO t (k, v) VALUES (?, ?)",
+                          {std::to_string(i) + row, int64_t{i}}, Durability::kRelaxed));
+  }
+  // Over 3000 frames: a checkpoint per 1000 of them, not one per commit past the first 1000.
+  EXPECT_GE(db_->auto_checkpoints(), 2u);
+  EXPECT_LE(db_->auto_checkpoints(), 10u);
+  ASSERT_EQ(sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr), SQLITE_OK);
 }
 
 }  // namespace
