@@ -53,6 +53,17 @@ InvokeResult CancelledBeforeStart(std::string command_id, const CancelSource& so
 
 }  // namespace
 
+// An admitted command on its way to Start: what it runs, under which rules (`rules` keeps
+// `def` alive), its request and output sink.
+struct Executor::Admission {
+  std::shared_ptr<Inflight> job;
+  std::shared_ptr<const Rules> rules;
+  const ToolDefinition* def = nullptr;
+  std::shared_ptr<const SecurityContext> ctx;
+  InvokeRequest request;
+  ChunkSink on_chunk;
+};
+
 struct Executor::Inflight {
   uint64_t id = 0;
   std::string command_id;
@@ -64,6 +75,9 @@ struct Executor::Inflight {
   CancelRegistration external;
   DoneCallback done;
   Clock::MonoTime started{};
+  // The admission number of its journal row (none when the row could not be written): Finish
+  // removes that row and no later admission's of the same command_id.
+  std::optional<int64_t> journal_admission;
   // session.start only: its entry in the session table and where its process runs.
   std::string session_id;
   std::string session_workspace;  // relative to the workspace root
@@ -182,6 +196,12 @@ Result<std::unique_ptr<Executor>> Executor::Open(boost::asio::io_context& io, Cl
 
 Executor::~Executor() {
   if (timers_) timers_->Stop();  // no deadline, kill grace or shutdown grace fires from here on
+  boost::asio::thread_pool* admissions = nullptr;
+  {
+    std::lock_guard lock(blocking_mu_);
+    admissions = admissions_.get();
+  }
+  if (admissions) admissions->join();  // admitted commands start (or end) first
   boost::asio::thread_pool* blocking = nullptr;
   {
     std::lock_guard lock(blocking_mu_);
@@ -195,6 +215,12 @@ boost::asio::thread_pool& Executor::Blocking() {
   std::lock_guard lock(blocking_mu_);
   if (!blocking_) blocking_ = std::make_unique<boost::asio::thread_pool>(2);
   return *blocking_;
+}
+
+boost::asio::thread_pool& Executor::Admissions() {
+  std::lock_guard lock(blocking_mu_);
+  if (!admissions_) admissions_ = std::make_unique<boost::asio::thread_pool>(1);
+  return *admissions_;
 }
 
 // ---- admission ---------------------------------------------------------------------------
@@ -338,18 +364,53 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
     if (!command_id.empty()) running_ids_.insert(command_id);
     ++per_context_[ctx_name];
   }
-  if (!command_id.empty()) {
-    auto st = journal_->Admitted({.command_id = command_id,
-                                  .tool = request.tool,
-                                  .door = job->door,
-                                  .admitted_at_ms = ToEpochMillis(clock_.Now())});
-    if (!st) {
-      log::Get("sandbox")->error(
-          "command {}: not written to the command journal ({}); if the agent dies before it "
-          "ends, no AGENT_RESTARTED result will name it",
-          log::Escape(command_id), st.error().ToString());
-    }
+  // A cancel reaches the job from now on, also while it waits for its journal row's sync.
+  std::weak_ptr<Inflight> weak = job;
+  job->external = cancel.OnCancel([weak](const std::string& reason) {
+    if (auto j = weak.lock()) j->source.Cancel(reason);
+  });
+  Admission admit{job, rules, run_def, ctx, std::move(request), std::move(on_chunk)};
+  if (command_id.empty()) return Start(std::move(admit));
+  auto admission = journal_->Admitted({.command_id = command_id,
+                                       .tool = admit.request.tool,
+                                       .door = job->door,
+                                       .admitted_at_ms = ToEpochMillis(clock_.Now())},
+                                      Durability::kRelaxed);
+  uint64_t mark = 0;  // the row's place in the WAL (StateDb::Sync)
+  if (admission) {
+    job->journal_admission = *admission;
+    mark = db_->CommitMark();
+  } else {
+    log::Get("sandbox")->error(
+        "command {}: not written to the command journal ({}); if the agent dies before it "
+        "ends, no AGENT_RESTARTED result will name it",
+        log::Escape(command_id), admission.error().ToString());
   }
+  // The row is on disk before the command starts — a power cut must never leave a command
+  // that ran without its row, or the controller's resend would run it a second time — but
+  // the door's thread does not wait for the disk (issue 14): the admission thread does, and
+  // one sync covers every command admitted meanwhile; it then starts them in order.
+  boost::asio::post(Admissions(), [this, admit = std::move(admit),
+                                   journaled = admission.has_value(), mark]() mutable {
+    if (journaled) {
+      if (auto st = db_->Sync(mark); !st) {
+        log::Get("sandbox")->error(
+            "command {}: its command journal row may not be on disk ({}); if the agent dies "
+            "before it ends, no AGENT_RESTARTED result may name it",
+            log::Escape(admit.request.command_id), st.error().ToString());
+      }
+    }
+    if (admit.job->source.cancelled()) {
+      return Finish(admit.job, CancelledBeforeStart(admit.request.command_id, admit.job->source));
+    }
+    Start(std::move(admit));
+  });
+}
+
+void Executor::Start(Admission admit) {
+  const std::shared_ptr<Inflight>& job = admit.job;
+  InvokeRequest& request = admit.request;
+  const std::string& command_id = request.command_id;
   // From here on every path ends in Finish (which stores the result).
   auto workspace = Workspace(request.sandbox_id);
   if (!workspace) return Finish(job, ErrorResult(command_id, workspace.error()));
@@ -361,31 +422,28 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
     }
     if (tick_listener_) tick_listener_();  // its lease is judged at every tick from now on
   }
-  std::weak_ptr<Inflight> weak = job;
-  job->external = cancel.OnCancel([weak](const std::string& reason) {
-    if (auto j = weak.lock()) j->source.Cancel(reason);
-  });
-  const ToolDefinition& def = *run_def;
+  const ToolDefinition& def = *admit.def;
   if (def.kind == ToolKind::kExec || def.kind == ToolKind::kConfig) {
-    return RunProcess(job, def, *ctx, request, *workspace, std::move(on_chunk));
+    return RunProcess(job, def, *admit.ctx, request, *workspace, std::move(admit.on_chunk));
   }
   if (def.kind == ToolKind::kSessionInput || def.kind == ToolKind::kSessionSignal) {
     // Never blocks (a full stdin queue is refused); on the blocking-work pool like the file
     // tools (never the caller's thread; the destructor joins the pool before members go).
-    boost::asio::post(Blocking(), [this, job, rules, &def, request = std::move(request)] {
-      if (job->source.cancelled()) {
-        return Finish(job, CancelledBeforeStart(request.command_id, job->source));
-      }
-      InvokeResult r = RunSessionTool(def, request);
-      r.command_id = request.command_id;
-      Finish(job, std::move(r));
-    });
+    boost::asio::post(Blocking(),
+                      [this, job, rules = admit.rules, &def, request = std::move(request)] {
+                        if (job->source.cancelled()) {
+                          return Finish(job, CancelledBeforeStart(request.command_id, job->source));
+                        }
+                        InvokeResult r = RunSessionTool(def, request);
+                        r.command_id = request.command_id;
+                        Finish(job, std::move(r));
+                      });
     return;
   }
   // File tools and sysinfo: on the blocking-work pool, never on the caller's (door's) thread.
   // `rules` keeps `def` alive; the job's cancel source reaches the file walk.
-  boost::asio::post(Blocking(), [this, job, rules, &def, ctx, request = std::move(request),
-                                 workspace = std::move(*workspace)] {
+  boost::asio::post(Blocking(), [this, job, rules = admit.rules, &def, ctx = admit.ctx,
+                                 request = std::move(request), workspace = std::move(*workspace)] {
     if (job->source.cancelled()) {
       return Finish(job, CancelledBeforeStart(request.command_id, job->source));
     }
@@ -765,12 +823,13 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   // after the restart — the controller sends again what has no result — answers with it
   // instead of running the command a second time.
   if (!job->command_id.empty()) {
-    // A confirming door (the edge door) writes the result to its outbox, synced, inside `done`
-    // below, in the same database: that sync carries this record to the disk too, so it does
-    // not wait for its own (one fsync less per command, issue 14). Should power fail before
-    // it, both are lost together and the journal row, still there, makes the result
-    // AGENT_RESTARTED: one terminal result either way. Other doors answer their caller
-    // directly; their record is synced before the answer leaves.
+    // A confirming door (the edge door) writes the result to its outbox inside `done` below,
+    // and neither that row nor this record waits for the disk (issue 14): the command's journal
+    // row, on disk since before it started, goes only after both (Finished, below), and the WAL
+    // is replayed as a prefix — so a power cut leaves the row whenever it takes either, and the
+    // next start ends the command with this record if it survived, else AGENT_RESTARTED: one
+    // terminal result either way (the controller keeps the first it got). Other doors answer
+    // their caller directly; their record is synced before the answer leaves.
     const Durability durability =
         options_.confirming_doors.contains(job->door) ? Durability::kRelaxed : Durability::kSynced;
     // The payload is valid UTF-8 by construction; `replace` keeps a slip from throwing here.
@@ -807,14 +866,17 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   std::shared_ptr<StateDb> db = db_;
   std::shared_ptr<CommandJournal> journal = journal_;
   const std::string command_id = job->command_id;
+  const std::optional<int64_t> admission = job->journal_admission;
   if (done) done(std::move(result));
   // The journal row goes only once the door has the result (the edge door's outbox row is
   // written, synced, inside `done`). The removal does not wait for the disk: whatever ends the
   // agent, either it is lost — the row comes back at the next start, which delivers the stored
   // result again (the door keeps the first) — or it survives, and then so does everything the
-  // door wrote before it (the WAL is replayed as a prefix).
-  if (!command_id.empty()) {
-    if (auto fin = journal->Finished(command_id); !fin) {
+  // door wrote before it (the WAL is replayed as a prefix). Only this run's row: should the
+  // same command_id have been admitted again meanwhile (its result could not be stored, so a
+  // repeat runs it again), that run's row stays until that run ends.
+  if (admission) {
+    if (auto fin = journal->Finished(command_id, *admission); !fin) {
       log::Get("sandbox")->error(
           "command {}: still in the command journal ({}); after a restart its stored result "
           "is delivered again",
@@ -863,9 +925,12 @@ edge::Status Executor::RecoverInterrupted(const ProcessRunner::StaleReport& stal
               r.outcome == Outcome::kError ? r.error.message : "its stored result is delivered");
     // A confirming door's row stays until the door has stored the result (ConfirmInterrupted).
     if (!options_.confirming_doors.contains(e.door)) {
-      if (auto fin = journal_->Finished(e.command_id); !fin) return fin;
+      if (auto fin = journal_->Finished(e.command_id, e.admission); !fin) return fin;
     }
     std::lock_guard lock(mu_);
+    if (options_.confirming_doors.contains(e.door)) {
+      interrupted_rows_[e.command_id] = e.admission;
+    }
     interrupted_[e.door].push_back(std::move(r));
   }
   return OkStatus();
@@ -878,7 +943,17 @@ std::vector<InvokeResult> Executor::TakeInterrupted(const std::string& door) {
 }
 
 edge::Status Executor::ConfirmInterrupted(const std::string& command_id) {
-  return journal_->Finished(command_id);
+  int64_t admission = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = interrupted_rows_.find(command_id);
+    if (it == interrupted_rows_.end()) return OkStatus();  // confirmed already, or never
+    admission = it->second;
+  }
+  if (auto st = journal_->Finished(command_id, admission); !st) return st;  // may be retried
+  std::lock_guard lock(mu_);
+  interrupted_rows_.erase(command_id);
+  return OkStatus();
 }
 
 // ---- sandboxes and files -----------------------------------------------------------------

@@ -11,8 +11,9 @@
 // idempotency window, durations). Thread-safe: call from any thread. Callbacks (`done`, the
 // chunk sink) run on an io_context thread, on a thread of the executor's own blocking-work
 // pool (file tools and sysinfo never run on the caller's thread, so a door's gRPC or HTTP
-// thread is never held by a recursive delete or a large read), or on the caller's thread for
-// refusals, possibly before Invoke returns.
+// thread is never held by a recursive delete or a large read), on its admission thread (a
+// command with a command_id starts there once its journal row is on disk, so no door's thread
+// waits for the disk), or on the caller's thread for refusals, possibly before Invoke returns.
 //
 // Sessions (wire.md §5.5): session.start runs an interactive config tool as one long
 // process with a persistent stdin pipe; the executor owns the session table (session id →
@@ -233,6 +234,10 @@ class Executor final : public ExecutorApi {
                            const std::string& workspace, const SecurityContext& ctx,
                            const CancelToken& cancel);
   void Finish(const std::shared_ptr<Inflight>& job, InvokeResult result);
+  struct Admission;
+  // An admitted command starts: its workspace and lease are checked, then it runs (a process,
+  // or a session or file tool on the blocking-work pool).
+  void Start(Admission admit);
   // At Open: every command the journal says was admitted and not finished gets its one
   // terminal result — its stored result when it got that far, else AGENT_RESTARTED naming
   // what is known of its process (`stale`: the groups killed just before).
@@ -264,6 +269,9 @@ class Executor final : public ExecutorApi {
   // The pool for blocking work (file tools, sysinfo, session input): started at its first
   // use, so an agent that never runs such a tool has no threads waiting for it.
   boost::asio::thread_pool& Blocking();
+  // One thread, created at the first command with a command_id: waits for the sync of the
+  // commands' journal rows (one for every row written meanwhile) and starts them in order.
+  boost::asio::thread_pool& Admissions();
   std::mutex blocking_mu_;
 
   mutable std::mutex mu_;
@@ -285,11 +293,14 @@ class Executor final : public ExecutorApi {
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;
   std::map<std::string, std::vector<InvokeResult>> interrupted_;  // door → RecoverInterrupted
-  std::shared_ptr<int> alive_ = std::make_shared<int>(0);         // timers check it before running
+  // A confirming door's interrupted rows: command_id → admission, until ConfirmInterrupted.
+  std::map<std::string, int64_t> interrupted_rows_;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // timers check it before running
   std::atomic<uint64_t> result_store_failures_{0};
   // File tools and sysinfo run here, never on a door's thread (joined by the destructor);
   // made by Blocking() at its first use (guarded by blocking_mu_).
   std::unique_ptr<boost::asio::thread_pool> blocking_;
+  std::unique_ptr<boost::asio::thread_pool> admissions_;  // joined first by the destructor
   std::mutex logs_mu_;
   std::map<std::string, std::shared_ptr<LogBuffer>> logs_;
 };

@@ -122,8 +122,9 @@ std::shared_ptr<CommandDispatcher> CommandDispatcher::Create(sandbox::ExecutorAp
   }
   // What the previous agent process left unfinished ends now, once, through the outbox
   // (sent when the stream is up), like any result. Its journal row goes only once the outbox
-  // has it on disk (the daemon makes this door a confirming one): should the agent die before,
-  // the next start delivers the same stored result again.
+  // has stored it (the daemon makes this door a confirming one), after it in the WAL: should
+  // the agent die before, or a power cut take the outbox row, the next start delivers the same
+  // stored result again.
   for (const auto& r : executor.TakeInterrupted(kDoor)) {
     if (!d->Complete(r.command_id, ToEdgeResult(r, std::nullopt))) continue;
     if (auto st = executor.ConfirmInterrupted(r.command_id); !st) {

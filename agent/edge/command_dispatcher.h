@@ -150,7 +150,7 @@ class CommandDispatcher : public std::enable_shared_from_this<CommandDispatcher>
   void HandleDrain();
   void HandleShutdown(const aegis::cluster::v1::Shutdown& shutdown);
   // Stores the result in the outbox, forgets the command and hands the result to the host.
-  // True when the outbox has a result of the command on disk (this one, or a first one).
+  // True when the outbox has stored a result of the command (this one, or a first one).
   bool Complete(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   void WithHost(const std::function<void(DispatcherHost&)>& fn);
 

@@ -52,7 +52,7 @@ Result<std::unique_ptr<OutboxStore>> OutboxStore::Open(const std::string& data_d
   if (options.max_entries == 0) {
     return MakeError(ErrorCode::kInvalidArgument, "outbox max_entries 0: must be at least 1");
   }
-  auto db = sandbox::StateDb::Open(data_dir);
+  auto db = sandbox::StateDb::Open(data_dir, options.state_db);
   if (!db) return std::unexpected(db.error());
   if (auto st = (*db)->Migrate("edge_outbox", Migrations()); !st) {
     return std::unexpected(st.error());
@@ -94,7 +94,8 @@ Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResul
       return std::unexpected(st.error());
     }
   }
-  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  // Not waited on to reach the disk (see Put in the header).
+  if (auto st = txn->Commit(Durability::kRelaxed); !st) return std::unexpected(st.error());
   for (const auto& id : dropped) {
     log::Get("edge")->warn(
         "outbox full ({} entries): dropped the undelivered result of command {} (oldest first)",
@@ -174,7 +175,8 @@ Result<std::vector<OutboxStore::Entry>> OutboxStore::TakeForResend(uint64_t max_
     }
     out.push_back(std::move(e));
   }
-  if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
+  // Not waited on to reach the disk (see Put in the header).
+  if (auto st = txn->Commit(Durability::kRelaxed); !st) return std::unexpected(st.error());
   for (const auto& id : dropped) {
     log::Get("edge")->error(
         "outbox: an entry with a damaged command id ({}) was dropped: no command can match it",

@@ -38,6 +38,7 @@ class OutboxStore {
     size_t max_entries = 10000;
     std::chrono::milliseconds settle{std::chrono::seconds(30)};
     int max_attempts = 5;
+    sandbox::StateDb::Options state_db;  // its connection's (tests count the WAL's syncs)
   };
   struct Entry {
     int64_t seq = 0;
@@ -57,7 +58,13 @@ class OutboxStore {
   }
 
   // Stores the result of `command_id`; false when one is already stored (the first is kept).
-  // INVALID_ARGUMENT for an empty command_id.
+  // INVALID_ARGUMENT for an empty command_id. Not waited on to reach the disk (issue 14: one
+  // sync less per command): the result of an admitted command is also named by its journal
+  // row (sandbox::CommandJournal, synced before the command started), which goes only after
+  // this write — so a power cut that takes the row here leaves that one, and the command ends
+  // AGENT_RESTARTED (or with its stored result) at the next start; the controller keeps the
+  // first result it got. A refusal lost so has not reached the controller either, which sends
+  // the command again on the next stream.
   Result<bool> Put(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
   // Every entry, oldest first.
   Result<std::vector<Entry>> All() const;

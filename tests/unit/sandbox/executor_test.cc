@@ -108,6 +108,13 @@ class ExecutorTest : public ::testing::Test {
     for (const auto& e : rows)
       ASSERT_TRUE((*journal)->Admitted(e)) << e.command_id;
   }
+  // Whether `journal` has a row of `command_id`.
+  static bool InJournal(const CommandJournal& journal, const std::string& command_id) {
+    auto rows = journal.Unfinished();
+    EXPECT_TRUE(rows.has_value());
+    return rows && std::any_of(rows->begin(), rows->end(),
+                               [&](const auto& e) { return e.command_id == command_id; });
+  }
   // Waits (the child is real) until `n` invocations are running.
   void WaitRunning(size_t n) {
     for (int i = 0; i < 500 && ex_->running() < n; ++i)
@@ -684,6 +691,9 @@ TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
   idle_io.get_future().wait();
   edge::testing::ForkedAgent agent([&](const std::function<void()>& ready) {
     boost::asio::io_context io;
+    // The command starts from the executor's admission thread, after this loop began to run
+    // `io`: without work of its own `io` would stop before that.
+    auto work = boost::asio::make_work_guard(io);
     auto ex = Executor::Open(io, SystemClock::Instance(), options_);
     if (!ex) ::_exit(3);
     InvokeRequest req = Exec("sleep 300 & sleep 300", "cmd-died");
@@ -829,6 +839,55 @@ TEST_F(ExecutorTest, AConfirmingDoorsResultRecordLeavesTheSyncToTheDoor) {
   EXPECT_TRUE(Call(Exec("echo never", "cmd-edge")).replayed);
 }
 
+// Issue 14: no door's thread waits for the disk. Invoke writes the journal row without waiting;
+// the admission thread waits for its sync — one for every command admitted meanwhile — and
+// only then starts the commands (a command must never run without its row on disk).
+std::atomic<bool> g_sync_gate_open{true};
+std::atomic<int> g_gated_syncs{0};
+int GatedSync(int fd) {
+  g_gated_syncs.fetch_add(1);
+  while (!g_sync_gate_open.load())
+    std::this_thread::sleep_for(1ms);
+  return ::fdatasync(fd);
+}
+
+TEST_F(ExecutorTest, CommandsStartOnceTheirJournalRowsAreOnDiskAndShareTheSync) {
+  options_.confirming_doors = {"edge"};  // results recorded without a sync of their own
+  options_.state_db.fdatasync = GatedSync;
+  Open();
+  ASSERT_EQ(Call(Exec("true", "cmd-warm-up")).outcome, Outcome::kOk);  // syncs the directory
+  g_sync_gate_open = false;                                            // the disk stalls
+  struct OpenGate {
+    ~OpenGate() { g_sync_gate_open = true; }  // on every path: never leave the executor stuck
+  } open_gate;
+  const int before = g_gated_syncs.load();
+  constexpr int kCommands = 8;
+  std::vector<std::future<InvokeResult>> results;
+  auto invoking = std::async(std::launch::async, [&] {
+    for (int i = 0; i < kCommands; ++i) {
+      InvokeRequest r = Exec("true", "cmd-batch-" + std::to_string(i));
+      r.door_limit = InvokeRequest::DoorLimit{"edge", "edge.max", 16};
+      results.push_back(Start(std::move(r)));
+    }
+  });
+  if (invoking.wait_for(30s) != std::future_status::ready) {
+    g_sync_gate_open = true;
+    FAIL() << "Invoke waited for the disk";
+  }
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return g_gated_syncs.load() > before; }))
+      << "the admission thread never synced";
+  std::this_thread::sleep_for(200ms);  // time enough for a command started too early to end
+  for (auto& f : results)
+    EXPECT_EQ(f.wait_for(0s), std::future_status::timeout) << "ran before its row was on disk";
+  g_sync_gate_open = true;
+  for (auto& f : results) {
+    ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+    EXPECT_EQ(f.get().outcome, Outcome::kOk);
+  }
+  EXPECT_LE(g_gated_syncs.load() - before, 2) << "eight admissions, one or two syncs";
+  EXPECT_EQ(ex_->running(), 0u);
+}
+
 // The journal row of a command goes only after its door's done callback returned (the edge
 // door writes its outbox row there): a crash in between finds the row, never a result lost.
 TEST_F(ExecutorTest, TheJournalRowOutlivesTheDoorsDoneCallback) {
@@ -837,12 +896,7 @@ TEST_F(ExecutorTest, TheJournalRowOutlivesTheDoorsDoneCallback) {
   ASSERT_TRUE(db.has_value()) << db.error().ToString();
   auto journal = CommandJournal::Open(**db);
   ASSERT_TRUE(journal.has_value());
-  auto in_journal = [&] {
-    auto rows = (*journal)->Unfinished();
-    EXPECT_TRUE(rows.has_value());
-    return rows && std::any_of(rows->begin(), rows->end(),
-                               [](const auto& e) { return e.command_id == "cmd-order"; });
-  };
+  auto in_journal = [&] { return InJournal(**journal, "cmd-order"); };
   std::promise<bool> seen;
   ex_->Invoke(Exec("echo hi", "cmd-order"), {}, {},
               [&](InvokeResult) { seen.set_value(in_journal()); });
@@ -851,6 +905,40 @@ TEST_F(ExecutorTest, TheJournalRowOutlivesTheDoorsDoneCallback) {
   EXPECT_TRUE(f.get()) << "the row was gone while the door still held the result";
   EXPECT_TRUE(edge::testing::WaitUntil([&] { return !in_journal(); }))
       << "the row stayed after the callback";
+}
+
+// Review finding (issue 16): when a command's result cannot be stored for idempotency, a repeat
+// of its command_id runs it again — and may be admitted inside the first run's done callback,
+// before the first run removes its journal row. That removal must leave the repeat's row, or
+// an agent that dies during the repeat would never answer it (no AGENT_RESTARTED).
+TEST_F(ExecutorTest, ARepeatAdmittedAsTheFirstRunEndsKeepsItsOwnJournalRow) {
+  Open();
+  auto db = StateDb::Open(options_.data_dir);  // a second connection, as after a crash
+  ASSERT_TRUE(db.has_value()) << db.error().ToString();
+  // The result store refuses this command's result (a full disk would, for every result).
+  ASSERT_TRUE(
+      (*db)->Exec("CREATE TRIGGER refuse_twice BEFORE INSERT ON idempotency "
+                  "WHEN NEW.command_id = 'cmd-twice' "
+                  "BEGIN SELECT RAISE(ABORT, 'test: result refused'); END"));
+  auto journal = CommandJournal::Open(**db);
+  ASSERT_TRUE(journal.has_value());
+  auto in_journal = [&] { return InJournal(**journal, "cmd-twice"); };
+  // Both runs end on the fixture's one io thread: the repeat's done callback runs after the
+  // first run's Finish has returned, journal removal included.
+  std::promise<bool> repeat_saw_its_row;
+  ex_->Invoke(Exec("true", "cmd-twice"), {}, {}, [&](InvokeResult first) {
+    EXPECT_EQ(first.outcome, Outcome::kOk);
+    ex_->Invoke(Exec("sleep 0.2", "cmd-twice"), {}, {}, [&](InvokeResult repeat) {
+      EXPECT_EQ(repeat.outcome, Outcome::kOk) << repeat.error.message;
+      EXPECT_FALSE(repeat.replayed) << "nothing was stored: the repeat ran";
+      repeat_saw_its_row.set_value(in_journal());
+    });
+  });
+  auto repeat = repeat_saw_its_row.get_future();
+  ASSERT_EQ(repeat.wait_for(60s), std::future_status::ready);
+  EXPECT_TRUE(repeat.get()) << "the first run's end removed the repeat's journal row";
+  EXPECT_TRUE(edge::testing::WaitUntil([&] { return !in_journal(); }))
+      << "the repeat's own end removes it";
 }
 
 // The worker door's file methods are tools too (wire.md §4 argument names), admitted and
