@@ -387,6 +387,9 @@ void Controller::Stop() {
     grpc_server_.reset();
     log::Get("controller")->info("gRPC server stopped");
   }
+  // The results the streams queued are stored and their observers told while those still
+  // exist (they go before the dispatcher).
+  if (dispatcher_) dispatcher_->StopResults();
   if (session_timers_) session_timers_->Stop();
 }
 

@@ -395,39 +395,93 @@ void Dispatcher::OnProgress(const std::string& node_id, const std::string& comma
     o->OnProgress(chunk);
 }
 
+Dispatcher::~Dispatcher() {
+  StopResults();
+}
+
 void Dispatcher::OnResult(const std::string& node_id, const std::string& command_id,
                           const pb::EdgeResult& result) {
+  CommandCompletion c{command_id, node_id, OutcomeFromResult(result), ToEpochMillis(clock_.Now())};
+  {
+    std::lock_guard lock(results_mu_);
+    if (!results_stopping_) {
+      queued_results_.push_back(std::move(c));
+      ++results_queued_;
+      if (!results_thread_.joinable()) results_thread_ = std::thread([this] { RunResults(); });
+      results_cv_.notify_all();
+      return;
+    }
+  }
+  StoreResults({std::move(c)});  // stopping: on this thread
+}
+
+void Dispatcher::RunResults() {
+  std::unique_lock lock(results_mu_);
+  while (true) {
+    results_cv_.wait(lock, [this] { return results_stopping_ || !queued_results_.empty(); });
+    if (queued_results_.empty()) return;  // stopping, and nothing left
+    std::vector<CommandCompletion> batch;
+    batch.swap(queued_results_);
+    lock.unlock();
+    StoreResults(batch);
+    lock.lock();
+    results_done_ += batch.size();
+    results_cv_.notify_all();
+  }
+}
+
+void Dispatcher::FlushResults() {
+  std::unique_lock lock(results_mu_);
+  const uint64_t target = results_queued_;
+  results_cv_.wait(lock, [&] { return results_done_ >= target || !results_thread_.joinable(); });
+}
+
+void Dispatcher::StopResults() {
+  std::thread thread;
+  {
+    std::lock_guard lock(results_mu_);
+    results_stopping_ = true;
+    results_cv_.notify_all();
+    thread = std::move(results_thread_);
+  }
+  if (thread.joinable()) thread.join();  // it stores what is queued first
+}
+
+void Dispatcher::StoreResults(const std::vector<CommandCompletion>& batch) {
   auto log = log::Get("edge");
-  const auto outcome = OutcomeFromResult(result);
   // Synced, not relaxed (stop 26's review): a node keeps the results of the commands it ran
   // for idempotency, but not its refusals (caps, draining, a bad user token), nor a result it
   // failed to store. Should a power cut undo this write, the command would be resent after
-  // the restart and run, after its caller was told it was refused.
-  auto stored = store_.CompleteCommand(command_id, node_id, outcome, ToEpochMillis(clock_.Now()));
-  if (!stored) {
-    log->warn("node {}: result for command {} not stored: {}", log::Escape(node_id),
-              log::Escape(command_id), log::Escape(stored.error().ToString(), 512));
-    return;
+  // the restart and run, after its caller was told it was refused. One transaction for the
+  // batch: one wait for the disk for every result in it.
+  const std::vector<Result<bool>> stored = store_.CompleteCommands(batch);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const CommandCompletion& c = batch[i];
+    if (!stored[i]) {
+      log->warn("node {}: result for command {} not stored: {}", log::Escape(c.node_id),
+                log::Escape(c.command_id), log::Escape(stored[i].error().ToString(), 512));
+      continue;
+    }
+    if (!*stored[i]) {
+      log->debug("node {}: duplicate result for command {} ignored (the first one is kept)",
+                 log::Escape(c.node_id), log::Escape(c.command_id));
+      continue;
+    }
+    log->info("command {} on node {} completed: {}", log::Escape(c.command_id),
+              log::Escape(c.node_id), c.result.outcome);
+    auto rec = store_.GetCommand(c.command_id);
+    if (!rec || !*rec) continue;
+    std::vector<std::shared_ptr<CommandObserver>> tell;
+    {
+      std::lock_guard lock(mu_);
+      auto [b, e] = waiters_.equal_range(c.command_id);
+      for (auto it = b; it != e; ++it)
+        tell.push_back(it->second.observer);
+      waiters_.erase(c.command_id);
+    }
+    for (auto& o : tell)
+      o->OnResult(**rec);
   }
-  if (!*stored) {
-    log->debug("node {}: duplicate result for command {} ignored (the first one is kept)",
-               log::Escape(node_id), log::Escape(command_id));
-    return;
-  }
-  log->info("command {} on node {} completed: {}", log::Escape(command_id), log::Escape(node_id),
-            outcome.outcome);
-  auto rec = store_.GetCommand(command_id);
-  if (!rec || !*rec) return;
-  std::vector<std::shared_ptr<CommandObserver>> tell;
-  {
-    std::lock_guard lock(mu_);
-    auto [b, e] = waiters_.equal_range(command_id);
-    for (auto it = b; it != e; ++it)
-      tell.push_back(it->second.observer);
-    waiters_.erase(command_id);
-  }
-  for (auto& o : tell)
-    o->OnResult(**rec);
 }
 
 }  // namespace edge::controller

@@ -15,11 +15,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/clock.h"
@@ -78,6 +80,10 @@ class Dispatcher {
   Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,
              size_t max_message_bytes = size_t{16} << 20)
       : store_(store), tokens_(tokens), clock_(clock), max_message_bytes_(max_message_bytes) {}
+  // StopResults.
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
 
   // A node's stream said Hello: it becomes the node's stream; the previous one (if any) is
   // closed with ABORTED "replaced by a newer stream".
@@ -128,8 +134,18 @@ class Dispatcher {
   // From a node's stream (already authenticated as `node_id`).
   void OnProgress(const std::string& node_id, const std::string& command_id,
                   const aegis::cluster::v1::Chunk& chunk);
+  // Queues the result and returns: the dispatcher's results thread stores it (the first
+  // result of a command wins) and only then tells the command's observers — so the caller of
+  // Invoke learns a result once it is on disk, while the node's stream reads on without
+  // waiting for the disk, and the results that arrive meanwhile, from every node, are stored
+  // in one transaction with one sync (issue 14).
   void OnResult(const std::string& node_id, const std::string& command_id,
                 const aegis::cluster::v1::EdgeResult& result);
+  // Returns once every result queued before the call is stored and its observers told.
+  void FlushResults();
+  // Stores what is queued and ends the results thread; a result that comes later is stored on
+  // its caller's thread (controller stop: after the servers, before the observers' owners go).
+  void StopResults();
 
  private:
   // The InvokeTool of a command (its args parsed from rec.args_json), with a freshly minted
@@ -158,6 +174,10 @@ class Dispatcher {
   // The node's stream, or NOT_FOUND / FAILED_PRECONDITION / UNAVAILABLE.
   Result<std::shared_ptr<CommandSink>> StreamOf(const std::string& node_id);
   Status SendTo(const std::string& node_id, const aegis::cluster::v1::EdgeCommand& cmd);
+  // Stores a batch of results (one transaction) and tells each first result's observers.
+  void StoreResults(const std::vector<CommandCompletion>& batch);
+  // The results thread: batches of what OnResult queued, until StopResults.
+  void RunResults();
 
   Store& store_;
   NodeTokenAuthority& tokens_;
@@ -173,6 +193,14 @@ class Dispatcher {
     std::shared_ptr<CommandObserver> observer;
   };
   std::multimap<std::string, Waiter> waiters_;  // command id → observers
+
+  std::mutex results_mu_;  // guards the results queue and thread state below
+  std::condition_variable results_cv_;
+  std::vector<CommandCompletion> queued_results_;
+  uint64_t results_queued_ = 0;  // results ever queued
+  uint64_t results_done_ = 0;    // of those, stored and told
+  bool results_stopping_ = false;
+  std::thread results_thread_;  // started by the first OnResult
 };
 
 }  // namespace edge::controller

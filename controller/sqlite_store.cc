@@ -798,26 +798,29 @@ Result<int64_t> SqliteStore::SetEdgeNodeLimits(const std::string& node_id,
 }
 
 Result<std::vector<std::string>> SqliteStore::MarkStaleNodes(int64_t cutoff_ms) {
-  return db_->Transact([&](SqliteDb::Txn& txn) -> Result<std::vector<std::string>> {
-    auto candidates = ReadRows(
-        txn.Query("SELECT n.node_id FROM nodes n JOIN edge_nodes e ON e.node_id = n.node_id "
-                  "WHERE n.state IN ('healthy', 'draining') AND e.last_heartbeat_ms < ? "
-                  "ORDER BY n.node_id",
-                  {cutoff_ms}),
-        [](const SqlRow& row) { return row.Text(0); });
-    if (!candidates) return std::unexpected(candidates.error());
-    std::vector<std::string> marked;
-    for (const auto& id : *candidates) {
-      if (auto st = txn.Exec("UPDATE nodes SET state = 'unhealthy' WHERE node_id = ? "
-                             "AND state IN ('healthy', 'draining')",
-                             {id});
-          !st) {
-        return std::unexpected(st.error());
-      }
-      if (txn.Changes() == 1) marked.push_back(id);
-    }
-    return marked;
-  });
+  // Relaxed: a marking undone by a power cut is made again by the next sweep after the restart.
+  return db_->Transact(
+      [&](SqliteDb::Txn& txn) -> Result<std::vector<std::string>> {
+        auto candidates = ReadRows(
+            txn.Query("SELECT n.node_id FROM nodes n JOIN edge_nodes e ON e.node_id = n.node_id "
+                      "WHERE n.state IN ('healthy', 'draining') AND e.last_heartbeat_ms < ? "
+                      "ORDER BY n.node_id",
+                      {cutoff_ms}),
+            [](const SqlRow& row) { return row.Text(0); });
+        if (!candidates) return std::unexpected(candidates.error());
+        std::vector<std::string> marked;
+        for (const auto& id : *candidates) {
+          if (auto st = txn.Exec("UPDATE nodes SET state = 'unhealthy' WHERE node_id = ? "
+                                 "AND state IN ('healthy', 'draining')",
+                                 {id});
+              !st) {
+            return std::unexpected(st.error());
+          }
+          if (txn.Changes() == 1) marked.push_back(id);
+        }
+        return marked;
+      },
+      Durability::kRelaxed);
 }
 
 Status SqliteStore::RevokeNode(const std::string& node_id, int64_t now_ms) {
@@ -915,13 +918,18 @@ Result<EdgeNodeRecord> SqliteStore::RotateEdgeKey(const KeyRotation& r) {
 
 Status SqliteStore::PruneExpired(int64_t cutoff_ms) {
   bool pruned_tokens = false;
-  auto out = db_->Transact([&](SqliteDb::Txn& txn) -> Status {
-    if (auto st = txn.Exec("DELETE FROM node_tokens WHERE expires_at_ms < ?", {cutoff_ms}); !st) {
-      return st;
-    }
-    pruned_tokens = txn.Changes() > 0;
-    return txn.Exec("DELETE FROM rotation_nonces WHERE seen_at_ms < ?", {cutoff_ms});
-  });
+  // Relaxed: what a power cut brings back expired long ago (refused on its expiry anyway) and
+  // goes again at the next sweep.
+  auto out = db_->Transact(
+      [&](SqliteDb::Txn& txn) -> Status {
+        if (auto st = txn.Exec("DELETE FROM node_tokens WHERE expires_at_ms < ?", {cutoff_ms});
+            !st) {
+          return st;
+        }
+        pruned_tokens = txn.Changes() > 0;
+        return txn.Exec("DELETE FROM rotation_nonces WHERE seen_at_ms < ?", {cutoff_ms});
+      },
+      Durability::kRelaxed);
   if (out && pruned_tokens) BumpAuthGeneration();
   return out;
 }
@@ -957,31 +965,61 @@ Status SqliteStore::InsertCommands(const std::vector<CommandRecord>& commands) {
   });
 }
 
+namespace {
+// Inside `txn`: the first result of a command. The outer Result fails only for the store's own
+// errors (which end the transaction); the inner one is this result's answer: true stored,
+// false a duplicate, NOT_FOUND or PERMISSION_DENIED.
+Result<Result<bool>> CompleteCommandIn(SqliteDb::Txn& txn, const CommandCompletion& c) {
+  auto owner = txn.Query("SELECT node_id FROM commands WHERE command_id = ?", {c.command_id});
+  if (!owner) return std::unexpected(owner.error());
+  if (owner->empty()) {
+    return Result<bool>(MakeError(ErrorCode::kNotFound, "command " + c.command_id + " not found"));
+  }
+  if (const std::string sent_to = (*owner)[0].Text(0); sent_to != c.node_id) {
+    return Result<bool>(
+        MakeError(ErrorCode::kPermissionDenied, "command " + c.command_id + " was sent to node \"" +
+                                                    sent_to + "\", not \"" + c.node_id + "\""));
+  }
+  const CommandOutcomeRecord& r = c.result;
+  // Conditional: only the first result changes the row.
+  if (auto st =
+          txn.Exec("UPDATE commands SET state = 'completed', completed_at_ms = ?, outcome = ?, "
+                   "exit_code = ?, error_code = ?, message = ?, payload_json = ?, duration_ms = ? "
+                   "WHERE command_id = ? AND state <> 'completed'",
+                   {c.now_ms, r.outcome, static_cast<int64_t>(r.exit_code), r.error_code, r.message,
+                    r.payload_json, r.duration_ms, c.command_id});
+      !st) {
+    return std::unexpected(st.error());
+  }
+  return Result<bool>(txn.Changes() == 1);
+}
+}  // namespace
+
 Result<bool> SqliteStore::CompleteCommand(const std::string& command_id, const std::string& node_id,
                                           const CommandOutcomeRecord& r, int64_t now_ms) {
+  const CommandCompletion c{command_id, node_id, r, now_ms};
   return db_->Transact([&](SqliteDb::Txn& txn) -> Result<bool> {
-    auto owner = txn.Query("SELECT node_id FROM commands WHERE command_id = ?", {command_id});
-    if (!owner) return std::unexpected(owner.error());
-    if (owner->empty()) {
-      return MakeError(ErrorCode::kNotFound, "command " + command_id + " not found");
-    }
-    if (const std::string sent_to = (*owner)[0].Text(0); sent_to != node_id) {
-      return MakeError(ErrorCode::kPermissionDenied, "command " + command_id +
-                                                         " was sent to node \"" + sent_to +
-                                                         "\", not \"" + node_id + "\"");
-    }
-    // Conditional: only the first result changes the row.
-    if (auto st = txn.Exec(
-            "UPDATE commands SET state = 'completed', completed_at_ms = ?, outcome = ?, "
-            "exit_code = ?, error_code = ?, message = ?, payload_json = ?, duration_ms = ? "
-            "WHERE command_id = ? AND state <> 'completed'",
-            {now_ms, r.outcome, static_cast<int64_t>(r.exit_code), r.error_code, r.message,
-             r.payload_json, r.duration_ms, command_id});
-        !st) {
-      return std::unexpected(st.error());
-    }
-    return txn.Changes() == 1;
+    auto answer = CompleteCommandIn(txn, c);
+    if (!answer) return std::unexpected(answer.error());
+    return *answer;
   });
+}
+
+std::vector<Result<bool>> SqliteStore::CompleteCommands(
+    const std::vector<CommandCompletion>& results) {
+  std::vector<Result<bool>> answers;
+  auto st = db_->Transact([&](SqliteDb::Txn& txn) -> Status {
+    answers.clear();
+    answers.reserve(results.size());
+    for (const auto& c : results) {
+      auto answer = CompleteCommandIn(txn, c);
+      if (!answer) return std::unexpected(answer.error());
+      answers.push_back(std::move(*answer));
+    }
+    return OkStatus();
+  });
+  if (!st) return std::vector<Result<bool>>(results.size(), std::unexpected(st.error()));
+  return answers;
 }
 
 Result<std::optional<CommandRecord>> SqliteStore::GetCommand(const std::string& command_id) {

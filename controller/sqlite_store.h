@@ -68,6 +68,8 @@ class SqliteStore final : public Store {
   Status InsertCommands(const std::vector<CommandRecord>& commands) override;
   Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
                                const CommandOutcomeRecord& result, int64_t now_ms) override;
+  std::vector<Result<bool>> CompleteCommands(
+      const std::vector<CommandCompletion>& results) override;
   Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) override;
   Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id, int limit) override;
   Result<std::vector<CommandRecord>> ListPendingCommands(const std::string& node_id,

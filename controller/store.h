@@ -126,6 +126,14 @@ struct CommandOutcomeRecord {
   int64_t duration_ms = 0;   // Ok.duration, or TimedOut.deadline
 };
 
+// One node's result of a command, for Store::CompleteCommands.
+struct CommandCompletion {
+  std::string command_id;
+  std::string node_id;  // who sent it (authenticated)
+  CommandOutcomeRecord result;
+  int64_t now_ms = 0;
+};
+
 // An operator's session on a node (wire.md §5.2, §5.5), as the controller keeps it: live ones
 // while they run, ended ones as their history.
 struct OperatorSessionRecord {
@@ -322,7 +330,8 @@ class Store {
   virtual Result<int64_t> SetEdgeNodeLimits(const std::string& node_id,
                                             const std::string& limits_json, int64_t now_ms) = 0;
   // Healthy and draining edge nodes whose last heartbeat is older than `cutoff_ms` become
-  // unhealthy; returns their ids.
+  // unhealthy; returns their ids. Not waited on to reach the disk (the node monitor's timed
+  // sweep marks again whatever a power cut undid).
   virtual Result<std::vector<std::string>> MarkStaleNodes(int64_t cutoff_ms) = 0;
   // Node state revoked and every token of the node blacklisted.
   virtual Status RevokeNode(const std::string& node_id, int64_t now_ms) = 0;
@@ -336,7 +345,8 @@ class Store {
   // blacklisted and the new one recorded. NOT_FOUND for a node that is not edge-enrolled.
   virtual Result<EdgeNodeRecord> RotateEdgeKey(const KeyRotation& rotation) = 0;
   // Forgets tokens and rotation nonces that expired before `cutoff_ms` (a replayed rotation
-  // older than that fails on its expired token anyway).
+  // older than that fails on its expired token anyway). Not waited on to reach the disk, like
+  // MarkStaleNodes.
   virtual Status PruneExpired(int64_t cutoff_ms) = 0;
 
   // ---- commands ----------------------------------------------------------------------
@@ -350,6 +360,18 @@ class Store {
   // PERMISSION_DENIED when the command was sent to another node.
   virtual Result<bool> CompleteCommand(const std::string& command_id, const std::string& node_id,
                                        const CommandOutcomeRecord& result, int64_t now_ms) = 0;
+  // CompleteCommand for several results in one transaction (one wait for the disk for all of
+  // them): for each, in order, what CompleteCommand would answer (a second result of the same
+  // command later in the batch is a duplicate). An error of the store itself (the disk) is
+  // every one's answer, and none is stored. This default stores them one by one.
+  virtual std::vector<Result<bool>> CompleteCommands(
+      const std::vector<CommandCompletion>& results) {
+    std::vector<Result<bool>> out;
+    out.reserve(results.size());
+    for (const auto& c : results)
+      out.push_back(CompleteCommand(c.command_id, c.node_id, c.result, c.now_ms));
+    return out;
+  }
   virtual Result<std::optional<CommandRecord>> GetCommand(const std::string& command_id) = 0;
   // Newest first; `node_id` empty = every node; `limit` 0 = 100.
   virtual Result<std::vector<CommandRecord>> ListCommands(const std::string& node_id,

@@ -116,6 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pb::EdgeResult result;
     if (!result.ParseFromString(bytes)) result.mutable_err()->set_code("INTERNAL");
     world->dispatcher->OnResult("edge-01", *id, result);
+    world->dispatcher->FlushResults();
     auto done = world->store->GetCommand(*id);
     if (!done || !*done) __builtin_trap();
     world->sink->sent.clear();

@@ -44,6 +44,7 @@ class FleetCommandsTest : public EdgeFleetFixture {
     pb::EdgeResult r;
     r.mutable_ok()->set_exit_code(exit_code);
     dispatcher_->OnResult(node, command_id, r);
+    dispatcher_->FlushResults();  // stored and told, as the assertions expect
   }
   static const FleetPartView& PartOf(const FleetCommandView& v, const std::string& node) {
     for (const auto& p : v.parts)
