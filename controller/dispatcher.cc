@@ -44,6 +44,9 @@ void Dispatcher::Attach(const std::string& node_id, std::shared_ptr<CommandSink>
 
 void Dispatcher::ResendPending(const std::string& node_id, CommandSink& sink) {
   auto log = log::Get("edge");
+  // A result the previous stream handed in may still be queued: stored first, so that what
+  // has a result is not sent again (an agent without a record of it would run it twice).
+  FlushResults();
   const int64_t since = ToEpochMillis(clock_.Now() - kResendWindow);
   auto pending = store_.ListPendingCommands(node_id, since);
   if (!pending) {
@@ -402,14 +405,35 @@ Dispatcher::~Dispatcher() {
 void Dispatcher::OnResult(const std::string& node_id, const std::string& command_id,
                           const pb::EdgeResult& result) {
   CommandCompletion c{command_id, node_id, OutcomeFromResult(result), ToEpochMillis(clock_.Now())};
+  const size_t bytes = c.result.payload_json.size() + c.result.message.size();
   {
-    std::lock_guard lock(results_mu_);
+    std::unique_lock lock(results_mu_);
+    // Bounded: a stream that hands in results faster than the disk takes them waits here, as
+    // it did when it stored them itself (gRPC's flow control then slows the node down).
+    results_cv_.wait(lock, [&] {
+      return results_stopping_ || queued_results_.empty() ||
+             (queued_results_.size() < kMaxQueuedResults &&
+              queued_result_bytes_ + bytes <= kMaxQueuedResultBytes);
+    });
     if (!results_stopping_) {
-      queued_results_.push_back(std::move(c));
-      ++results_queued_;
-      if (!results_thread_.joinable()) results_thread_ = std::thread([this] { RunResults(); });
-      results_cv_.notify_all();
-      return;
+      if (!results_thread_.joinable()) {
+        try {
+          results_thread_ = std::thread([this] { RunResults(); });
+        } catch (const std::system_error& e) {
+          log::Get("edge")->error(
+              "the results thread cannot start ({}): results are stored on "
+              "the streams' threads",
+              e.what());
+          results_stopping_ = true;
+        }
+      }
+      if (results_thread_.joinable()) {
+        queued_results_.push_back(std::move(c));
+        queued_result_bytes_ += bytes;
+        ++results_queued_;
+        results_cv_.notify_all();
+        return;
+      }
     }
   }
   StoreResults({std::move(c)});  // stopping: on this thread
@@ -422,8 +446,15 @@ void Dispatcher::RunResults() {
     if (queued_results_.empty()) return;  // stopping, and nothing left
     std::vector<CommandCompletion> batch;
     batch.swap(queued_results_);
+    queued_result_bytes_ = 0;
+    results_cv_.notify_all();  // room for the streams that wait
     lock.unlock();
-    StoreResults(batch);
+    try {
+      StoreResults(batch);
+    } catch (const std::exception& e) {
+      log::Get("edge")->error("storing {} results failed inside the controller: {}", batch.size(),
+                              log::Escape(e.what()));
+    }
     lock.lock();
     results_done_ += batch.size();
     results_cv_.notify_all();
@@ -433,7 +464,8 @@ void Dispatcher::RunResults() {
 void Dispatcher::FlushResults() {
   std::unique_lock lock(results_mu_);
   const uint64_t target = results_queued_;
-  results_cv_.wait(lock, [&] { return results_done_ >= target || !results_thread_.joinable(); });
+  // The results thread stores every queued result before it ends, so this is reached.
+  results_cv_.wait(lock, [&] { return results_done_ >= target; });
 }
 
 void Dispatcher::StopResults() {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -138,7 +139,8 @@ class Dispatcher {
   // result of a command wins) and only then tells the command's observers — so the caller of
   // Invoke learns a result once it is on disk, while the node's stream reads on without
   // waiting for the disk, and the results that arrive meanwhile, from every node, are stored
-  // in one transaction with one sync (issue 14).
+  // in one transaction with one sync (issue 14). The queue is bounded (4096 results, 64 MiB):
+  // past that the caller waits for room, as it waited for the disk before.
   void OnResult(const std::string& node_id, const std::string& command_id,
                 const aegis::cluster::v1::EdgeResult& result);
   // Returns once every result queued before the call is stored and its observers told.
@@ -197,6 +199,9 @@ class Dispatcher {
   std::mutex results_mu_;  // guards the results queue and thread state below
   std::condition_variable results_cv_;
   std::vector<CommandCompletion> queued_results_;
+  size_t queued_result_bytes_ = 0;  // their payloads and messages
+  static constexpr size_t kMaxQueuedResults = 4096;
+  static constexpr size_t kMaxQueuedResultBytes = size_t{64} << 20;
   uint64_t results_queued_ = 0;  // results ever queued
   uint64_t results_done_ = 0;    // of those, stored and told
   bool results_stopping_ = false;

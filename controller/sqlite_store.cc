@@ -1018,7 +1018,12 @@ std::vector<Result<bool>> SqliteStore::CompleteCommands(
     }
     return OkStatus();
   });
-  if (!st) return std::vector<Result<bool>>(results.size(), std::unexpected(st.error()));
+  if (st) return answers;
+  // One statement's failure ended the batch: each result alone, so the others are stored
+  // (a failing disk fails them all again, each with its error).
+  answers.clear();
+  for (const auto& c : results)
+    answers.push_back(CompleteCommand(c.command_id, c.node_id, c.result, c.now_ms));
   return answers;
 }
 

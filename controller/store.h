@@ -362,8 +362,9 @@ class Store {
                                        const CommandOutcomeRecord& result, int64_t now_ms) = 0;
   // CompleteCommand for several results in one transaction (one wait for the disk for all of
   // them): for each, in order, what CompleteCommand would answer (a second result of the same
-  // command later in the batch is a duplicate). An error of the store itself (the disk) is
-  // every one's answer, and none is stored. This default stores them one by one.
+  // command later in the batch is a duplicate). Should the transaction fail, each result is
+  // stored alone (one bad statement does not cost the others; a failing disk fails each with
+  // its error). This default stores them one by one.
   virtual std::vector<Result<bool>> CompleteCommands(
       const std::vector<CommandCompletion>& results) {
     std::vector<Result<bool>> out;

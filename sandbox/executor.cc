@@ -42,6 +42,19 @@ InvokeResult ErrorResult(std::string command_id, Error error) {
 }
 
 // The result of work whose cancel came before its process (or file call) started.
+// Why a command was not started: its journal row could not be written or synced.
+Error NotJournaled(const std::string& command_id, const Error& why) {
+  log::Get("sandbox")->error(
+      "command {}: not started, its command journal row is not on disk ({}); the agent's "
+      "state database refuses writes until the agent restarts if a sync failed",
+      log::Escape(command_id), why.ToString());
+  return Error{why.code == ErrorCode::kResourceExhausted ? ErrorCode::kResourceExhausted
+                                                         : ErrorCode::kUnavailable,
+               "command " + command_id +
+                   " was not started: the agent could not record it on disk (" + why.message +
+                   "); it is safe to send again"};
+}
+
 InvokeResult CancelledBeforeStart(std::string command_id, const CancelSource& source) {
   InvokeResult r;
   r.command_id = std::move(command_id);
@@ -78,6 +91,9 @@ struct Executor::Inflight {
   // The admission number of its journal row (none when the row could not be written): Finish
   // removes that row and no later admission's of the same command_id.
   std::optional<int64_t> journal_admission;
+  // False for a command refused after admission without running (its journal row could not be
+  // written): like any refusal, its answer is not stored, so a repeat may run it.
+  bool record_result = true;
   // session.start only: its entry in the session table and where its process runs.
   std::string session_id;
   std::string session_workspace;  // relative to the workspace root
@@ -376,29 +392,25 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
                                        .door = job->door,
                                        .admitted_at_ms = ToEpochMillis(clock_.Now())},
                                       Durability::kRelaxed);
-  uint64_t mark = 0;  // the row's place in the WAL (StateDb::Sync)
-  if (admission) {
-    job->journal_admission = *admission;
-    mark = db_->CommitMark();
-  } else {
-    log::Get("sandbox")->error(
-        "command {}: not written to the command journal ({}); if the agent dies before it "
-        "ends, no AGENT_RESTARTED result will name it",
-        log::Escape(command_id), admission.error().ToString());
+  if (!admission) {
+    // Nothing durable would name a command that ran now (its result and record do not wait
+    // for the disk either): a power cut could lose every trace, and the controller's resend
+    // would run it a second time. It is not started; a command that never ran is safe to
+    // refuse (the caller, or the controller's resend after a restart, tries again).
+    job->record_result = false;
+    return Finish(job, ErrorResult(command_id, NotJournaled(command_id, admission.error())));
   }
+  job->journal_admission = *admission;
+  const uint64_t mark = db_->CommitMark();  // the row's place in the WAL (StateDb::Sync)
   // The row is on disk before the command starts — a power cut must never leave a command
   // that ran without its row, or the controller's resend would run it a second time — but
   // the door's thread does not wait for the disk (issue 14): the admission thread does, and
   // one sync covers every command admitted meanwhile; it then starts them in order.
-  boost::asio::post(Admissions(), [this, admit = std::move(admit),
-                                   journaled = admission.has_value(), mark]() mutable {
-    if (journaled) {
-      if (auto st = db_->Sync(mark); !st) {
-        log::Get("sandbox")->error(
-            "command {}: its command journal row may not be on disk ({}); if the agent dies "
-            "before it ends, no AGENT_RESTARTED result may name it",
-            log::Escape(admit.request.command_id), st.error().ToString());
-      }
+  boost::asio::post(Admissions(), [this, admit = std::move(admit), mark]() mutable {
+    if (auto st = db_->Sync(mark); !st) {
+      const std::string& id = admit.request.command_id;
+      admit.job->record_result = false;
+      return Finish(admit.job, ErrorResult(id, NotJournaled(id, st.error())));
     }
     if (admit.job->source.cancelled()) {
       return Finish(admit.job, CancelledBeforeStart(admit.request.command_id, admit.job->source));
@@ -822,7 +834,7 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   // the command's one terminal result (the door delivers it), so a repeat of the command_id
   // after the restart — the controller sends again what has no result — answers with it
   // instead of running the command a second time.
-  if (!job->command_id.empty()) {
+  if (!job->command_id.empty() && job->record_result) {
     // A confirming door (the edge door) writes the result to its outbox inside `done` below,
     // and neither that row nor this record waits for the disk (issue 14): the command's journal
     // row, on disk since before it started, goes only after both (Finished, below), and the WAL

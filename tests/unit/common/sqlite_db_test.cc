@@ -284,15 +284,16 @@ TEST_F(SqliteDbTest, AReaderHoldingTheWalDoesNotMakeEveryCommitACheckpoint) {
   // An open read transaction: its snapshot pins the WAL.
   ASSERT_EQ(sqlite3_exec(reader, "BEGIN; SELECT COUNT(*) FROM t;", nullptr, nullptr, nullptr),
             SQLITE_OK);
-  const std::string row(3000, 'x');  // two frames or more per commit
+  const std::string row(3000, 'x');  // about 7 frames a commit (table, index, overflow pages)
   constexpr int kCommits = 1500;
   for (int i = 0; i < kCommits; ++i) {
     ASSERT_TRUE(db_->Exec("INSERT INTO t (k, v) VALUES (?, ?)",
                           {std::to_string(i) + row, int64_t{i}}, Durability::kRelaxed));
   }
-  // Over 3000 frames: a checkpoint per 1000 of them, not one per commit past the first 1000.
+  // About 10 000 frames: a checkpoint per 1000 of them (10), not one per commit past the first
+  // 1000 frames (about 1 350).
   EXPECT_GE(db_->auto_checkpoints(), 2u);
-  EXPECT_LE(db_->auto_checkpoints(), 10u);
+  EXPECT_LE(db_->auto_checkpoints(), 50u);
   ASSERT_EQ(sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr), SQLITE_OK);
 }
 

@@ -550,6 +550,7 @@ TEST_F(EdgeDispatchTest, AResultFromAnotherNodeIsIgnored) {
   ASSERT_TRUE(WaitFor([&] {
     return NodeInfo("edge-02")->last_heartbeat_epoch_ms() == ToEpochMillis(clock_.Now());
   }));
+  controller_->dispatcher().FlushResults();  // results are stored off the stream's thread
   EXPECT_EQ(Command(id)->state(), "dispatched");
 }
 

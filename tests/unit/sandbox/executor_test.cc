@@ -888,6 +888,34 @@ TEST_F(ExecutorTest, CommandsStartOnceTheirJournalRowsAreOnDiskAndShareTheSync) 
   EXPECT_EQ(ex_->running(), 0u);
 }
 
+// Review finding (stop 27): with the result and its record no longer waiting for the disk, a
+// command whose journal row cannot reach the disk must not run — a power cut could lose every
+// trace of it, and the controller's resend would run it again. It is refused, not recorded.
+std::atomic<bool> g_fail_syncs{false};
+int SyncThatFailsWhenTold(int fd) {
+  if (g_fail_syncs.load()) {
+    errno = EIO;
+    return -1;
+  }
+  return ::fdatasync(fd);
+}
+
+TEST_F(ExecutorTest, ACommandWhoseJournalRowCannotReachTheDiskIsNotStarted) {
+  options_.state_db.fdatasync = SyncThatFailsWhenTold;
+  Open();
+  g_fail_syncs = true;
+  struct Reset {
+    ~Reset() { g_fail_syncs = false; }
+  } reset;
+  const std::string marker = options_.data_dir + "/ran";
+  InvokeResult r = Call(Exec("touch " + marker, "cmd-unjournaled"));
+  ExpectError(r, ErrorCode::kUnavailable,
+              "command cmd-unjournaled was not started: the agent could not record it on disk");
+  EXPECT_NE(r.error.message.find("fdatasync failed"), std::string::npos) << r.error.message;
+  EXPECT_FALSE(fs::exists(marker)) << "it ran";
+  EXPECT_EQ(ex_->running(), 0u);
+}
+
 // The journal row of a command goes only after its door's done callback returned (the edge
 // door writes its outbox row there): a crash in between finds the row, never a result lost.
 TEST_F(ExecutorTest, TheJournalRowOutlivesTheDoorsDoneCallback) {
