@@ -1021,10 +1021,7 @@ std::vector<Result<bool>> SqliteStore::CompleteCommands(
   if (st) return answers;
   // One statement's failure ended the batch: each result alone, so the others are stored
   // (a failing disk fails them all again, each with its error).
-  answers.clear();
-  for (const auto& c : results)
-    answers.push_back(CompleteCommand(c.command_id, c.node_id, c.result, c.now_ms));
-  return answers;
+  return Store::CompleteCommands(results);
 }
 
 Result<std::optional<CommandRecord>> SqliteStore::GetCommand(const std::string& command_id) {
