@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/thread_name.h"
+
 namespace edge {
 
 ReconnectLoop::ReconnectLoop(TimerQueue& timers, Backoff& backoff, Hooks hooks)
@@ -15,7 +17,10 @@ bool ReconnectLoop::Start() {
   std::lock_guard lock(thread_mu_);
   if (started_) return false;
   started_ = true;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("edge-reconnect");
+    Run();
+  });
   return true;
 }
 

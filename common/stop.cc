@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include "common/signals.h"
+#include "common/thread_name.h"
 
 namespace edge {
 
@@ -63,6 +64,7 @@ void StopSource::Stop(const std::string& reason) {
 
 TerminationSignalStop::TerminationSignalStop(StopSource& source) : source_(source) {
   thread_ = std::thread([this] {
+    NameThisThread("edge-signals");
     while (true) {
       {
         std::lock_guard lock(mu_);

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "common/thread_name.h"
+
 namespace edge {
 
 TimerQueue::TimerQueue(Clock& clock) : clock_(clock) {
@@ -74,6 +76,7 @@ bool TimerQueue::IsPending(TimerId id) const {
 }
 
 void TimerQueue::Loop() {
+  NameThisThread("edge-timers");
   std::unique_lock lock(mu_);
   while (!stopping_) {
     const Clock::MonoTime now = clock_.Monotonic();

@@ -57,10 +57,14 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   }
 
   void OnAccepted(const std::string& command_id) override {
+    bool gone = false;
     {
       std::lock_guard lock(mu_);
       command_id_ = command_id;
+      gone = done_;
     }
+    // The client went away while the command waited to be stored: OnDone could not name it.
+    if (gone) dispatcher_.Unsubscribe(command_id, this);
     pb::InvokeEvent e;
     e.mutable_accepted()->set_command_id(command_id);
     Enqueue(std::move(e));
@@ -133,6 +137,7 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
     {
       std::lock_guard lock(mu_);
       id = command_id_;
+      done_ = true;
     }
     if (!id.empty()) dispatcher_.Unsubscribe(id, this);
     auto last = std::move(self_);  // may destroy this when it goes out of scope
@@ -142,7 +147,8 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   Dispatcher& dispatcher_;
   std::shared_ptr<InvokeReactor> self_;
   std::mutex mu_;
-  std::string command_id_;
+  std::string command_id_;  // once accepted
+  bool done_ = false;       // OnDone ran
   // Accepted, chunks, result: one write in flight; the call ends once all is written.
   WriteQueue<pb::InvokeEvent> writes_;
 
@@ -265,15 +271,17 @@ grpc::ServerWriteReactor<pb::InvokeEvent>* AdminServiceImpl::Invoke(grpc::Callba
                   .args_json = req->args_json(),
                   .security_context = req->security_context(),
                   .deadline = std::chrono::milliseconds(req->deadline_ms())};
-  auto id = fleet_.Invoke(spec, req->detach() ? nullptr : reactor);
-  if (!id) {
-    reactor->FinishAfterDrain(ToGrpcStatus(id.error()));
-    return reactor.get();
-  }
-  if (req->detach()) {
-    reactor->OnAccepted(*id);
-    reactor->FinishAfterDrain(grpc::Status::OK);
-  }
+  // Not waiting for the disk on gRPC's thread (issue 14): the command is stored with the
+  // others queued meanwhile, and `done` runs once it is sent, or refused (perhaps at once).
+  // gRPC keeps what the reactor does before this returns it, from whichever thread.
+  const bool detach = req->detach();
+  fleet_.InvokeAsync(spec, detach ? nullptr : reactor, [reactor, detach](Result<std::string> id) {
+    if (!id) return reactor->FinishAfterDrain(ToGrpcStatus(id.error()));
+    if (detach) {
+      reactor->OnAccepted(*id);
+      reactor->FinishAfterDrain(grpc::Status::OK);
+    }
+  });
   return reactor.get();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace edge::controller {
 
@@ -309,6 +310,7 @@ void ComputeHub::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] {
+    NameThisThread("ctl-compute");
     std::unique_lock lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, settings_.sweep_period, [this] { return stop_; });

@@ -9,6 +9,7 @@
 
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "controller/peer_identity.h"
 #include "controller/sqlite_store.h"
 #include "controller/ui_assets.h"
@@ -335,6 +336,7 @@ Status Controller::StartHttp() {
   http_port_ = http_server_->port();
   for (int i = 0; i < 2; ++i) {
     http_threads_.emplace_back([this] {
+      NameThisThread("ctl-http");
       auto guard = boost::asio::make_work_guard(http_io_);
       http_io_.run();
     });
@@ -387,9 +389,10 @@ void Controller::Stop() {
     grpc_server_.reset();
     log::Get("controller")->info("gRPC server stopped");
   }
-  // The results the streams queued are stored and their observers told while those still
-  // exist (they go before the dispatcher).
-  if (dispatcher_) dispatcher_->StopResults();
+  // The commands the admin server queued are stored and sent (or refused), and the results
+  // the streams queued are stored and their observers told, while those still exist (they go
+  // before the dispatcher).
+  if (dispatcher_) dispatcher_->StopQueues();
   if (session_timers_) session_timers_->Stop();
 }
 

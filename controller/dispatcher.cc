@@ -271,12 +271,88 @@ Result<std::string> Dispatcher::Invoke(const InvokeSpec& spec,
   // Subscribed before the command is stored: from then on a resend on a new stream can bring
   // its result.
   Subscribe(*p, observer);
-  if (auto st = store_.InsertCommand(p->rec); !st) {
-    if (observer) Unsubscribe(p->rec.command_id, observer.get());
-    return std::unexpected(st.error());
+  std::vector<Prepared> ready;
+  ready.push_back(std::move(*p));
+  return std::move(StoreAndSend(ready, {std::move(observer)}, /*each_alone=*/true).front());
+}
+
+void Dispatcher::InvokeAsync(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer,
+                             InvokeDone done) {
+  auto p = Prepare(spec);
+  if (!p) return done(std::unexpected(p.error()));
+  // Subscribed by the invokes thread, just before the store: a node that drops or comes back
+  // while the command waits in the queue is no news to its observer, not yet accepted.
+  invokes_.Push(QueuedInvoke{std::move(*p), std::move(observer), std::move(done)});
+}
+
+void Dispatcher::StoreInvokes(std::vector<QueuedInvoke>& batch) {
+  std::vector<Prepared> ready;
+  std::vector<std::shared_ptr<CommandObserver>> observers;
+  ready.reserve(batch.size());
+  observers.reserve(batch.size());
+  for (auto& q : batch) {
+    Subscribe(q.p, q.observer);
+    ready.push_back(std::move(q.p));
+    observers.push_back(std::move(q.observer));
   }
-  if (observer) observer->OnAccepted(p->rec.command_id);
-  return SendStored(*p, observer.get());
+  std::vector<Result<std::string>> ids;
+  try {
+    ids = StoreAndSend(ready, observers, /*each_alone=*/true);
+  } catch (const std::exception& e) {
+    // Every caller still hears once: a command may be stored and not sent (the node's next
+    // stream gets it, as after a controller restart), so the answer says it may still run.
+    const std::string why = e.what();
+    for (size_t k = 0; k < batch.size(); ++k) {
+      if (observers[k]) Unsubscribe(ready[k].rec.command_id, observers[k].get());
+      batch[k].done(MakeError(ErrorCode::kInternal,
+                              "command " + ready[k].rec.command_id +
+                                  " failed inside the controller while being stored or sent (" +
+                                  why + "); it may still run: look it up before sending it again"));
+    }
+    throw;  // logged by the invokes thread
+  }
+  for (size_t k = 0; k < batch.size(); ++k)
+    batch[k].done(std::move(ids[k]));
+}
+
+std::vector<Result<std::string>> Dispatcher::StoreAndSend(
+    const std::vector<Prepared>& ready,
+    const std::vector<std::shared_ptr<CommandObserver>>& observers, bool each_alone) {
+  auto observer_of = [&](size_t k) { return k < observers.size() ? observers[k].get() : nullptr; };
+  std::vector<CommandRecord> recs;
+  recs.reserve(ready.size());
+  for (const auto& p : ready)
+    recs.push_back(p.rec);
+  std::vector<Status> stored(ready.size(), store_.InsertCommands(recs));
+  if (!stored.front() && each_alone && ready.size() > 1) {
+    for (size_t k = 0; k < ready.size(); ++k)
+      stored[k] = store_.InsertCommand(ready[k].rec);
+  } else if (!stored.front() && !each_alone) {
+    const Error& e = stored.front().error();
+    const std::string message =
+        "none of the " + std::to_string(ready.size()) + " commands was stored: " + e.message;
+    for (auto& st : stored)
+      st = MakeError(e.code, message);
+  }
+  std::vector<Result<std::string>> out;
+  out.reserve(ready.size());
+  for (size_t k = 0; k < ready.size(); ++k) {
+    if (stored[k]) {
+      out.emplace_back(std::string());
+      continue;
+    }
+    if (auto* o = observer_of(k)) Unsubscribe(ready[k].rec.command_id, o);
+    out.emplace_back(std::unexpected(stored[k].error()));
+  }
+  // Every one is accepted before any is sent (a resend on a new stream could otherwise bring
+  // progress ahead of its acceptance).
+  for (size_t k = 0; k < ready.size(); ++k) {
+    if (auto* o = observer_of(k); o && out[k]) o->OnAccepted(ready[k].rec.command_id);
+  }
+  for (size_t k = 0; k < ready.size(); ++k) {
+    if (out[k]) out[k] = SendStored(ready[k], observer_of(k));
+  }
+  return out;
 }
 
 std::vector<Result<std::string>> Dispatcher::InvokeMany(
@@ -285,6 +361,7 @@ std::vector<Result<std::string>> Dispatcher::InvokeMany(
   std::vector<Result<std::string>> out;
   out.reserve(specs.size());
   std::vector<Prepared> ready;
+  std::vector<std::shared_ptr<CommandObserver>> ready_observers;
   std::vector<size_t> index;  // ready[k] is specs[index[k]]
   for (size_t i = 0; i < specs.size(); ++i) {
     auto p = Prepare(specs[i]);
@@ -294,33 +371,14 @@ std::vector<Result<std::string>> Dispatcher::InvokeMany(
     }
     out.emplace_back(std::string());
     index.push_back(i);
+    ready_observers.push_back(i < observers.size() ? observers[i] : nullptr);
+    Subscribe(*p, ready_observers.back());
     ready.push_back(std::move(*p));
   }
   if (ready.empty()) return out;
-  auto observer_of = [&](size_t k) {
-    return index[k] < observers.size() ? observers[index[k]] : nullptr;
-  };
-  std::vector<CommandRecord> recs;
-  recs.reserve(ready.size());
-  for (size_t k = 0; k < ready.size(); ++k) {
-    recs.push_back(ready[k].rec);
-    Subscribe(ready[k], observer_of(k));
-  }
-  if (auto st = store_.InsertCommands(recs); !st) {
-    for (size_t k = 0; k < ready.size(); ++k) {
-      if (auto o = observer_of(k)) Unsubscribe(ready[k].rec.command_id, o.get());
-      out[index[k]] = MakeError(st.error().code, "none of the " + std::to_string(ready.size()) +
-                                                     " commands was stored: " + st.error().message);
-    }
-    return out;
-  }
-  // Every one is accepted before any is sent (a resend on a new stream could otherwise bring
-  // progress ahead of its acceptance).
-  for (size_t k = 0; k < ready.size(); ++k) {
-    if (auto o = observer_of(k)) o->OnAccepted(ready[k].rec.command_id);
-  }
+  auto sent = StoreAndSend(ready, ready_observers, /*each_alone=*/false);
   for (size_t k = 0; k < ready.size(); ++k)
-    out[index[k]] = SendStored(ready[k], observer_of(k).get());
+    out[index[k]] = std::move(sent[k]);
   return out;
 }
 
@@ -398,85 +456,47 @@ void Dispatcher::OnProgress(const std::string& node_id, const std::string& comma
     o->OnProgress(chunk);
 }
 
+Dispatcher::Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,
+                       size_t max_message_bytes)
+    : store_(store),
+      tokens_(tokens),
+      clock_(clock),
+      max_message_bytes_(max_message_bytes),
+      // Bounded: a stream that hands in results faster than the disk takes them waits, as it
+      // did when it stored them itself (gRPC's flow control then slows the node down).
+      results_(
+          {.name = "ctl-results", .log_module = "edge"},
+          [this](std::vector<CommandCompletion>& batch) { StoreResults(batch); },
+          [](const CommandCompletion& c) {
+            return c.result.payload_json.size() + c.result.message.size();
+          }),
+      invokes_(
+          {.name = "ctl-invokes", .log_module = "edge"},
+          [this](std::vector<QueuedInvoke>& batch) { StoreInvokes(batch); },
+          [](const QueuedInvoke& q) { return q.p.cmd.ByteSizeLong(); }) {}
+
 Dispatcher::~Dispatcher() {
-  StopResults();
+  StopQueues();
 }
 
 void Dispatcher::OnResult(const std::string& node_id, const std::string& command_id,
                           const pb::EdgeResult& result) {
-  CommandCompletion c{command_id, node_id, OutcomeFromResult(result), ToEpochMillis(clock_.Now())};
-  const size_t bytes = c.result.payload_json.size() + c.result.message.size();
-  {
-    std::unique_lock lock(results_mu_);
-    // Bounded: a stream that hands in results faster than the disk takes them waits here, as
-    // it did when it stored them itself (gRPC's flow control then slows the node down).
-    results_cv_.wait(lock, [&] {
-      return results_stopping_ || queued_results_.empty() ||
-             (queued_results_.size() < kMaxQueuedResults &&
-              queued_result_bytes_ + bytes <= kMaxQueuedResultBytes);
-    });
-    if (!results_stopping_) {
-      if (!results_thread_.joinable()) {
-        try {
-          results_thread_ = std::thread([this] { RunResults(); });
-        } catch (const std::system_error& e) {
-          log::Get("edge")->error(
-              "the results thread cannot start ({}): results are stored on "
-              "the streams' threads",
-              e.what());
-          results_stopping_ = true;
-        }
-      }
-      if (results_thread_.joinable()) {
-        queued_results_.push_back(std::move(c));
-        queued_result_bytes_ += bytes;
-        ++results_queued_;
-        results_cv_.notify_all();
-        return;
-      }
-    }
-  }
-  StoreResults({std::move(c)});  // stopping: on this thread
-}
-
-void Dispatcher::RunResults() {
-  std::unique_lock lock(results_mu_);
-  while (true) {
-    results_cv_.wait(lock, [this] { return results_stopping_ || !queued_results_.empty(); });
-    if (queued_results_.empty()) return;  // stopping, and nothing left
-    std::vector<CommandCompletion> batch;
-    batch.swap(queued_results_);
-    queued_result_bytes_ = 0;
-    results_cv_.notify_all();  // room for the streams that wait
-    lock.unlock();
-    try {
-      StoreResults(batch);
-    } catch (const std::exception& e) {
-      log::Get("edge")->error("storing {} results failed inside the controller: {}", batch.size(),
-                              log::Escape(e.what()));
-    }
-    lock.lock();
-    results_done_ += batch.size();
-    results_cv_.notify_all();
-  }
+  results_.Push(CommandCompletion{command_id, node_id, OutcomeFromResult(result),
+                                  ToEpochMillis(clock_.Now())});
 }
 
 void Dispatcher::FlushResults() {
-  std::unique_lock lock(results_mu_);
-  const uint64_t target = results_queued_;
-  // The results thread stores every queued result before it ends, so this is reached.
-  results_cv_.wait(lock, [&] { return results_done_ >= target; });
+  results_.Flush();
 }
 
-void Dispatcher::StopResults() {
-  std::thread thread;
-  {
-    std::lock_guard lock(results_mu_);
-    results_stopping_ = true;
-    results_cv_.notify_all();
-    thread = std::move(results_thread_);
-  }
-  if (thread.joinable()) thread.join();  // it stores what is queued first
+void Dispatcher::FlushInvokes() {
+  invokes_.Flush();
+}
+
+void Dispatcher::StopQueues() {
+  // Commands first: their sends come before any result of theirs could.
+  invokes_.Stop();
+  results_.Stop();
 }
 
 void Dispatcher::StoreResults(const std::vector<CommandCompletion>& batch) {

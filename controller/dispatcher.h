@@ -15,16 +15,15 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <vector>
 
+#include "common/batch_worker.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "controller/node_tokens.h"
@@ -79,9 +78,8 @@ class Dispatcher {
 
   // `max_message_bytes`: the largest EdgeCommand it sends (grpc.max_message_bytes).
   Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,
-             size_t max_message_bytes = size_t{16} << 20)
-      : store_(store), tokens_(tokens), clock_(clock), max_message_bytes_(max_message_bytes) {}
-  // StopResults.
+             size_t max_message_bytes = size_t{16} << 20);
+  // StopQueues.
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -105,6 +103,18 @@ class Dispatcher {
   // NOT_FOUND unknown node; FAILED_PRECONDITION revoked node; UNAVAILABLE "node N is not
   // connected" (nothing is persisted). `observer` (may be null) is subscribed before sending.
   Result<std::string> Invoke(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer);
+  // Called with the command id once the command is stored and sent, or with why it was not.
+  using InvokeDone = std::function<void(Result<std::string>)>;
+  // Invoke without waiting for the disk, for callers that must not block (the admin Invoke
+  // stream, on gRPC's callback threads: issue 14). The spec is checked on this thread, and a
+  // refusal calls `done` before this returns. Otherwise the command waits for the dispatcher's
+  // invokes thread, which stores every command queued meanwhile in one transaction (one sync;
+  // should the transaction fail, each command is stored alone, so that one bad command refuses
+  // no other), tells each observer OnAccepted, sends each, and calls each `done` — on that
+  // thread (or on this one once the dispatcher stops). The queue is bounded (4096 commands,
+  // 64 MiB of InvokeTool): past that, the caller waits for room.
+  void InvokeAsync(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer,
+                   InvokeDone done);
   // Invoke for many commands at once (a fleet command's parts): each spec is checked as Invoke
   // checks it; the accepted ones are persisted in one transaction (one wait for the disk for
   // all of them — a fleet of 10 000 nodes is not 10 000 synced commits), then each is sent.
@@ -145,9 +155,12 @@ class Dispatcher {
                 const aegis::cluster::v1::EdgeResult& result);
   // Returns once every result queued before the call is stored and its observers told.
   void FlushResults();
-  // Stores what is queued and ends the results thread; a result that comes later is stored on
-  // its caller's thread (controller stop: after the servers, before the observers' owners go).
-  void StopResults();
+  // Returns once every command InvokeAsync queued before the call is stored, sent and done.
+  void FlushInvokes();
+  // Stores and sends the commands InvokeAsync queued, then stores the queued results, and ends
+  // both threads; what comes later is handled on its caller's thread (controller stop: after
+  // the servers, before the observers' owners go).
+  void StopQueues();
 
  private:
   // The InvokeTool of a command (its args parsed from rec.args_json), with a freshly minted
@@ -165,6 +178,24 @@ class Dispatcher {
   Result<Prepared> Prepare(const InvokeSpec& spec);
   // `observer` (may be null) waits on p's command.
   void Subscribe(const Prepared& p, const std::shared_ptr<CommandObserver>& observer);
+  // After Prepare and Subscribe: stores `ready` in one transaction, tells every observer
+  // (`observers[k]` of ready[k]; null = none) OnAccepted, then sends each; one result per
+  // command, in order. When the transaction fails, every command is refused — "none of the N
+  // commands was stored: " and the error, with its code — or, with `each_alone`, each one is
+  // stored by itself (a single command gets the error as it is).
+  std::vector<Result<std::string>> StoreAndSend(
+      const std::vector<Prepared>& ready,
+      const std::vector<std::shared_ptr<CommandObserver>>& observers, bool each_alone);
+  // A command InvokeAsync checked, waiting for the invokes thread (which subscribes its
+  // observer just before the store: node events while it waits are not its news).
+  struct QueuedInvoke {
+    Prepared p;
+    std::shared_ptr<CommandObserver> observer;
+    InvokeDone done;
+  };
+  // The invokes thread's batch: Subscribe, StoreAndSend (each alone on failure), then each
+  // `done`; should anything throw, every `done` is still called, with INTERNAL.
+  void StoreInvokes(std::vector<QueuedInvoke>& batch);
   // The node's stream now (nullptr: none).
   std::shared_ptr<CommandSink> CurrentStream(const std::string& node_id) const;
   // After `p.rec` is stored: sends it on the node's stream of now. When that fails and no
@@ -178,8 +209,6 @@ class Dispatcher {
   Status SendTo(const std::string& node_id, const aegis::cluster::v1::EdgeCommand& cmd);
   // Stores a batch of results (one transaction) and tells each first result's observers.
   void StoreResults(const std::vector<CommandCompletion>& batch);
-  // The results thread: batches of what OnResult queued, until StopResults.
-  void RunResults();
 
   Store& store_;
   NodeTokenAuthority& tokens_;
@@ -196,16 +225,9 @@ class Dispatcher {
   };
   std::multimap<std::string, Waiter> waiters_;  // command id → observers
 
-  std::mutex results_mu_;  // guards the results queue and thread state below
-  std::condition_variable results_cv_;
-  std::vector<CommandCompletion> queued_results_;
-  size_t queued_result_bytes_ = 0;  // their payloads and messages
-  static constexpr size_t kMaxQueuedResults = 4096;
-  static constexpr size_t kMaxQueuedResultBytes = size_t{64} << 20;
-  uint64_t results_queued_ = 0;  // results ever queued
-  uint64_t results_done_ = 0;    // of those, stored and told
-  bool results_stopping_ = false;
-  std::thread results_thread_;  // started by the first OnResult
+  // Last: the destructor's StopQueues ends their threads before any member they use goes.
+  BatchWorker<CommandCompletion> results_;  // OnResult's queue: the "ctl-results" thread
+  BatchWorker<QueuedInvoke> invokes_;       // InvokeAsync's queue: the "ctl-invokes" thread
 };
 
 }  // namespace edge::controller

@@ -145,14 +145,28 @@ Result<NodeTags> EdgeFleet::UpdateNodeTags(const std::string& node_id, const Nod
   return tags;
 }
 
+namespace {
+void LogRefusal(const std::string& tool, const std::string& node_id, const Error& e) {
+  log::Get("admin")->warn("invoke {} on node {} refused: {}", log::Escape(tool),
+                          log::Escape(node_id), log::Escape(e.ToString(), 512));
+}
+}  // namespace
+
 Result<std::string> EdgeFleet::Invoke(const InvokeSpec& spec,
                                       std::shared_ptr<CommandObserver> observer) {
   auto id = dispatcher_.Invoke(spec, std::move(observer));
-  if (!id) {
-    log::Get("admin")->warn("invoke {} on node {} refused: {}", log::Escape(spec.tool),
-                            log::Escape(spec.node_id), log::Escape(id.error().ToString(), 512));
-  }
+  if (!id) LogRefusal(spec.tool, spec.node_id, id.error());
   return id;
+}
+
+void EdgeFleet::InvokeAsync(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer,
+                            Dispatcher::InvokeDone done) {
+  dispatcher_.InvokeAsync(
+      spec, std::move(observer),
+      [tool = spec.tool, node_id = spec.node_id, done = std::move(done)](Result<std::string> id) {
+        if (!id) LogRefusal(tool, node_id, id.error());
+        done(std::move(id));
+      });
 }
 
 Result<CommandRecord> EdgeFleet::GetCommand(const std::string& command_id) const {

@@ -104,8 +104,10 @@ class EdgeFleet {
   Result<NodeTags> UpdateNodeTags(const std::string& node_id, const NodeTags& set,
                                   const std::vector<TagRemoval>& remove);
 
-  // See Dispatcher::Invoke.
+  // See Dispatcher::Invoke and InvokeAsync; a refusal is logged.
   Result<std::string> Invoke(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer);
+  void InvokeAsync(const InvokeSpec& spec, std::shared_ptr<CommandObserver> observer,
+                   Dispatcher::InvokeDone done);
   // NOT_FOUND "command <id> not found"; INVALID_ARGUMENT for an empty id.
   Result<CommandRecord> GetCommand(const std::string& command_id) const;
   // The newest first, at most `limit` (0 = the store's default); INVALID_ARGUMENT for a

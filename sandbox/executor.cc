@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
+#include "common/thread_name.h"
 #include "common/utf8.h"
 #include "sandbox/file_service.h"
 #include "sandbox/run_as.h"
@@ -81,8 +82,10 @@ struct Executor::Inflight {
   uint64_t id = 0;
   std::string command_id;
   std::string context;
-  std::string door;      // "" = none
-  std::string resource;  // the sandbox id ("" = default workspace) its lease is for
+  std::string door;  // "" = none
+  // The sandbox id ("" = default workspace), or with a lease the resource it is for ("_default"
+  // for the default workspace). Both set at admission under mu_, then only read.
+  std::string resource;
   bool has_lease = false;
   CancelSource source;
   CancelRegistration external;
@@ -229,13 +232,19 @@ Executor::~Executor() {
 
 boost::asio::thread_pool& Executor::Blocking() {
   std::lock_guard lock(blocking_mu_);
-  if (!blocking_) blocking_ = std::make_unique<boost::asio::thread_pool>(2);
+  if (!blocking_) {
+    const ScopedThreadName name("edge-files");  // the pool's threads inherit it
+    blocking_ = std::make_unique<boost::asio::thread_pool>(2);
+  }
   return *blocking_;
 }
 
 boost::asio::thread_pool& Executor::Admissions() {
   std::lock_guard lock(blocking_mu_);
-  if (!admissions_) admissions_ = std::make_unique<boost::asio::thread_pool>(1);
+  if (!admissions_) {
+    const ScopedThreadName name("edge-admit");  // the pool's thread inherits it
+    admissions_ = std::make_unique<boost::asio::thread_pool>(1);
+  }
   return *admissions_;
 }
 
@@ -372,8 +381,9 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
       job->door = request.door_limit->door;
       ++per_door_[job->door];
     }
-    job->resource = request.sandbox_id;
     job->has_lease = request.lease.has_value();
+    job->resource =
+        job->has_lease ? std::string(LeaseResource(request.sandbox_id)) : request.sandbox_id;
     job->done = std::move(done);
     job->started = clock_.Monotonic();
     inflight_[job->id] = job;
@@ -427,9 +437,7 @@ void Executor::Start(Admission admit) {
   auto workspace = Workspace(request.sandbox_id);
   if (!workspace) return Finish(job, ErrorResult(command_id, workspace.error()));
   if (request.lease) {
-    const std::string resource(LeaseResource(request.sandbox_id));
-    job->resource = resource;
-    if (auto st = AcceptLease(&*request.lease, resource); !st) {
+    if (auto st = AcceptLease(&*request.lease, job->resource); !st) {
       return Finish(job, ErrorResult(command_id, st.error()));
     }
     if (tick_listener_) tick_listener_();  // its lease is judged at every tick from now on

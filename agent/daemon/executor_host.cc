@@ -6,6 +6,7 @@
 
 #include "agent/daemon/executor_config.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace edge::daemon {
 
@@ -29,6 +30,7 @@ Status ExecutorHost::Start() {
   work_.emplace(io_->get_executor());
   for (size_t i = 0; i < std::max<size_t>(options_.threads, 1); ++i)
     pool_.emplace_back([io = io_.get()] {
+      NameThisThread("edge-io");
       // A handler that throws must not take the I/O thread (and with it every running
       // command's output and result) down: log it and keep running the io_context.
       while (true) {

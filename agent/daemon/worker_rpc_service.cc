@@ -6,6 +6,7 @@
 
 #include "agent/worker_rpc/control_plane_client.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace edge::daemon {
 
@@ -91,7 +92,10 @@ Status WorkerRpcService::Start() {
           return f;
         },
         *heartbeat_stop_, *backoff_, w.heartbeat_interval);
-    heartbeat_thread_ = std::thread([hb = heartbeat_.get()] { hb->Run(); });
+    heartbeat_thread_ = std::thread([hb = heartbeat_.get()] {
+      NameThisThread("worker-hb");
+      hb->Run();
+    });
     log::Get("worker_rpc")
         ->info("heartbeats to {} every {} ms (rpc_url {})", w.control_plane_url,
                w.heartbeat_interval.count(), facts.rpc_url);

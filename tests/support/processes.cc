@@ -34,4 +34,16 @@ std::vector<pid_t> GroupMembers(pid_t pgid) {
   return out;
 }
 
+int ThreadsNamed(const std::string& name) {
+  int n = 0;
+  std::error_code ec;  // a thread that ends while this reads is simply not counted
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string s;
+    std::getline(comm, s);
+    if (s == name) ++n;
+  }
+  return n;
+}
+
 }  // namespace edge::testing

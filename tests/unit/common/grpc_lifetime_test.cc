@@ -4,12 +4,11 @@
 // run's double free — and check the queue and its threads survive it.
 #include "common/grpc_lifetime.h"
 
+#include "tests/support/processes.h"
 #include "tests/support/wait_until.h"
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -18,16 +17,7 @@
 namespace edge {
 namespace {
 
-int ThreadsNamed(const std::string& name) {
-  int n = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string s;
-    std::getline(comm, s);
-    if (s == name) ++n;
-  }
-  return n;
-}
+using testing::ThreadsNamed;
 
 // One callback call on a lame channel (every call fails at once); `on_done` runs on gRPC's
 // callback thread with the call's status. The channel's references are `owner` and ctx's.
