@@ -22,7 +22,7 @@
 // (KillStaleGroups). The runner owns its children: destroying it kills and reaps all of
 // them without calling their done callbacks. Thread-safe.
 //
-// PR_SET_PDEATHSIG fires when the *thread* that forked exits, so children are forked on the
+// PR_SET_PDEATHSIG fires when the *thread* that spawned exits, so children are spawned on the
 // io_context (Run posts there): the io_context's threads must live as long as the children.
 // The constructor sets SIGPIPE to SIG_IGN process-wide when it is SIG_DFL (a stdin pipe whose
 // reader is gone must not kill the agent); children get every signal back at SIG_DFL.
