@@ -104,19 +104,6 @@ bool HasNul(const std::string& s) {
   return s.find('\0') != std::string::npos;
 }
 
-// Writes `v` in decimal into `out` (async-signal-safe); returns the length.
-size_t FormatDecimal(long v, char* out) {
-  char tmp[24];
-  size_t n = 0;
-  do {
-    tmp[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v > 0 && n < sizeof(tmp));
-  for (size_t i = 0; i < n; ++i)
-    out[i] = tmp[n - 1 - i];
-  return n;
-}
-
 const char* StageName(int stage) {
   switch (stage) {
     case 1:
@@ -907,6 +894,8 @@ struct ChildSetup {
   pid_t parent = 0;
   int cgroup_fd = -1;
   const RunAs* user = nullptr;
+  size_t ngroups = 0;  // user->groups, read in the parent
+  const gid_t* groups = nullptr;
   bool set_nproc = false;
   rlim_t nproc = 0;
   const ChildPipes* pipes = nullptr;
@@ -930,13 +919,8 @@ struct ChildSetup {
 [[noreturn]] EDGE_CHILD_CODE void ExecChild(const ChildSetup& c) {
   int status_fd = c.pipes->status[1];
   if (::setsid() < 0) ChildFailed(status_fd, 1);
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFailed(status_fd, 2);
-  if (::getppid() != c.parent) ::_exit(127);  // the agent is already gone
-  if (c.cgroup_fd >= 0) {
-    char num[24];
-    size_t n = FormatDecimal(::getpid(), num);
-    if (::write(c.cgroup_fd, num, n) != static_cast<ssize_t>(n)) ChildFailed(status_fd, 3);
-  }
+  // "0" is the writing process itself, in cgroup v1 and v2 alike.
+  if (c.cgroup_fd >= 0 && ::write(c.cgroup_fd, "0", 1) != 1) ChildFailed(status_fd, 3);
   if (::chdir(c.cwd) != 0) ChildFailed(status_fd, 4);
   if (c.set_nproc) {
     struct rlimit rl {
@@ -945,11 +929,13 @@ struct ChildSetup {
     if (::setrlimit(RLIMIT_NPROC, &rl) != 0) ChildFailed(status_fd, 5);
   }
   if (c.user != nullptr) {
-    if (::syscall(SYS_setgroups, c.user->groups.size(), c.user->groups.data()) != 0)
-      ChildFailed(status_fd, 6);
+    if (::syscall(SYS_setgroups, c.ngroups, c.groups) != 0) ChildFailed(status_fd, 6);
     if (::syscall(SYS_setgid, c.user->gid) != 0) ChildFailed(status_fd, 7);
     if (::syscall(SYS_setuid, c.user->uid) != 0) ChildFailed(status_fd, 8);
   }
+  // After the credential change, which clears a parent-death signal set before it.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFailed(status_fd, 2);
+  if (::getppid() != c.parent) ::_exit(127);  // the agent is already gone
   if (::dup2(c.pipes->in[0], 0) < 0 || ::dup2(c.pipes->out[1], 1) < 0 ||
       ::dup2(c.pipes->err[1], 2) < 0) {
     ChildFailed(status_fd, 9);
@@ -979,9 +965,18 @@ EDGE_CHILD_CODE int ChildMain(void* setup) {
 // its teardown at exec and the copy-on-write faults between were over half of the CPU the
 // agent's io thread spent per command under load (perf; docs/performance.md, stop 29). The
 // calling thread waits until the child has exec'd or exited. Every signal is blocked across
-// the clone so none of the agent's handlers runs in the child before it resets them. Returns
-// the pid, or -1 with errno.
+// the clone so none of the agent's handlers runs in the child before it resets them.
+//
+// A child that changes user is forked instead: the kernel marks the memory image of a task
+// whose credentials change non-dumpable, and with CLONE_VM that image is the agent's own (no
+// core dumps, /proc/<agent> root-owned, no ptrace without CAP_SYS_PTRACE).
+// Returns the pid, or -1 with errno.
 pid_t SpawnChild(ChildSetup& setup) {
+  if (setup.user != nullptr) {
+    pid_t pid = ::fork();
+    if (pid == 0) ExecChild(setup);
+    return pid;
+  }
   constexpr size_t kStack = 256 * 1024;
   void* stack = ::mmap(nullptr, kStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -1065,6 +1060,10 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   setup.parent = ::getpid();
   setup.cgroup_fd = cgroup_fd;
   setup.user = plan->run_as.has_value() ? &*plan->run_as : nullptr;
+  if (setup.user != nullptr) {
+    setup.ngroups = setup.user->groups.size();
+    setup.groups = setup.user->groups.data();
+  }
   setup.set_nproc = spec.max_processes > 0 && setup.user != nullptr && setup.user->uid != 0;
   setup.nproc = static_cast<rlim_t>(spec.max_processes);
   setup.pipes = &pipes;

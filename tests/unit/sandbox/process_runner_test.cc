@@ -796,6 +796,54 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   EXPECT_TRUE(fs::is_empty(state));
 }
 
+// A run-as child still dies with the agent: the kernel clears PR_SET_PDEATHSIG when a task's
+// credentials change, so the runner sets it after setuid (found in review, stop 29).
+TEST_F(ProcessRunnerTest, ARunAsChildDiesWithTheAgent) {
+  if (::geteuid() != 0) GTEST_SKIP() << "run_as needs root; not root here";
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // the orphan comes back to us to be reaped
+  std::string state = dir_ + "/run-as-agent-state";
+  ProcessSpec spec = Spec({"/bin/sleep", "300"});
+  spec.run_as = "nobody";
+  spec.cwd = "/";
+  edge::testing::ForkedAgent agent = RunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 0ms);
+  ASSERT_TRUE(agent.WaitReady());
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(state))
+    files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  pid_t pid = 0;
+  std::ifstream(files[0]) >> pid;
+  ASSERT_GT(pid, 0);
+  struct Cleanup {
+    pid_t pid;
+    ~Cleanup() {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(-1, nullptr, 0) > 0) {
+      }
+      ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    }
+  } cleanup{pid};
+  ASSERT_FALSE(ProcessGone(pid));
+  ASSERT_TRUE(agent.Kill9());
+  EXPECT_TRUE(WaitUntil([&] { return ProcessGone(pid); }))
+      << "pid " << pid << " outlived the agent";
+}
+
+// Running a command as another user leaves the agent's own process dumpable (core dumps,
+// /proc/<agent> owned by the agent's user, ptrace and LeakSanitizer allowed): a child that
+// shared the agent's memory image while changing user would have cleared it.
+TEST_F(ProcessRunnerTest, ARunAsCommandLeavesTheAgentDumpable) {
+  if (::geteuid() != 0) GTEST_SKIP() << "run_as needs root; not root here";
+  ASSERT_EQ(::prctl(PR_GET_DUMPABLE), 1);
+  ProcessSpec spec = Spec({"/bin/true"});
+  spec.run_as = "nobody";
+  spec.cwd = "/";
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value()) << run.result->error().ToString();
+  EXPECT_EQ((*run.result)->exit_code, 0);
+  EXPECT_EQ(::prctl(PR_GET_DUMPABLE), 1);
+}
+
 // ---- One cgroup per command (issue 15: `(setsid sh -c 'sleep 779' &)` outlived its
 // command, reparented to init, when no max_processes was set). ----
 
