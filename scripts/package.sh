@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 scripts/deps.sh --packaging
 build="${1:-$root/build-release}"
+# EDGE_STATIC_GRPC: the shipped binaries link gRPC, protobuf and Abseil statically, which
+# halves every CLI command's start-up (docs/performance.md, stop 29); the packages' Depends
+# come from dpkg-shlibdeps / rpm's find-requires, so they shrink accordingly.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DEDGE_BUILD_TESTS=OFF \
-  -DEDGE_BUILD_FUZZERS=OFF -DEDGE_PACKAGING=ON >/dev/null
+  -DEDGE_BUILD_FUZZERS=OFF -DEDGE_PACKAGING=ON -DEDGE_STATIC_GRPC=ON >/dev/null
 cmake --build "$build" -j "${EDGE_JOBS:-$(nproc)}"
 (cd "$build" && cpack -G "DEB;RPM" >/dev/null)
 for deb in "$build"/edge-*.deb; do
