@@ -85,6 +85,31 @@ edge::testing::ForkedAgent RunnerAgent(ProcessRunner::Options options, ProcessSp
   });
 }
 
+// The leader's pid recorded in the runner's ledger in `state`, which must name exactly one
+// group; 0 otherwise.
+pid_t OnlyLedgerPid(const std::string& state) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(state))
+    files.push_back(e.path());
+  if (files.size() != 1) return 0;
+  pid_t pid = 0;
+  std::ifstream(files[0]) >> pid;
+  return pid;
+}
+
+// For a test that becomes a child subreaper (orphans come back to it to be reaped): on the
+// way out, whatever happened, SIGKILLs `target` (negative: a process group), reaps every
+// child and stops being a subreaper.
+struct ReapOnExit {
+  pid_t target = 0;
+  ~ReapOnExit() {
+    if (target != 0) ::kill(target, SIGKILL);
+    while (::waitpid(-1, nullptr, 0) > 0) {
+    }
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+  }
+};
+
 class ProcessRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -762,24 +787,11 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   // 200 ms: let sh start its background sleep.
   edge::testing::ForkedAgent agent =
       RunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 200ms);
+  ReapOnExit cleanup;
   ASSERT_TRUE(agent.WaitReady());
-  // The recorded group.
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(state))
-    files.push_back(e.path());
-  ASSERT_EQ(files.size(), 1u);
-  pid_t pgid = 0;
-  std::ifstream(files[0]) >> pgid;
+  pid_t pgid = OnlyLedgerPid(state);  // the recorded group
   ASSERT_GT(pgid, 0);
-  struct Cleanup {  // whatever happens below, leave nothing behind
-    pid_t pgid;
-    ~Cleanup() {
-      ::kill(-pgid, SIGKILL);
-      while (::waitpid(-1, nullptr, 0) > 0) {
-      }
-      ::prctl(PR_SET_CHILD_SUBREAPER, 0);
-    }
-  } cleanup{pgid};
+  cleanup.target = -pgid;
   // sh and its two sleeps.
   ASSERT_TRUE(WaitUntil([&] { return GroupMembers(pgid).size() == 3; }))
       << "pgid " << pgid << " members " << GroupMembers(pgid).size();
@@ -806,23 +818,11 @@ TEST_F(ProcessRunnerTest, ARunAsChildDiesWithTheAgent) {
   spec.run_as = "nobody";
   spec.cwd = "/";
   edge::testing::ForkedAgent agent = RunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 0ms);
+  ReapOnExit cleanup;
   ASSERT_TRUE(agent.WaitReady());
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(state))
-    files.push_back(e.path());
-  ASSERT_EQ(files.size(), 1u);
-  pid_t pid = 0;
-  std::ifstream(files[0]) >> pid;
+  pid_t pid = OnlyLedgerPid(state);
   ASSERT_GT(pid, 0);
-  struct Cleanup {
-    pid_t pid;
-    ~Cleanup() {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(-1, nullptr, 0) > 0) {
-      }
-      ::prctl(PR_SET_CHILD_SUBREAPER, 0);
-    }
-  } cleanup{pid};
+  cleanup.target = pid;
   ASSERT_FALSE(ProcessGone(pid));
   ASSERT_TRUE(agent.Kill9());
   EXPECT_TRUE(WaitUntil([&] { return ProcessGone(pid); }))
@@ -1025,20 +1025,13 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
                    "; exec sleep 300' </dev/null >/dev/null 2>&1 &); sleep 300"};
   spec.cwd = "/";
   edge::testing::ForkedAgent agent = RunnerAgent(V1Options(state), spec, 0ms);
+  ReapOnExit cleanup;
   ASSERT_TRUE(agent.WaitReady());
   ASSERT_TRUE(WaitUntil([&] { return fs::exists(gate); }));
   pid_t escaped = 0;
   std::ifstream(gate) >> escaped;
   ASSERT_GT(escaped, 0);
-  struct Cleanup {
-    pid_t escaped;
-    ~Cleanup() {
-      ::kill(escaped, SIGKILL);
-      while (::waitpid(-1, nullptr, 0) > 0) {
-      }
-      ::prctl(PR_SET_CHILD_SUBREAPER, 0);
-    }
-  } cleanup{escaped};
+  cleanup.target = escaped;
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(state))
     files.push_back(e.path());
