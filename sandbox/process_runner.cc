@@ -1073,7 +1073,10 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
     int e = errno;
     if (cgroup_fd >= 0) ::close(cgroup_fd);
     if (!cgroup_dir.empty()) ::rmdir(cgroup_dir.c_str());
-    return fail(Error{ErrorCode::kResourceExhausted, "clone: " + Errno(e)});
+    // As ChildStartError words a child's own failures.
+    const char* how = setup.user != nullptr ? "fork" : "clone";
+    return fail(Error{ErrorCode::kResourceExhausted,
+                      "starting '" + spec.argv[0] + "': " + how + " failed: " + Errno(e)});
   }
 
   // Parent: a report on the status pipe means the child failed before execve.
