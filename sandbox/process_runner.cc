@@ -964,8 +964,12 @@ EDGE_CHILD_CODE int ChildMain(void* setup) {
 // own, so the agent's page tables are not copied for a child that execs at once. fork's copy,
 // its teardown at exec and the copy-on-write faults between were over half of the CPU the
 // agent's io thread spent per command under load (perf; docs/performance.md, stop 29). The
-// calling thread waits until the child has exec'd or exited. Every signal is blocked across
-// the clone so none of the agent's handlers runs in the child before it resets them.
+// calling thread waits until the child has exec'd or exited. Every signal but SIGCHLD is
+// blocked across the clone so none of the agent's handlers runs in the child before it resets
+// them. SIGCHLD stays open while it has no handler (the agent observes exits through pidfds):
+// a quick child can exit before this thread unblocks, and a SIGCHLD its parent thread blocks
+// is not dropped but offered to another thread — the main thread first — which wakes, and a
+// blocking receive with SO_RCVTIMEO there (http::Client) fails with EINTR.
 //
 // A child that changes user is forked instead: the kernel marks the memory image of a task
 // whose credentials change non-dumpable, and with CLONE_VM that image is the agent's own (no
@@ -983,6 +987,12 @@ pid_t SpawnChild(ChildSetup& setup) {
   if (stack == MAP_FAILED) return -1;
   sigset_t all, old;
   sigfillset(&all);
+  struct sigaction chld {};
+  if (::sigaction(SIGCHLD, nullptr, &chld) == 0 &&
+      (chld.sa_handler == SIG_DFL || chld.sa_handler == SIG_IGN) &&
+      (chld.sa_flags & SA_SIGINFO) == 0) {
+    sigdelset(&all, SIGCHLD);
+  }
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::clone(ChildMain, static_cast<char*>(stack) + kStack,
                       CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);

@@ -9,6 +9,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,6 +162,47 @@ TEST_F(ProcessRunnerTest, EchoExitCodeAndRusage) {
   EXPECT_GT(r.peak_rss_kb, 0);
   EXPECT_GT(r.pid, 0);
   EXPECT_LT(r.wall_time, 10s);
+}
+
+// A SIGCHLD generated while its parent thread blocks every signal is not dropped at once,
+// though it has no handler: it wakes another thread, and that thread's blocking receive on a
+// socket with a receive timeout (http::Client's) fails with EINTR. A spawn must not leave the
+// child's exit to such a moment (stop 30: worker_rpc_bench's client failed at its first exec).
+TEST_F(ProcessRunnerTest, AChildsExitInterruptsNoOtherThreadsBlockingReceive) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  timeval tv{30, 0};
+  ASSERT_EQ(::setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  // The receiver is this, the main thread: the kernel offers a signal that the thread it was
+  // meant for blocks to the main thread first. The runner spawns on another thread.
+  std::atomic<bool> receiving{false};
+  std::atomic<int> failed_runs{0};
+  std::thread spawner([&] {
+    while (!receiving)
+      std::this_thread::yield();
+    for (int i = 0; i < 100; ++i) {
+      Outcome run = RunSync(Spec({"/bin/true"}));
+      if (!run.result || !run.result->has_value()) ++failed_runs;
+    }
+    EXPECT_EQ(::send(sv[1], "x", 1, 0), 1);
+  });
+  int interrupted = 0;
+  char c = 0;
+  for (;;) {
+    receiving = true;
+    const ssize_t n = ::recv(sv[0], &c, 1, 0);
+    if (n < 0 && errno == EINTR) {
+      ++interrupted;
+      continue;
+    }
+    EXPECT_EQ(n, 1) << std::strerror(errno);
+    break;
+  }
+  spawner.join();
+  ::close(sv[0]);
+  ::close(sv[1]);
+  EXPECT_EQ(failed_runs.load(), 0);
+  EXPECT_EQ(interrupted, 0);
 }
 
 TEST_F(ProcessRunnerTest, ArgvRunsWithoutShellAndPathLookup) {
