@@ -1,8 +1,30 @@
 #include "common/json_parse.h"
 
+#include <charconv>
+#include <clocale>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
+
+#include "common/utf8.h"
 
 namespace edge {
+
+namespace {
+
+// The refusal of a document nested `depth` levels deep at `byte` (counted from 0).
+std::unexpected<Error> TooDeep(std::string_view what, size_t depth, size_t byte, size_t max_depth) {
+  return MakeError(ErrorCode::kInvalidArgument,
+                   std::string(what) + " is nested " + std::to_string(depth) +
+                       " levels deep at byte " + std::to_string(byte) +
+                       ", deeper than the limit of " + std::to_string(max_depth) +
+                       " nested arrays/objects");
+}
+
+}  // namespace
 
 Status CheckJsonDepth(std::string_view text, std::string_view what, size_t max_depth) {
   size_t depth = 0;
@@ -25,13 +47,7 @@ Status CheckJsonDepth(std::string_view text, std::string_view what, size_t max_d
         break;
       case '[':
       case '{':
-        if (++depth > max_depth) {
-          return MakeError(ErrorCode::kInvalidArgument,
-                           std::string(what) + " is nested " + std::to_string(depth) +
-                               " levels deep at byte " + std::to_string(i) +
-                               ", deeper than the limit of " + std::to_string(max_depth) +
-                               " nested arrays/objects");
-        }
+        if (++depth > max_depth) return TooDeep(what, depth, i, max_depth);
         break;
       case ']':
       case '}':
@@ -44,22 +60,455 @@ Status CheckJsonDepth(std::string_view text, std::string_view what, size_t max_d
   return OkStatus();
 }
 
-Result<nlohmann::json> ParseJsonBounded(std::string_view text, std::string_view what,
-                                        size_t max_depth) {
-  if (auto st = CheckJsonDepth(text, what, max_depth); !st) return std::unexpected(st.error());
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: <why>".
-    std::string why = e.what();
-    if (auto colon = why.find(": "); colon != std::string::npos) why = why.substr(colon + 2);
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+constexpr uint64_t kHighBits = 0x8080808080808080ull;
+
+// True when some byte of `w` is zero (exact as a yes/no answer).
+constexpr bool HasZeroByte(uint64_t w) {
+  return ((w - kOnes) & ~w & kHighBits) != 0;
+}
+
+// True when some byte of `w` must be looked at one by one inside a JSON string: a quote, a
+// backslash, a control character (< 0x20), or — when `ascii_only` — a byte >= 0x80.
+constexpr bool NeedsCare(uint64_t w, bool ascii_only) {
+  const bool control = ((w - kOnes * 0x20) & ~w & kHighBits) != 0;
+  return control || HasZeroByte(w ^ (kOnes * '"')) || HasZeroByte(w ^ (kOnes * '\\')) ||
+         (ascii_only && (w & kHighBits) != 0);
+}
+
+uint64_t Load8(const char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+
+// The C locale, for strtod_l (the process's locale could make ',' the decimal point).
+locale_t CLocale() {
+  static const locale_t c = ::newlocale(LC_ALL_MASK, "C", nullptr);
+  return c;
+}
+
+std::string ShowByte(unsigned char c) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  if (c >= 0x20 && c < 0x7f) return std::string("'") + static_cast<char>(c) + "'";
+  return std::string("byte 0x") + kHex[c >> 4] + kHex[c & 15];
+}
+
+// One document, read once from the start. Builds the value iteratively: its stack holds the
+// open containers, so nesting costs heap, not C++ stack, and stops at max_depth.
+class JsonReader {
+ public:
+  JsonReader(std::string_view text, std::string_view what, size_t max_depth)
+      : s_(text), what_(what), max_depth_(max_depth) {}
+
+  Result<json> Read() {
+    if (s_.starts_with("\xEF\xBB\xBF")) i_ = 3;
+    json root;
+    json* slot = &root;  // where the next value goes
+    for (;;) {
+      SkipSpace();
+      if (i_ >= s_.size())
+        return Fail(i_, "syntax error: unexpected end of input; expected a value");
+      const char c = s_[i_];
+      if (c == '{' || c == '[') {
+        if (open_.size() + 1 > max_depth_) return TooDeep(what_, open_.size() + 1, i_, max_depth_);
+        const bool object = c == '{';
+        *slot = object ? json::object() : json::array();
+        open_.push_back({slot, object});
+        ++i_;
+        SkipSpace();
+        if (i_ < s_.size() && s_[i_] == (object ? '}' : ']')) {
+          ++i_;
+          open_.pop_back();
+        } else {
+          auto next = NextSlot();
+          if (!next) return std::unexpected(next.error());
+          slot = *next;
+          continue;
+        }
+      } else if (c == '"') {
+        auto str = ReadString();
+        if (!str) return std::unexpected(str.error());
+        *slot = std::move(*str);
+      } else if (c == 't' || c == 'f' || c == 'n') {
+        const std::string_view word = c == 't' ? "true" : c == 'f' ? "false" : "null";
+        for (size_t k = 0; k < word.size(); ++k) {
+          if (i_ + k >= s_.size() || s_[i_ + k] != word[k]) {
+            return Fail(i_ + k,
+                        "syntax error: invalid literal; expected '" + std::string(word) + "'");
+          }
+        }
+        i_ += word.size();
+        if (c == 'n') {
+          *slot = nullptr;
+        } else {
+          *slot = c == 't';
+        }
+      } else if (c == '-' || (c >= '0' && c <= '9')) {
+        auto num = ReadNumber();
+        if (!num) return std::unexpected(num.error());
+        *slot = std::move(*num);
+      } else {
+        return Fail(i_, "syntax error: unexpected " + ShowByte(static_cast<unsigned char>(c)) +
+                            "; expected a value");
+      }
+      // A value is complete: close the containers it completes, then find the next slot.
+      for (;;) {
+        SkipSpace();
+        if (open_.empty()) {
+          if (i_ < s_.size()) {
+            return Fail(i_, "syntax error: unexpected " +
+                                ShowByte(static_cast<unsigned char>(s_[i_])) +
+                                " after the value; expected end of input");
+          }
+          return root;
+        }
+        const bool object = open_.back().object;
+        const char close = object ? '}' : ']';
+        if (i_ >= s_.size()) {
+          return Fail(i_, std::string("syntax error: unexpected end of input; expected ',' or '") +
+                              close + "'");
+        }
+        if (s_[i_] == close) {
+          ++i_;
+          open_.pop_back();
+          continue;
+        }
+        if (s_[i_] != ',') {
+          return Fail(i_, "syntax error: unexpected " +
+                              ShowByte(static_cast<unsigned char>(s_[i_])) + "; expected ',' or '" +
+                              close + "'");
+        }
+        ++i_;
+        SkipSpace();
+        auto next = NextSlot();
+        if (!next) return std::unexpected(next.error());
+        slot = *next;
+        break;
+      }
+    }
+  }
+
+ private:
+  struct Open {
+    json* node;  // stays valid: only the innermost open container grows
+    bool object;
+  };
+
+  std::unexpected<Error> Fail(size_t at, const std::string& why) const {
     return MakeError(
         ErrorCode::kInvalidArgument,
-        std::string(what) + " is not valid JSON: at byte " + std::to_string(e.byte) + ": " + why);
-  } catch (const nlohmann::json::exception& e) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     std::string(what) + " is not valid JSON: " + e.what());
+        std::string(what_) + " is not valid JSON: at byte " + std::to_string(at + 1) + ": " + why);
   }
+
+  void SkipSpace() {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
+      ++i_;
+    }
+  }
+
+  // The slot of the innermost open container's next element: for an object, after reading
+  // its key and ':' (a repeated key's slot is the old one: the last value wins).
+  Result<json*> NextSlot() {
+    Open& top = open_.back();
+    if (!top.object) return &top.node->get_ref<json::array_t&>().emplace_back();
+    if (i_ >= s_.size()) {
+      return Fail(i_, "syntax error: unexpected end of input; expected an object key");
+    }
+    if (s_[i_] != '"') {
+      return Fail(i_, "syntax error: unexpected " + ShowByte(static_cast<unsigned char>(s_[i_])) +
+                          "; expected an object key (a string)");
+    }
+    auto key = ReadString();
+    if (!key) return std::unexpected(key.error());
+    SkipSpace();
+    if (i_ >= s_.size() || s_[i_] != ':') {
+      return Fail(i_, "syntax error: expected ':' after the object key");
+    }
+    ++i_;
+    return &(*top.node)[*key];
+  }
+
+  // At the opening quote. Plain runs are copied whole; escapes are decoded.
+  Result<std::string> ReadString() {
+    const size_t opened = i_++;
+    std::string out;
+    size_t run = i_;  // start of the plain bytes not yet copied
+    for (;;) {
+      while (i_ + 8 <= s_.size() && !NeedsCare(Load8(s_.data() + i_), true))
+        i_ += 8;
+      if (i_ >= s_.size()) {
+        return Fail(i_, "syntax error: the string opened at byte " + std::to_string(opened + 1) +
+                            " has no closing quote");
+      }
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        out.append(s_.data() + run, i_ - run);
+        ++i_;
+        return out;
+      }
+      if (c == '\\') {
+        out.append(s_.data() + run, i_ - run);
+        if (auto st = ReadEscape(out); !st) return std::unexpected(st.error());
+        run = i_;
+      } else if (c < 0x20) {
+        return Fail(
+            i_, "syntax error: control character " + ShowByte(c) + " in a string must be escaped");
+      } else if (c >= 0x80) {
+        const size_t n = Utf8SequenceLength(s_, i_);
+        if (n == 0) return Fail(i_, "syntax error: invalid UTF-8 " + ShowByte(c) + " in a string");
+        i_ += n;
+      } else {
+        ++i_;
+      }
+    }
+  }
+
+  Result<uint32_t> ReadHex4() {
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k, ++i_) {
+      if (i_ >= s_.size()) return Fail(i_, "syntax error: \\u must be followed by 4 hex digits");
+      const char h = s_[i_];
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
+      if (d < 0) return Fail(i_, "syntax error: \\u must be followed by 4 hex digits");
+      v = v << 4 | static_cast<uint32_t>(d);
+    }
+    return v;
+  }
+
+  // At the backslash; appends what the escape stands for.
+  Status ReadEscape(std::string& out) {
+    const size_t at = i_++;
+    if (i_ >= s_.size()) return Fail(i_, "syntax error: unexpected end of input in an escape");
+    const char e = s_[i_++];
+    switch (e) {
+      case '"':
+      case '\\':
+      case '/':
+        out.push_back(e);
+        return OkStatus();
+      case 'b':
+        out.push_back('\b');
+        return OkStatus();
+      case 'f':
+        out.push_back('\f');
+        return OkStatus();
+      case 'n':
+        out.push_back('\n');
+        return OkStatus();
+      case 'r':
+        out.push_back('\r');
+        return OkStatus();
+      case 't':
+        out.push_back('\t');
+        return OkStatus();
+      case 'u':
+        break;
+      default:
+        return Fail(at + 1, "syntax error: invalid escape: a backslash then " +
+                                ShowByte(static_cast<unsigned char>(e)));
+    }
+    auto hi = ReadHex4();
+    if (!hi) return std::unexpected(hi.error());
+    uint32_t cp = *hi;
+    if (cp >= 0xDC00 && cp <= 0xDFFF) {
+      return Fail(at, "syntax error: \\u escape of a low surrogate without a high one before it");
+    }
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      if (i_ + 1 >= s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') {
+        return Fail(at, "syntax error: \\u escape of a high surrogate not followed by a low one");
+      }
+      i_ += 2;
+      auto lo = ReadHex4();
+      if (!lo) return std::unexpected(lo.error());
+      if (*lo < 0xDC00 || *lo > 0xDFFF) {
+        return Fail(at, "syntax error: \\u escape of a high surrogate not followed by a low one");
+      }
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (*lo - 0xDC00);
+    }
+    if (cp < 0x80) {
+      out.push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | cp >> 6));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | cp >> 12));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | cp >> 18));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    }
+    return OkStatus();
+  }
+
+  // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+  Result<json> ReadNumber() {
+    const size_t start = i_;
+    auto digit = [&] { return i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9'; };
+    auto digits = [&] {
+      while (digit())
+        ++i_;
+    };
+    const bool negative = s_[i_] == '-';
+    if (negative) ++i_;
+    if (!digit()) return Fail(i_, "syntax error: invalid number; expected a digit after '-'");
+    if (s_[i_] == '0') {
+      ++i_;
+    } else {
+      digits();
+    }
+    bool integer = true;
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      if (!digit()) return Fail(i_, "syntax error: invalid number; expected a digit after '.'");
+      digits();
+      integer = false;
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      if (!digit()) {
+        return Fail(i_, "syntax error: invalid number; expected a digit in the exponent");
+      }
+      digits();
+      integer = false;
+    }
+    const char* first = s_.data() + start;
+    const char* last = s_.data() + i_;
+    if (integer) {
+      if (negative) {
+        int64_t v = 0;
+        if (auto r = std::from_chars(first, last, v); r.ec == std::errc() && r.ptr == last) {
+          return json(v);
+        }
+      } else {
+        uint64_t v = 0;
+        if (auto r = std::from_chars(first, last, v); r.ec == std::errc() && r.ptr == last) {
+          return json(v);
+        }
+      }
+      // Too big for 64 bits: a float, as nlohmann makes it.
+    }
+    double d = 0;
+    auto r = std::from_chars(first, last, d);
+    if (r.ec == std::errc::result_out_of_range) {
+      // Overflow is refused below; underflow is the nearest double (zero or subnormal).
+      const std::string copy(first, last);
+      d = ::strtod_l(copy.c_str(), nullptr, CLocale());
+    } else if (r.ec != std::errc() || r.ptr != last) {
+      return Fail(start, "syntax error: invalid number");
+    }
+    if (!std::isfinite(d)) {
+      return Fail(start, "number overflow: " + std::string(first, last) +
+                             " is beyond the range of a double");
+    }
+    return json(d);
+  }
+
+  std::string_view s_;
+  std::string_view what_;
+  size_t max_depth_;
+  size_t i_ = 0;
+  std::vector<Open> open_;
+};
+
+// A string as nlohmann dumps it with error_handler_t::replace.
+void AppendText(std::string& out, const std::string& s) {
+  if (IsValidUtf8(s)) {
+    AppendJsonString(out, s);
+  } else {
+    out += json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+void AppendJson(std::string& out, const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      out.push_back('{');
+      bool first = true;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!first) out.push_back(',');
+        first = false;
+        AppendText(out, it.key());
+        out.push_back(':');
+        AppendJson(out, it.value());
+      }
+      out.push_back('}');
+      return;
+    }
+    case json::value_t::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& e : j) {
+        if (!first) out.push_back(',');
+        first = false;
+        AppendJson(out, e);
+      }
+      out.push_back(']');
+      return;
+    }
+    case json::value_t::string:
+      AppendText(out, j.get_ref<const std::string&>());
+      return;
+    default:  // numbers, booleans, null, binary: short, and nlohmann's own format
+      out += j.dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+  }
+}
+
+// About as many bytes as `j` takes as text (exact when nothing needs escaping and numbers
+// take 24 bytes or less).
+size_t SizeHint(const json& j) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      size_t n = 2;
+      for (auto it = j.begin(); it != j.end(); ++it)
+        n += it.key().size() + 4 + SizeHint(it.value());
+      return n;
+    }
+    case json::value_t::array: {
+      size_t n = 2;
+      for (const auto& e : j)
+        n += 1 + SizeHint(e);
+      return n;
+    }
+    case json::value_t::string:
+      return j.get_ref<const std::string&>().size() + 2;
+    default:
+      return 24;
+  }
+}
+
+}  // namespace
+
+Result<nlohmann::json> ParseJsonBounded(std::string_view text, std::string_view what,
+                                        size_t max_depth) {
+  auto read = JsonReader(text, what, max_depth).Read();
+  // A text that is both malformed and too deep is refused as too deep, wherever the two
+  // are: the reason an operator can act on first (and what the depth scan alone said).
+  if (!read) {
+    if (auto st = CheckJsonDepth(text, what, max_depth); !st) return std::unexpected(st.error());
+  }
+  return read;
+}
+
+std::string DumpJson(const nlohmann::json& j) {
+  std::string out;
+  // Reserved once: a megabyte string must not be copied again by the bytes written after it.
+  out.reserve(SizeHint(j));
+  AppendJson(out, j);
+  return out;
 }
 
 void AppendJsonString(std::string& out, std::string_view s) {
@@ -68,6 +517,9 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
   size_t start = 0;
   for (size_t i = 0; i < s.size(); ++i) {
+    while (i + 8 <= s.size() && !NeedsCare(Load8(s.data() + i), false))
+      i += 8;
+    if (i >= s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(s.data() + start, i - start);

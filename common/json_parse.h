@@ -1,8 +1,12 @@
-// Bounded JSON parsing for text from the wire, the admin socket or the command line.
-// nlohmann::json parses iteratively, but dumping, copying, comparing and destroying a document
-// recurse once per nesting level: 100 000 levels of `[` overflow the stack. ParseJsonBounded
-// measures the nesting with a linear scan BEFORE nlohmann parses the text and refuses what is
-// too deep, so no recursive code ever sees such a document.
+// Bounded JSON parsing for text from the wire, the admin socket or the command line, and the
+// fast way back to text.
+// nlohmann::json's dumping, copying, comparing and destroying of a document recurse once per
+// nesting level: 100 000 levels of `[` overflow the stack. ParseJsonBounded refuses a document
+// nested deeper than its limit as it reads it, so no recursive code ever sees one.
+// Its reader is our own (strict RFC 8259, the values nlohmann::json::parse would build): it
+// walks long strings eight bytes at a time, where nlohmann's lexer takes a virtual call and two
+// appends per byte — a 350 MB base64 file body took seconds (issue 14, target 5).
+// Stateless functions.
 #pragma once
 
 #include <cstddef>
@@ -23,10 +27,23 @@ inline constexpr size_t kDefaultJsonMaxDepth = 64;
 Status CheckJsonDepth(std::string_view text, std::string_view what,
                       size_t max_depth = kDefaultJsonMaxDepth);
 
-// CheckJsonDepth, then nlohmann::json::parse. A parse error is INVALID_ARGUMENT naming `what`,
-// the byte position and the parser's reason. Never throws.
+// Parses `text` (RFC 8259; a leading UTF-8 byte order mark is skipped, as nlohmann does) into
+// the value nlohmann::json::parse would return: integers without a fraction or exponent are
+// number_unsigned when >= 0 and number_integer when < 0, number_float when they do not fit in
+// 64 bits; for a repeated object key the last value wins. Strings must be valid UTF-8 with
+// every control character escaped; escaped surrogates (backslash-u) must come in pairs.
+// Refused with INVALID_ARGUMENT: nesting deeper than `max_depth` anywhere in the text, also
+// after a syntax error (the message CheckJsonDepth gives), and any other error as "<what> is
+// not valid JSON: at byte N: <reason>", N counting from 1 the byte where the text went wrong.
+// Never throws.
 Result<nlohmann::json> ParseJsonBounded(std::string_view text, std::string_view what,
                                         size_t max_depth = kDefaultJsonMaxDepth);
+
+// What j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) returns, byte for
+// byte, without nlohmann's per-byte UTF-8 state machine on strings: valid UTF-8 strings go
+// through AppendJsonString (eight bytes at a time), anything else through nlohmann. For
+// responses that carry megabytes of text.
+std::string DumpJson(const nlohmann::json& j);
 
 // Appends `s` as a quoted JSON string, escaped byte for byte as nlohmann::json::dump does
 // (\" \\ \b \f \n \r \t, other controls as \u00xx, everything else as is), without

@@ -19,7 +19,13 @@ namespace edge {
 bool IsValidUtf8(std::string_view s);
 
 // Length of the longest prefix of `s` that is well-formed UTF-8 (where a valid text ends).
+// Runs of ASCII are checked eight bytes at a time.
 size_t ValidUtf8Prefix(std::string_view s);
+
+// Length (1-4) of the well-formed UTF-8 sequence that starts at s[i], or 0 when none does
+// (a stray continuation byte, an overlong form, a surrogate, > U+10FFFF, or cut off by the
+// end of `s`). Requires i < s.size().
+size_t Utf8SequenceLength(std::string_view s, size_t i);
 
 // `s` with each maximal invalid subsequence replaced by U+FFFD (the WHATWG/Unicode
 // "substitution of maximal subparts" rule); valid input is returned unchanged.

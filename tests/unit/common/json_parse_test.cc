@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace edge {
 namespace {
@@ -44,6 +49,20 @@ TEST(JsonParse, OneHundredThousandLevelsAreRefusedWithoutRecursion) {
   EXPECT_NE(r.error().message.find("limit of 64"), std::string::npos);
   // Unbalanced (never closed) is measured the same way.
   EXPECT_FALSE(CheckJsonDepth(std::string(100'000, '{'), "x"));
+}
+
+TEST(JsonParse, ATextBothMalformedAndTooDeepIsRefusedAsTooDeep) {
+  // `{{` is malformed at byte 2 (a key must be a string) and 65 levels deep at byte 64.
+  auto r = ParseJsonBounded(std::string(100, '{'), "args");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "args is nested 65 levels deep at byte 64, deeper than the limit of 64 nested "
+            "arrays/objects");
+  // Malformed and within the limit: the syntax error.
+  auto shallow = ParseJsonBounded(std::string(3, '{'), "args");
+  ASSERT_FALSE(shallow);
+  EXPECT_NE(shallow.error().message.find("args is not valid JSON: at byte 2: "), std::string::npos)
+      << shallow.error().message;
 }
 
 TEST(JsonParse, BracketsInsideStringsDoNotCountAndEscapesAreHonoured) {
@@ -101,6 +120,233 @@ TEST(AppendJsonString, EscapesExactlyAsNlohmannDumps) {
   std::string out;
   AppendJsonString(out, "\x01");
   EXPECT_EQ(out, "\"\\u0001\"");  // by hand: lowercase hex, four digits
+}
+
+// The values are written by hand from RFC 8259 and nlohmann's documented number rules, not
+// produced by a parser.
+TEST(JsonParse, BuildsTheValuesTheTextSays) {
+  using json = nlohmann::json;
+  struct Case {
+    std::string text;
+    json want;
+  };
+  const std::vector<Case> cases = {
+      {"0", json(uint64_t{0})},
+      {"-0", json(int64_t{0})},
+      {"18446744073709551615", json(std::numeric_limits<uint64_t>::max())},
+      {"-9223372036854775808", json(std::numeric_limits<int64_t>::min())},
+      {"18446744073709551616", json(18446744073709551616.0)},
+      {"-9223372036854775809", json(-9223372036854775809.0)},
+      {"1E2", json(100.0)},
+      {"-1.5e-3", json(-0.0015)},
+      {"1e-400", json(0.0)},
+      {" \t\r\n[ true , false , null ] ", json::array({true, false, nullptr})},
+      {R"("\u00e9\u20AC\ud83d\ude00")", json("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80")},
+      {R"("\"\\\/\b\f\n\r\t")", json("\"\\/\b\f\n\r\t")},
+      {R"("a\u0000b")", json(std::string("a\0b", 3))},
+      {"\"caf\xc3\xa9\"", json("caf\xc3\xa9")},
+      {R"({"k":1,"k":2})", json{{"k", 2}}},  // the last value of a repeated key wins
+      {R"({"":{}})", json{{"", json::object()}}},
+      {"\xEF\xBB\xBF[1]", json::array({1})},  // a byte order mark is skipped
+  };
+  for (const auto& c : cases) {
+    auto got = ParseJsonBounded(c.text, "x");
+    ASSERT_TRUE(got) << c.text << ": " << got.error().ToString();
+    EXPECT_EQ(*got, c.want) << c.text;
+    EXPECT_EQ(got->type(), c.want.type()) << c.text;
+    EXPECT_EQ(got->dump(), c.want.dump()) << c.text;
+  }
+  // A long string with a quote, a backslash and multi-byte characters near the 8-byte steps.
+  std::string body(1000, 'x');
+  body[517] = '\xc3';
+  body[518] = '\xa9';
+  auto long_text = ParseJsonBounded("[\"" + body + "\\\"\\\\" + body + "\"]", "x");
+  ASSERT_TRUE(long_text) << long_text.error().ToString();
+  EXPECT_EQ((*long_text)[0].get<std::string>(), body + "\"\\" + body);
+}
+
+TEST(JsonParse, RefusesWhatRfc8259RefusesNamingTheByte) {
+  struct Case {
+    std::string text;
+    size_t byte;  // counted from 1
+    std::string why;
+  };
+  const std::vector<Case> cases = {
+      {"01", 2, "expected end of input"},
+      {"1.", 3, "after '.'"},
+      {".5", 1, "unexpected '.'"},
+      {"+1", 1, "unexpected '+'"},
+      {"-", 2, "after '-'"},
+      {"1e", 3, "exponent"},
+      {"[1,]", 4, "unexpected ']'"},
+      {R"({"a":1,})", 8, "expected an object key"},
+      {"{'a':1}", 2, "expected an object key"},
+      {R"({"a" 1})", 6, "expected ':'"},
+      {"{1:2}", 2, "expected an object key"},
+      {"[1 2]", 4, "expected ',' or ']'"},
+      {"[1", 3, "unexpected end of input"},
+      {R"("\x")", 3, "invalid escape"},
+      {"\"a\tb\"", 3, "control character byte 0x09"},
+      {R"("\ud800")", 2, "high surrogate"},
+      {R"("\ud800\u0041")", 2, "high surrogate"},
+      {R"("\udc00")", 2, "low surrogate"},
+      {R"("\u12g4")", 6, "4 hex digits"},
+      {"\"\xc0\xaf\"", 2, "invalid UTF-8 byte 0xC0"},      // overlong '/'
+      {"\"\xed\xa0\x80\"", 2, "invalid UTF-8 byte 0xED"},  // a surrogate in UTF-8
+      {"\"\xf4\x90\x80\x80\"", 2, "invalid UTF-8"},        // beyond U+10FFFF
+      {"\"abc", 5, "no closing quote"},
+      {"nul", 4, "expected 'null'"},
+      {"1e400", 1, "number overflow"},
+      {std::string("[1]\0", 4), 4, "byte 0x00 after the value"},
+  };
+  for (const auto& c : cases) {
+    auto got = ParseJsonBounded(c.text, "body");
+    ASSERT_FALSE(got) << c.text;
+    EXPECT_EQ(got.error().code, ErrorCode::kInvalidArgument);
+    const std::string& m = got.error().message;
+    EXPECT_NE(m.find("body is not valid JSON: at byte " + std::to_string(c.byte) + ": "),
+              std::string::npos)
+        << c.text << " -> " << m;
+    EXPECT_NE(m.find(c.why), std::string::npos) << c.text << " -> " << m;
+  }
+}
+
+// Random texts, each either a valid document or one mutated byte away from one: the reader
+// accepts exactly what nlohmann::json::parse (another implementation) accepts, and builds the
+// same value with the same number types.
+bool SameJson(const nlohmann::json& a, const nlohmann::json& b) {
+  if (a.type() != b.type()) return false;
+  if (a.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (auto it = a.begin(), jt = b.begin(); it != a.end(); ++it, ++jt) {
+      if (it.key() != jt.key() || !SameJson(it.value(), jt.value())) return false;
+    }
+    return true;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!SameJson(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  if (a.is_number_float()) {  // bit for bit: -0.0 and 0.0 differ
+    const double x = a.get<double>(), y = b.get<double>();
+    return std::memcmp(&x, &y, sizeof x) == 0;
+  }
+  return a == b;
+}
+
+std::string RandomDocument(std::mt19937& rng, int depth) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  static const std::vector<std::string> kAtoms = {"0",
+                                                  "-0",
+                                                  "1",
+                                                  "-1",
+                                                  "12.5e3",
+                                                  "1E-2",
+                                                  "-0.0",
+                                                  "9223372036854775807",
+                                                  "9223372036854775808",
+                                                  "-9223372036854775808",
+                                                  "-9223372036854775809",
+                                                  "18446744073709551615",
+                                                  "18446744073709551616",
+                                                  "1e308",
+                                                  "1e-320",
+                                                  "0.1",
+                                                  "true",
+                                                  "false",
+                                                  "null",
+                                                  "\"\"",
+                                                  "\"plain\"",
+                                                  "\"esc \\\" \\\\ \\/ \\n \\u00e9\"",
+                                                  "\"\\ud83d\\ude00\"",
+                                                  "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"",
+                                                  "\"\\u0000\""};
+  const int kind = depth > 4 ? pick(2) : pick(4);
+  if (kind <= 1) return kAtoms[static_cast<size_t>(pick(static_cast<int>(kAtoms.size())))];
+  const char* ws[] = {"", " ", "\n\t", "\r\n "};
+  std::string out(1, kind == 2 ? '[' : '{');
+  const int n = pick(4);
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) out += ",";
+    out += ws[pick(4)];
+    if (kind == 3) out += "\"k" + std::to_string(pick(3)) + "\"" + ws[pick(4)] + ":";
+    out += RandomDocument(rng, depth + 1) + ws[pick(4)];
+  }
+  out += kind == 2 ? ']' : '}';
+  return out;
+}
+
+TEST(JsonParse, AcceptsAndBuildsExactlyWhatNlohmannDoes) {
+  std::mt19937 rng(20261128);
+  const std::string kBytes = "{}[]\",:\\ \t\n0123456789-+.eEtrufalsn\"\xc3\xa9\xff\x01";
+  int accepted = 0, refused = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::string text = RandomDocument(rng, 0);
+    const int mutations = static_cast<int>(rng() % 3);  // 0: valid as generated
+    for (int m = 0; m < mutations && !text.empty(); ++m) {
+      const size_t at = rng() % text.size();
+      const char b = kBytes[rng() % kBytes.size()];
+      switch (rng() % 3) {
+        case 0:
+          text[at] = b;
+          break;
+        case 1:
+          text.insert(text.begin() + static_cast<std::ptrdiff_t>(at), b);
+          break;
+        default:
+          text.erase(at, 1);
+      }
+    }
+    nlohmann::json want;
+    bool ok = true;
+    try {
+      want = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception&) {
+      ok = false;
+    }
+    auto got = ParseJsonBounded(text, "x");
+    ASSERT_EQ(got.has_value(), ok) << text << (got ? "" : " -> " + got.error().message);
+    if (ok) {
+      ASSERT_TRUE(SameJson(*got, want))
+          << text << "\nours:     " << got->dump() << "\nnlohmann: " << want.dump();
+      ++accepted;
+    } else {
+      ++refused;
+    }
+  }
+  // Both kinds were exercised in earnest.
+  EXPECT_GT(accepted, 5000);
+  EXPECT_GT(refused, 5000);
+}
+
+TEST(DumpJson, WritesWhatNlohmannDumpsWithReplace) {
+  using json = nlohmann::json;
+  std::string all;
+  for (int c = 0; c < 256; ++c)
+    all.push_back(static_cast<char>(c));
+  const std::vector<json> docs = {
+      json(nullptr),
+      json(true),
+      json(-3),
+      json(uint64_t{18446744073709551615u}),
+      json(0.1),
+      json(5.0),
+      json(-0.0),
+      json::object(),
+      json::array(),
+      json{{"b", 1}, {"a", {1, "two", nullptr, json::object()}}, {"quote\"key", "v"}},
+      json(std::string(100000, 'x') + "\n\"\\" + std::string(13, 'y')),
+      json("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+      json(all),                       // invalid UTF-8: nlohmann's replacement, exactly
+      json{{"bad\xff key", "\xc0"}}};  // in keys too
+  for (const auto& d : docs) {
+    EXPECT_EQ(DumpJson(d), d.dump(-1, ' ', false, json::error_handler_t::replace))
+        << d.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  EXPECT_EQ(DumpJson(json{{"a", "\x01"}}), "{\"a\":\"\\u0001\"}");  // by hand
 }
 
 }  // namespace

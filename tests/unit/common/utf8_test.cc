@@ -64,5 +64,29 @@ TEST(Utf8Test, CutPointNeverSplitsACharacter) {
   EXPECT_EQ(Utf8CutPoint(s, 99), s.size());
 }
 
+TEST(Utf8Test, SequenceLengthNamesEachWellFormedForm) {
+  EXPECT_EQ(Utf8SequenceLength("a", 0), 1u);
+  EXPECT_EQ(Utf8SequenceLength("\xc3\xa9", 0), 2u);
+  EXPECT_EQ(Utf8SequenceLength("\xe2\x82\xac", 0), 3u);
+  EXPECT_EQ(Utf8SequenceLength("\xf0\x9f\x98\x80", 0), 4u);
+  EXPECT_EQ(Utf8SequenceLength("x\xf0\x9f\x98\x80", 1), 4u);
+  EXPECT_EQ(Utf8SequenceLength("\xa9", 0), 0u);              // a continuation byte alone
+  EXPECT_EQ(Utf8SequenceLength("\xc0\xaf", 0), 0u);          // overlong
+  EXPECT_EQ(Utf8SequenceLength("\xed\xa0\x80", 0), 0u);      // a surrogate
+  EXPECT_EQ(Utf8SequenceLength("\xf4\x90\x80\x80", 0), 0u);  // beyond U+10FFFF
+  EXPECT_EQ(Utf8SequenceLength("\xe2\x82", 0), 0u);          // cut off
+}
+
+TEST(Utf8Test, ValidPrefixFindsABadByteAtEveryOffsetOfAnAsciiRun) {
+  // The ASCII runs are checked eight bytes at a time: a bad byte is found wherever it sits.
+  for (size_t at = 0; at < 40; ++at) {
+    std::string s(40, 'a');
+    s[at] = '\xff';
+    EXPECT_EQ(ValidUtf8Prefix(s), at) << at;
+    EXPECT_FALSE(IsValidUtf8(s)) << at;
+  }
+  EXPECT_TRUE(IsValidUtf8(std::string(41, 'a') + "\xc3\xa9" + std::string(9, 'b')));
+}
+
 }  // namespace
 }  // namespace edge
