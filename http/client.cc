@@ -53,7 +53,7 @@ struct Client::Impl {
     return fn(std::get<ssl::stream<tcp::socket>>(stream));
   }
 
-  bhttp::request<bhttp::string_body> Build(const Request& r) {
+  bhttp::request<bhttp::string_body> Build(Request& r) {
     bhttp::request<bhttp::string_body> req;
     req.method_string(r.method);
     req.target(r.target);
@@ -62,13 +62,12 @@ struct Client::Impl {
     for (const auto& [k, v] : r.headers)
       req.insert(k, v);
     if (!r.keep_alive) req.keep_alive(false);
-    req.body() = r.body;
+    req.body() = std::move(r.body);
     req.prepare_payload();
     return req;
   }
 
-  Result<Response> Exchange(const Request& r,
-                            const std::function<bool(std::string_view)>* on_data) {
+  Result<Response> Exchange(Request r, const std::function<bool(std::string_view)>* on_data) {
     if (std::holds_alternative<std::monostate>(stream)) {
       return MakeError(ErrorCode::kUnavailable, "the connection is closed");
     }
@@ -180,13 +179,13 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& host, uint16_
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
-Result<Response> Client::Send(const Request& request) {
-  return impl_->Exchange(request, nullptr);
+Result<Response> Client::Send(Request request) {
+  return impl_->Exchange(std::move(request), nullptr);
 }
 
-Result<Response> Client::SendStreaming(const Request& request,
+Result<Response> Client::SendStreaming(Request request,
                                        const std::function<bool(std::string_view)>& on_data) {
-  return impl_->Exchange(request, &on_data);
+  return impl_->Exchange(std::move(request), &on_data);
 }
 
 void Client::Close() {

@@ -40,12 +40,13 @@ class Client {
   ~Client();
 
   // Sends `request` (method, target, headers, body; Host and Content-Length are added) and
-  // reads the whole answer. UNAVAILABLE when the connection fails or closes.
-  Result<Response> Send(const Request& request);
+  // reads the whole answer. UNAVAILABLE when the connection fails or closes. The body is
+  // moved into the message sent: pass a temporary (or std::move) to spare a copy.
+  Result<Response> Send(Request request);
   // Like Send, but hands each piece of the body to `on_data` as it arrives (the returned
   // Response has an empty body). `on_data` returning false closes the connection at once
   // (the client going away mid-stream).
-  Result<Response> SendStreaming(const Request& request,
+  Result<Response> SendStreaming(Request request,
                                  const std::function<bool(std::string_view)>& on_data);
   // Closes the connection (without any TLS close_notify).
   void Close();

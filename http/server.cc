@@ -358,10 +358,16 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     // HEAD: the headers a GET would get (its Content-Length too), never the body (RFC 9110
     // §9.3.2), so the connection stays in step.
     const bool head = exchange_->request().method == "HEAD";
-    Queue(
-        Head(r.status, r.headers, r.content_type, r.body.size(), false, close, http10_ && !close) +
-            (head ? std::string() : r.body),
-        nullptr, close ? After::kClose : After::kNext);
+    std::string bytes =
+        Head(r.status, r.headers, r.content_type, r.body.size(), false, close, http10_ && !close);
+    const After after = close ? After::kClose : After::kNext;
+    if (head) return Queue(std::move(bytes), nullptr, after);
+    // A large body is written as it is, after its head, rather than copied behind it.
+    if (r.body.size() >= kSeparateBodyBytes) {
+      Queue(std::move(bytes), nullptr, After::kNone);
+      return Queue(std::move(r.body), nullptr, after);
+    }
+    Queue(std::move(bytes.append(r.body)), nullptr, after);
   }
   void DoBeginStream(uint64_t gen, unsigned status, Headers h, std::string ctype) override {
     if (closed_ || gen != gen_ || !exchange_) return;
@@ -397,6 +403,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
  private:
   enum class After { kNone, kNext, kClose };
+  // From this size on a response's body is not copied behind its head (one more write).
+  static constexpr size_t kSeparateBodyBytes = 64 << 10;
   struct Write {
     std::string bytes;
     std::function<void(bool)> cb;
