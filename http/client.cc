@@ -53,6 +53,18 @@ struct Client::Impl {
     return fn(std::get<ssl::stream<tcp::socket>>(stream));
   }
 
+  // Runs the read `fn` again while it fails with EINTR: the socket's receive timeout makes the
+  // kernel answer a signal that wakes this thread (a handler's, a stop and continue) with
+  // EINTR instead of restarting the call. The parser keeps what was read; the read goes on.
+  template <class Fn>
+  void ReadRetrying(beast::error_code& ec, Fn&& fn) {
+    for (int tries = 0; tries < 1000; ++tries) {
+      ec = {};
+      With(fn);
+      if (ec != net::error::interrupted) return;
+    }
+  }
+
   bhttp::request<bhttp::string_body> Build(Request& r) {
     bhttp::request<bhttp::string_body> req;
     req.method_string(r.method);
@@ -81,7 +93,7 @@ struct Client::Impl {
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(options.max_response_bytes);
     parser.header_limit(64 << 10);
-    With([&](auto& s) { bhttp::read_header(s, buffer, parser, ec); });
+    ReadRetrying(ec, [&](auto& s) { bhttp::read_header(s, buffer, parser, ec); });
     if (ec) {
       Close();
       return Unavailable("read failed", ec);
@@ -94,7 +106,7 @@ struct Client::Impl {
     }
     out.content_type = std::string(h[bhttp::field::content_type]);
     while (!parser.is_done()) {
-      With([&](auto& s) { bhttp::read_some(s, buffer, parser, ec); });
+      ReadRetrying(ec, [&](auto& s) { bhttp::read_some(s, buffer, parser, ec); });
       if (ec) {
         Close();
         return Unavailable("read failed", ec);

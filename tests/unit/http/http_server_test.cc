@@ -2,6 +2,8 @@
 // a client going away, and bad input (oversized headers and bodies, malformed requests,
 // slowloris and idle connections).
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -139,6 +141,49 @@ TEST_F(HttpServerTest, AnswersLaterFromAnotherThread) {
   auto r = c->Send({.method = "GET", .target = "/"});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 201u);
+  std::lock_guard lock(mu);
+  for (auto& t : workers)
+    t.join();
+}
+
+// A signal that wakes the client's thread while it waits for the answer does not fail the
+// request: with a receive timeout the kernel answers EINTR instead of restarting the read.
+TEST_F(HttpServerTest, TheClientReadsOnThroughSignalsThatInterruptIt) {
+  struct sigaction quiet {};
+  quiet.sa_handler = [](int) {};  // no SA_RESTART
+  struct sigaction old {};
+  ASSERT_EQ(::sigaction(SIGUSR2, &quiet, &old), 0);
+  std::atomic<bool> answered{false};
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    std::lock_guard lock(mu);
+    workers.emplace_back([ex, &answered] {
+      std::this_thread::sleep_for(300ms);
+      ex->Respond({.status = 200, .body = "late"});
+      answered = true;
+    });
+  };
+  Start();
+  auto c = Connect();
+  const pthread_t me = ::pthread_self();
+  std::atomic<bool> done{false};
+  std::atomic<int> sent{0};
+  std::thread signaller([&] {
+    while (!done && !answered) {
+      ::pthread_kill(me, SIGUSR2);
+      ++sent;
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  auto r = c->Send({.method = "GET", .target = "/"});
+  done = true;
+  signaller.join();
+  ::sigaction(SIGUSR2, &old, nullptr);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_EQ(r->body, "late");
+  EXPECT_GT(sent.load(), 3) << "the signals came while the client waited";
   std::lock_guard lock(mu);
   for (auto& t : workers)
     t.join();
