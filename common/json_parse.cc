@@ -231,7 +231,7 @@ class JsonReader {
       return Fail(i_, "syntax error: expected ':' after the object key");
     }
     ++i_;
-    return &(*top.node)[*key];
+    return &(*top.node)[std::move(*key)];
   }
 
   // At the opening quote. Plain runs are copied whole; escapes are decoded.
@@ -405,7 +405,9 @@ class JsonReader {
     if (r.ec == std::errc::result_out_of_range) {
       // Overflow is refused below; underflow is the nearest double (zero or subnormal).
       const std::string copy(first, last);
-      d = ::strtod_l(copy.c_str(), nullptr, CLocale());
+      const locale_t c = CLocale();
+      d = c != locale_t{} ? ::strtod_l(copy.c_str(), nullptr, c)
+                          : std::strtod(copy.c_str(), nullptr);
     } else if (r.ec != std::errc() || r.ptr != last) {
       return Fail(start, "syntax error: invalid number");
     }

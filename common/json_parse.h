@@ -32,6 +32,8 @@ Status CheckJsonDepth(std::string_view text, std::string_view what,
 // number_unsigned when >= 0 and number_integer when < 0, number_float when they do not fit in
 // 64 bits; for a repeated object key the last value wins. Strings must be valid UTF-8 with
 // every control character escaped; escaped surrogates (backslash-u) must come in pairs.
+// One deliberate difference: nlohmann stops reading at a NUL byte after the value and ignores
+// what follows; here anything after the value but white space is refused, a NUL included.
 // Refused with INVALID_ARGUMENT: nesting deeper than `max_depth` anywhere in the text, also
 // after a syntax error (the message CheckJsonDepth gives), and any other error as "<what> is
 // not valid JSON: at byte N: <reason>", N counting from 1 the byte where the text went wrong.

@@ -968,7 +968,7 @@ EDGE_CHILD_CODE int ChildMain(void* setup) {
 // blocked across the clone so none of the agent's handlers runs in the child before it resets
 // them. SIGCHLD stays open while it has no handler (the agent observes exits through pidfds):
 // a quick child can exit before this thread unblocks, and a SIGCHLD its parent thread blocks
-// is not dropped but offered to another thread — the main thread first — which wakes, and a
+// is not dropped but offered to another thread (at first the main thread), which wakes, and a
 // blocking receive with SO_RCVTIMEO there (http::Client) fails with EINTR.
 //
 // A child that changes user is forked instead: the kernel marks the memory image of a task

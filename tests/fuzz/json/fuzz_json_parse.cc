@@ -1,7 +1,8 @@
 // Fuzz target: ParseJsonBounded, our JSON reader, against nlohmann::json::parse, another
 // implementation. Both must accept the same texts and build the same values (same number
 // types, floats bit for bit); what either refuses the other refuses too — except a document
-// nested deeper than the limit, which only ours refuses. DumpJson of what was read must equal
+// nested deeper than the limit, and bytes after a NUL that follows the value (nlohmann stops
+// reading there), which only ours refuses. DumpJson of what was read must equal
 // nlohmann's dump with replacement.
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const json::exception&) {
     ok = false;
   }
+  // The one difference by design: nlohmann ends the text at a NUL byte after the value.
+  if (!ours && ok && text.find('\0') != std::string_view::npos) return 0;
   if (ours.has_value() != ok) __builtin_trap();
   if (!ok) {
     if (ours.error().message.find("fuzz input is not valid JSON: at byte ") != 0) __builtin_trap();

@@ -213,7 +213,8 @@ TEST(JsonParse, RefusesWhatRfc8259RefusesNamingTheByte) {
 
 // Random texts, each either a valid document or one mutated byte away from one: the reader
 // accepts exactly what nlohmann::json::parse (another implementation) accepts, and builds the
-// same value with the same number types.
+// same value with the same number types; the one difference by design is a NUL byte after
+// the value, where nlohmann stops reading and ours refuses.
 bool SameJson(const nlohmann::json& a, const nlohmann::json& b) {
   if (a.type() != b.type()) return false;
   if (a.is_object()) {
@@ -281,7 +282,8 @@ std::string RandomDocument(std::mt19937& rng, int depth) {
 
 TEST(JsonParse, AcceptsAndBuildsExactlyWhatNlohmannDoes) {
   std::mt19937 rng(20261128);
-  const std::string kBytes = "{}[]\",:\\ \t\n0123456789-+.eEtrufalsn\"\xc3\xa9\xff\x01";
+  std::string kBytes = "{}[]\",:\\ \t\n0123456789-+.eEtrufalsn\"\xc3\xa9\xff\x01";
+  kBytes.push_back('\0');
   int accepted = 0, refused = 0;
   for (int round = 0; round < 20000; ++round) {
     std::string text = RandomDocument(rng, 0);
@@ -308,6 +310,12 @@ TEST(JsonParse, AcceptsAndBuildsExactlyWhatNlohmannDoes) {
       ok = false;
     }
     auto got = ParseJsonBounded(text, "x");
+    if (!got && ok && text.find('\0') != std::string::npos) {
+      // The one difference by design: nlohmann ends the text at a NUL after the value.
+      EXPECT_NE(got.error().message.find("byte 0x00"), std::string::npos) << got.error().message;
+      ++refused;
+      continue;
+    }
     ASSERT_EQ(got.has_value(), ok) << text << (got ? "" : " -> " + got.error().message);
     if (ok) {
       ASSERT_TRUE(SameJson(*got, want))
