@@ -84,7 +84,16 @@ Figures Run(apb::ComputeAdmin::Stub& stub, int calls, int in_flight) {
         const auto s = Clock::now();
         auto st = stub.DispatchCompute(&ctx, req, &resp);
         lat[t].push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
-        if (!st.ok() || !resp.error_code().empty() || !resp.success()) failed.fetch_add(1);
+        if (!st.ok() || !resp.error_code().empty() || !resp.success()) {
+          // The first few say why (a benchmark that hides its failures measures nothing).
+          if (failed.fetch_add(1) < 3) {
+            std::fprintf(stderr, "  call failed: %s %s | %s %s | success %d %s\n",
+                         st.ok() ? "OK" : std::to_string(st.error_code()).c_str(),
+                         st.error_message().c_str(), resp.error_code().c_str(),
+                         resp.message().c_str(), resp.success() ? 1 : 0,
+                         resp.response_json().substr(0, 300).c_str());
+          }
+        }
       }
     });
   }
