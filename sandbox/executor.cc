@@ -218,6 +218,7 @@ Executor::~Executor() {
   boost::asio::thread_pool* admissions = nullptr;
   {
     std::lock_guard lock(blocking_mu_);
+    closing_ = true;  // results still to come sync on their own thread (DeliverAfterSync)
     admissions = admissions_.get();
   }
   if (admissions) admissions->join();  // admitted commands start (or end) first
@@ -241,6 +242,10 @@ boost::asio::thread_pool& Executor::Blocking() {
 
 boost::asio::thread_pool& Executor::Admissions() {
   std::lock_guard lock(blocking_mu_);
+  return AdmissionsLocked();
+}
+
+boost::asio::thread_pool& Executor::AdmissionsLocked() {
   if (!admissions_) {
     const ScopedThreadName name("edge-admit");  // the pool's thread inherits it
     admissions_ = std::make_unique<boost::asio::thread_pool>(1);
@@ -842,6 +847,8 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   // the command's one terminal result (the door delivers it), so a repeat of the command_id
   // after the restart — the controller sends again what has no result — answers with it
   // instead of running the command a second time.
+  // Set when the answer must wait for this record's sync (a door that is not confirming).
+  std::optional<uint64_t> sync_mark;
   if (!job->command_id.empty() && job->record_result) {
     // A confirming door (the edge door) writes the result to its outbox inside `done` below,
     // and neither that row nor this record waits for the disk (issue 14): the command's journal
@@ -849,19 +856,22 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     // is replayed as a prefix — so a power cut leaves the row whenever it takes either, and the
     // next start ends the command with this record if it survived, else AGENT_RESTARTED: one
     // terminal result either way (the controller keeps the first it got). Other doors answer
-    // their caller directly; their record is synced before the answer leaves.
-    const Durability durability =
-        options_.confirming_doors.contains(job->door) ? Durability::kRelaxed : Durability::kSynced;
+    // their caller directly; their record is on disk before the answer leaves. That sync is
+    // not waited for here, on the thread that ends commands one after another, but on the
+    // admission thread, which makes one sync for every record written meanwhile
+    // (DeliverAfterSync).
     // The payload is valid UTF-8 by construction; `replace` keeps a slip from throwing here.
     auto st = idempotency_->Record(
         job->command_id, result.ToJson().dump(-1, ' ', false, json::error_handler_t::replace),
-        durability);
+        Durability::kRelaxed);
     if (!st) {
       ++result_store_failures_;
       log::Get("sandbox")->error(
           "command {}: its result could not be stored for idempotency ({}); a repeat of this "
           "command_id would run it again",
           log::Escape(job->command_id), st.error().ToString());
+    } else if (!options_.confirming_doors.contains(job->door)) {
+      sync_mark = db_->CommitMark();
     }
   }
   job->external.Reset();
@@ -882,12 +892,23 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     if (shutting_down_ && inflight_.empty()) waiters.swap(idle_waiters_);
   }
   // `done` may let the executor's owner destroy it (a waiter on the result): nothing of `this`
-  // is used after it but these two.
-  std::shared_ptr<StateDb> db = db_;
+  // is used after it; the journal is shared.
   std::shared_ptr<CommandJournal> journal = journal_;
   const std::string command_id = job->command_id;
   const std::optional<int64_t> admission = job->journal_admission;
-  if (done) done(std::move(result));
+  auto deliver = [done = std::move(done), result = std::move(result), journal, command_id,
+                  admission, waiters = std::move(waiters)]() mutable {
+    if (done) done(std::move(result));
+    Delivered(*journal, command_id, admission);
+    for (auto& w : waiters)
+      w();
+  };
+  if (sync_mark) return DeliverAfterSync(*sync_mark, command_id, std::move(deliver));
+  deliver();
+}
+
+void Executor::Delivered(CommandJournal& journal, const std::string& command_id,
+                         std::optional<int64_t> admission) {
   // The journal row goes only once the door has the result (the edge door's outbox row is
   // written, synced, inside `done`). The removal does not wait for the disk: whatever ends the
   // agent, either it is lost — the row comes back at the next start, which delivers the stored
@@ -896,15 +917,37 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   // same command_id have been admitted again meanwhile (its result could not be stored, so a
   // repeat runs it again), that run's row stays until that run ends.
   if (admission) {
-    if (auto fin = journal->Finished(command_id, *admission); !fin) {
+    if (auto fin = journal.Finished(command_id, *admission); !fin) {
       log::Get("sandbox")->error(
           "command {}: still in the command journal ({}); after a restart its stored result "
           "is delivered again",
           log::Escape(command_id), fin.error().ToString());
     }
   }
-  for (auto& w : waiters)
-    w();
+}
+
+void Executor::DeliverAfterSync(uint64_t mark, const std::string& command_id,
+                                std::function<void()> deliver) {
+  // `this` is used only before `deliver`, which may let the owner destroy the executor; the
+  // destructor joins the admission thread, so a posted delivery runs before it returns.
+  auto work = [this, db = db_, mark, command_id, deliver = std::move(deliver)] {
+    if (auto st = db->Sync(mark); !st) {
+      ++result_store_failures_;
+      log::Get("sandbox")->error(
+          "command {}: its result record may not be on disk ({}); after a power cut a repeat "
+          "of this command_id would run it again",
+          log::Escape(command_id), st.error().ToString());
+    }
+    deliver();
+  };
+  {
+    std::lock_guard lock(blocking_mu_);
+    if (!closing_) {
+      boost::asio::post(AdmissionsLocked(), std::move(work));
+      return;
+    }
+  }
+  work();  // the destructor has joined (or is joining) the admission thread: sync here
 }
 
 edge::Status Executor::RecoverInterrupted(const ProcessRunner::StaleReport& stale) {

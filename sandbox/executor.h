@@ -272,7 +272,18 @@ class Executor final : public ExecutorApi {
   // One thread, created at the first command with a command_id: waits for the sync of the
   // commands' journal rows (one for every row written meanwhile) and starts them in order.
   boost::asio::thread_pool& Admissions();
+  boost::asio::thread_pool& AdmissionsLocked();  // blocking_mu_ held
+  // Runs `deliver` (the door's done callback and what follows it) once the database is synced
+  // up to `mark`: on the admission thread, so the thread that ends commands never waits for
+  // the disk and one sync serves every result recorded meanwhile; here, once the destructor
+  // has begun.
+  void DeliverAfterSync(uint64_t mark, const std::string& command_id,
+                        std::function<void()> deliver);
+  // After a command's result reached its door: its journal row goes.
+  static void Delivered(CommandJournal& journal, const std::string& command_id,
+                        std::optional<int64_t> admission);
   std::mutex blocking_mu_;
+  bool closing_ = false;  // the destructor has begun (guarded by blocking_mu_)
 
   mutable std::mutex mu_;
   uint64_t next_job_ = 1;

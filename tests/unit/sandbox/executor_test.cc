@@ -888,6 +888,48 @@ TEST_F(ExecutorTest, CommandsStartOnceTheirJournalRowsAreOnDiskAndShareTheSync) 
   EXPECT_EQ(ex_->running(), 0u);
 }
 
+// Issue 14: a door that answers its caller itself (not confirming) gets a result only once
+// the result's record is on disk — but the thread that ends commands does not wait for that
+// sync: the admission thread does, one sync for every result recorded meanwhile.
+TEST_F(ExecutorTest, AnAnsweringDoorsResultsWaitForTheirRecordsSyncAndShareIt) {
+  options_.confirming_doors = {"edge"};
+  options_.state_db.fdatasync = GatedSync;
+  Open();
+  ASSERT_EQ(Call(Exec("true", "cmd-warm-up")).outcome, Outcome::kOk);  // syncs the directory
+  struct OpenGate {
+    ~OpenGate() { g_sync_gate_open = true; }  // on every path: never leave the executor stuck
+  } open_gate;
+  constexpr int kCommands = 8;
+  std::vector<std::future<InvokeResult>> results;
+  for (int i = 0; i < kCommands; ++i) {
+    InvokeRequest r = Exec("sleep 0.6", "cmd-answer-" + std::to_string(i));
+    r.door_limit = InvokeRequest::DoorLimit{"worker", "worker.max", 16};
+    results.push_back(Start(std::move(r)));
+  }
+  std::this_thread::sleep_for(300ms);  // admitted (their rows synced) and running
+  const int before = g_gated_syncs.load();
+  g_sync_gate_open = false;  // the disk stalls while they end
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return g_gated_syncs.load() > before; }, 10s))
+      << "no result waited for a sync";
+  std::this_thread::sleep_for(600ms);  // every command has ended by now
+  for (auto& f : results) {
+    EXPECT_EQ(f.wait_for(0s), std::future_status::timeout)
+        << "answered before its record was on disk";
+  }
+  // Meanwhile the thread that ends commands is free: a command without a record ends.
+  auto free = Start(Exec("true"));
+  EXPECT_EQ(free.wait_for(10s), std::future_status::ready)
+      << "the thread that ends commands waited for the disk";
+  g_sync_gate_open = true;
+  for (auto& f : results) {
+    ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+    EXPECT_EQ(f.get().outcome, Outcome::kOk);
+  }
+  EXPECT_LE(g_gated_syncs.load() - before, 2) << "eight results, one or two syncs";
+  // Each is recorded: a repeat answers with the stored result.
+  EXPECT_TRUE(Call(Exec("echo never", "cmd-answer-3")).replayed);
+}
+
 // Review finding (stop 27): with the result and its record no longer waiting for the disk, a
 // command whose journal row cannot reach the disk must not run — a power cut could lose every
 // trace of it, and the controller's resend would run it again. It is refused, not recorded.
