@@ -878,6 +878,9 @@ TEST_F(ProcessRunnerTest, ARunAsChildDiesWithTheAgent) {
 // shared the agent's memory image while changing user would have cleared it.
 TEST_F(ProcessRunnerTest, ARunAsCommandLeavesTheAgentDumpable) {
   if (::geteuid() != 0) GTEST_SKIP() << "run_as needs root; not root here";
+  // Dumpable to begin with, whatever ran before in this process (a test's own change of its
+  // file-system uid clears the flag: the whole binary run in one process failed here).
+  ASSERT_EQ(::prctl(PR_SET_DUMPABLE, 1), 0);
   ASSERT_EQ(::prctl(PR_GET_DUMPABLE), 1);
   ProcessSpec spec = Spec({"/bin/true"});
   spec.run_as = "nobody";
