@@ -11,35 +11,9 @@
 #include <string_view>
 
 #include "common/json_parse.h"
-
-namespace {
+#include "tests/support/same_json.h"
 
 using nlohmann::json;
-
-bool Same(const json& a, const json& b) {
-  if (a.type() != b.type()) return false;
-  if (a.is_object()) {
-    if (a.size() != b.size()) return false;
-    for (auto it = a.begin(), jt = b.begin(); it != a.end(); ++it, ++jt) {
-      if (it.key() != jt.key() || !Same(it.value(), jt.value())) return false;
-    }
-    return true;
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!Same(a[i], b[i])) return false;
-    }
-    return true;
-  }
-  if (a.is_number_float()) {
-    const double x = a.get<double>(), y = b.get<double>();
-    return std::memcmp(&x, &y, sizeof x) == 0;
-  }
-  return a == b;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -62,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ours.error().message.find("fuzz input is not valid JSON: at byte ") != 0) __builtin_trap();
     return 0;
   }
-  if (!Same(*ours, theirs)) __builtin_trap();
+  if (!edge::testing::SameJson(*ours, theirs)) __builtin_trap();
   if (edge::DumpJson(*ours) != theirs.dump(-1, ' ', false, json::error_handler_t::replace)) {
     __builtin_trap();
   }

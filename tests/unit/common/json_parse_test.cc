@@ -1,4 +1,5 @@
 #include "common/json_parse.h"
+#include "tests/support/same_json.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,8 @@
 
 namespace edge {
 namespace {
+
+using edge::testing::SameJson;
 
 std::string Nested(size_t depth, char open = '[', char close = ']') {
   return std::string(depth, open) + std::string(depth, close);
@@ -211,33 +214,6 @@ TEST(JsonParse, RefusesWhatRfc8259RefusesNamingTheByte) {
   }
 }
 
-// Random texts, each either a valid document or one mutated byte away from one: the reader
-// accepts exactly what nlohmann::json::parse (another implementation) accepts, and builds the
-// same value with the same number types; the one difference by design is a NUL byte after
-// the value, where nlohmann stops reading and ours refuses.
-bool SameJson(const nlohmann::json& a, const nlohmann::json& b) {
-  if (a.type() != b.type()) return false;
-  if (a.is_object()) {
-    if (a.size() != b.size()) return false;
-    for (auto it = a.begin(), jt = b.begin(); it != a.end(); ++it, ++jt) {
-      if (it.key() != jt.key() || !SameJson(it.value(), jt.value())) return false;
-    }
-    return true;
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!SameJson(a[i], b[i])) return false;
-    }
-    return true;
-  }
-  if (a.is_number_float()) {  // bit for bit: -0.0 and 0.0 differ
-    const double x = a.get<double>(), y = b.get<double>();
-    return std::memcmp(&x, &y, sizeof x) == 0;
-  }
-  return a == b;
-}
-
 std::string RandomDocument(std::mt19937& rng, int depth) {
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   static const std::vector<std::string> kAtoms = {"0",
@@ -280,6 +256,10 @@ std::string RandomDocument(std::mt19937& rng, int depth) {
   return out;
 }
 
+// Random texts, each either a valid document or one mutated byte away from one: the reader
+// accepts exactly what nlohmann::json::parse (another implementation) accepts, and builds the
+// same value with the same number types; the one difference by design is a NUL byte after
+// the value, where nlohmann stops reading and ours refuses.
 TEST(JsonParse, AcceptsAndBuildsExactlyWhatNlohmannDoes) {
   std::mt19937 rng(20261128);
   std::string kBytes = "{}[]\",:\\ \t\n0123456789-+.eEtrufalsn\"\xc3\xa9\xff\x01";
