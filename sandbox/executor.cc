@@ -276,7 +276,19 @@ void Executor::Invoke(InvokeRequest request, CancelToken cancel, ChunkSink on_ch
   if (!command_id.empty()) {
     auto stored = StoredResult(command_id);
     if (!stored) return refuse(stored.error());
-    if (stored->has_value()) return done(std::move(**stored));
+    if (stored->has_value()) {
+      // A door that answers its caller itself answers from a record on disk only: the record
+      // may be one a command has just written, whose own answer still waits for its sync.
+      const std::string door = request.door_limit ? request.door_limit->door : "";
+      if (options_.confirming_doors.contains(door)) return done(std::move(**stored));
+      {
+        std::lock_guard lock(mu_);
+        ++pending_deliveries_;
+      }
+      return DeliverAfterSync(
+          db_->CommitMark(), command_id,
+          [done = std::move(done), r = std::move(**stored)]() mutable { done(std::move(r)); });
+    }
   }
   // The rules in force now; a Reconfigure during this call does not change them for it.
   const std::shared_ptr<const Rules> rules = this->rules();
@@ -889,7 +901,10 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     if (!job->command_id.empty()) running_ids_.erase(job->command_id);
     if (--per_context_[job->context] <= 0) per_context_.erase(job->context);
     if (!job->door.empty() && --per_door_[job->door] == 0) per_door_.erase(job->door);
-    if (shutting_down_ && inflight_.empty()) waiters.swap(idle_waiters_);
+    if (sync_mark) ++pending_deliveries_;  // counted until delivered (DeliverAfterSync)
+    if (shutting_down_ && inflight_.empty() && pending_deliveries_ == 0) {
+      waiters.swap(idle_waiters_);
+    }
   }
   // `done` may let the executor's owner destroy it (a waiter on the result): nothing of `this`
   // is used after it; the journal is shared.
@@ -928,8 +943,6 @@ void Executor::Delivered(CommandJournal& journal, const std::string& command_id,
 
 void Executor::DeliverAfterSync(uint64_t mark, const std::string& command_id,
                                 std::function<void()> deliver) {
-  // `this` is used only before `deliver`, which may let the owner destroy the executor; the
-  // destructor joins the admission thread, so a posted delivery runs before it returns.
   auto work = [this, db = db_, mark, command_id, deliver = std::move(deliver)] {
     if (auto st = db->Sync(mark); !st) {
       ++result_store_failures_;
@@ -938,7 +951,21 @@ void Executor::DeliverAfterSync(uint64_t mark, const std::string& command_id,
           "of this command_id would run it again",
           log::Escape(command_id), st.error().ToString());
     }
+    // The last delivery a Shutdown waits for lets its waiters go, after the answer.
+    std::vector<std::function<void()>> waiters;
+    {
+      std::lock_guard lock(mu_);
+      --pending_deliveries_;
+      if (shutting_down_ && inflight_.empty() && pending_deliveries_ == 0) {
+        waiters.swap(idle_waiters_);
+      }
+    }
+    // Nothing of `this` from here on: `deliver` may let the owner destroy the executor — from
+    // another thread: the destructor joins this one, so a `done` must never destroy the
+    // executor itself.
     deliver();
+    for (auto& w : waiters)
+      w();
   };
   {
     std::lock_guard lock(blocking_mu_);
@@ -1265,7 +1292,7 @@ void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
     std::lock_guard lock(mu_);
     draining_ = true;
     shutting_down_ = true;
-    idle = inflight_.empty();
+    idle = inflight_.empty() && pending_deliveries_ == 0;
     if (!idle && done) idle_waiters_.push_back(std::move(done));
   }
   if (idle) {

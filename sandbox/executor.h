@@ -276,7 +276,8 @@ class Executor final : public ExecutorApi {
   // Runs `deliver` (the door's done callback and what follows it) once the database is synced
   // up to `mark`: on the admission thread, so the thread that ends commands never waits for
   // the disk and one sync serves every result recorded meanwhile; here, once the destructor
-  // has begun.
+  // has begun. The caller has counted the delivery in pending_deliveries_ (under mu_); idle
+  // waiters go only when nothing is in flight and nothing waits to be delivered.
   void DeliverAfterSync(uint64_t mark, const std::string& command_id,
                         std::function<void()> deliver);
   // After a command's result reached its door: its journal row goes.
@@ -303,6 +304,7 @@ class Executor final : public ExecutorApi {
   bool spawns_draining_ = false;
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;
+  size_t pending_deliveries_ = 0;  // results waiting for their record's sync (DeliverAfterSync)
   std::map<std::string, std::vector<InvokeResult>> interrupted_;  // door → RecoverInterrupted
   // A confirming door's interrupted rows: command_id → admission, until ConfirmInterrupted.
   std::map<std::string, int64_t> interrupted_rows_;

@@ -899,35 +899,92 @@ TEST_F(ExecutorTest, AnAnsweringDoorsResultsWaitForTheirRecordsSyncAndShareIt) {
   struct OpenGate {
     ~OpenGate() { g_sync_gate_open = true; }  // on every path: never leave the executor stuck
   } open_gate;
+  const std::string dir = options_.data_dir;
+  auto worker = [](InvokeRequest r) {
+    r.door_limit = InvokeRequest::DoorLimit{"worker", "worker.max", 16};
+    return r;
+  };
   constexpr int kCommands = 8;
   std::vector<std::future<InvokeResult>> results;
   for (int i = 0; i < kCommands; ++i) {
-    InvokeRequest r = Exec("sleep 0.6", "cmd-answer-" + std::to_string(i));
-    r.door_limit = InvokeRequest::DoorLimit{"worker", "worker.max", 16};
-    results.push_back(Start(std::move(r)));
+    // Each says it runs, then waits for the test's go.
+    results.push_back(
+        Start(worker(Exec("touch '" + dir + "/ran-" + std::to_string(i) + "'; while [ ! -e '" +
+                              dir + "/go' ]; do sleep 0.02; done",
+                          "cmd-answer-" + std::to_string(i)))));
   }
-  std::this_thread::sleep_for(300ms);  // admitted (their rows synced) and running
+  ASSERT_TRUE(edge::testing::WaitUntil(
+      [&] {
+        for (int i = 0; i < kCommands; ++i)
+          if (!fs::exists(dir + "/ran-" + std::to_string(i))) return false;
+        return true;
+      },
+      30s))
+      << "the commands never all ran";
   const int before = g_gated_syncs.load();
   g_sync_gate_open = false;  // the disk stalls while they end
-  ASSERT_TRUE(edge::testing::WaitUntil([&] { return g_gated_syncs.load() > before; }, 10s))
+  std::ofstream(dir + "/go").put('\n');
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return g_gated_syncs.load() > before; }, 30s))
       << "no result waited for a sync";
-  std::this_thread::sleep_for(600ms);  // every command has ended by now
+  std::this_thread::sleep_for(500ms);  // every command ends meanwhile (they wait for nothing)
   for (auto& f : results) {
     EXPECT_EQ(f.wait_for(0s), std::future_status::timeout)
         << "answered before its record was on disk";
   }
+  // A repeat is not answered from a record that is not yet on disk either.
+  auto repeat = Start(worker(Exec("echo never", "cmd-answer-3")));
   // Meanwhile the thread that ends commands is free: a command without a record ends.
   auto free = Start(Exec("true"));
   EXPECT_EQ(free.wait_for(10s), std::future_status::ready)
       << "the thread that ends commands waited for the disk";
+  EXPECT_EQ(repeat.wait_for(0s), std::future_status::timeout)
+      << "a repeat was answered from a record not on disk";
   g_sync_gate_open = true;
   for (auto& f : results) {
     ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
     EXPECT_EQ(f.get().outcome, Outcome::kOk);
   }
   EXPECT_LE(g_gated_syncs.load() - before, 2) << "eight results, one or two syncs";
-  // Each is recorded: a repeat answers with the stored result.
-  EXPECT_TRUE(Call(Exec("echo never", "cmd-answer-3")).replayed);
+  ASSERT_EQ(repeat.wait_for(60s), std::future_status::ready);
+  EXPECT_TRUE(repeat.get().replayed) << "the repeat is answered with the stored result";
+}
+
+// Review finding (stop 30): a Shutdown's waiter goes only after every answer was delivered,
+// also one still waiting for its record's sync when the last command ended.
+TEST_F(ExecutorTest, AShutdownWaitsForAnswersStillWaitingForTheirSync) {
+  options_.confirming_doors = {"edge"};
+  options_.state_db.fdatasync = GatedSync;
+  Open();
+  ASSERT_EQ(Call(Exec("true", "cmd-warm-up")).outcome, Outcome::kOk);  // syncs the directory
+  struct OpenGate {
+    ~OpenGate() { g_sync_gate_open = true; }
+  } open_gate;
+  const std::string dir = options_.data_dir;
+  InvokeRequest r =
+      Exec("touch '" + dir + "/ran'; while [ ! -e '" + dir + "/go' ]; do sleep 0.02; done",
+           "cmd-last-answer");
+  r.door_limit = InvokeRequest::DoorLimit{"worker", "worker.max", 4};
+  std::atomic<int> order{0}, answered_at{0}, idle_at{0};
+  std::promise<void> idle;
+  ex_->Invoke(std::move(r), {}, {}, [&](InvokeResult) { answered_at = ++order; });
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return fs::exists(dir + "/ran"); }, 30s));
+  const int before = g_gated_syncs.load();
+  g_sync_gate_open = false;
+  std::ofstream(dir + "/go").put('\n');
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return g_gated_syncs.load() > before; }, 30s));
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return ex_->running() == 0; }, 30s))
+      << "the command never ended";
+  ex_->Shutdown(50ms, [&] {
+    idle_at = ++order;
+    idle.set_value();
+  });
+  auto idle_future = idle.get_future();
+  EXPECT_EQ(idle_future.wait_for(300ms), std::future_status::timeout)
+      << "idle while an answer waits for its sync";
+  g_sync_gate_open = true;
+  ASSERT_EQ(idle_future.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(answered_at.load(), 1);
+  EXPECT_EQ(idle_at.load(), 2) << "the waiter went after the answer";
 }
 
 // Review finding (stop 27): with the result and its record no longer waiting for the disk, a
@@ -1159,6 +1216,9 @@ TEST_F(ExecutorTest, WorkStopsWhenItsLeaseExpiresUnrenewed) {
   InvokeRequest req = Exec("sleep 30");
   req.sandbox_id = "sb";
   req.lease = lease;
+  // Only the lease may end it: the default time limit (60 s) lies inside the 150 s the test
+  // moves the clock, and its timer, when it fired first, ended the command as timed out.
+  req.timeout = std::chrono::hours(1);
   auto running = Start(req);
   WaitRunning(1);
   EXPECT_EQ(ex_->Tick(clock_.Now()), 0u);  // not expired yet
@@ -1172,7 +1232,7 @@ TEST_F(ExecutorTest, WorkStopsWhenItsLeaseExpiresUnrenewed) {
   clock_.Advance(60s);
   EXPECT_EQ(ex_->Tick(clock_.Now()), 1u);
   InvokeResult r = running.get();
-  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_EQ(r.outcome, Outcome::kCancelled) << r.error.ToString() << " | " << r.reason;
   EXPECT_NE(r.reason.find("expired"), std::string::npos);
   // An expired lease is refused for new work.
   auto again = Call(req);
