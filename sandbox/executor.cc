@@ -907,12 +907,15 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     }
   }
   // `done` may let the executor's owner destroy it (a waiter on the result): nothing of `this`
-  // is used after it; the journal is shared.
+  // is used after it. The journal and the database it writes to (the journal holds only a
+  // reference to it) are kept alive by the delivery itself.
+  std::shared_ptr<StateDb> db = db_;
   std::shared_ptr<CommandJournal> journal = journal_;
   const std::string command_id = job->command_id;
   const std::optional<int64_t> admission = job->journal_admission;
-  auto deliver = [done = std::move(done), result = std::move(result), journal, command_id,
+  auto deliver = [done = std::move(done), result = std::move(result), db, journal, command_id,
                   admission, waiters = std::move(waiters)]() mutable {
+    (void)db;  // held until the journal row is removed: the owner may drop the executor in `done`
     if (done) done(std::move(result));
     Delivered(*journal, command_id, admission);
     for (auto& w : waiters)

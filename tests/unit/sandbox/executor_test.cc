@@ -851,15 +851,26 @@ int GatedSync(int fd) {
   return ::fdatasync(fd);
 }
 
-TEST_F(ExecutorTest, CommandsStartOnceTheirJournalRowsAreOnDiskAndShareTheSync) {
-  options_.confirming_doors = {"edge"};  // results recorded without a sync of their own
-  options_.state_db.fdatasync = GatedSync;
-  Open();
-  ASSERT_EQ(Call(Exec("true", "cmd-warm-up")).outcome, Outcome::kOk);  // syncs the directory
-  g_sync_gate_open = false;                                            // the disk stalls
-  struct OpenGate {
-    ~OpenGate() { g_sync_gate_open = true; }  // on every path: never leave the executor stuck
-  } open_gate;
+// An executor whose WAL syncs wait while the test holds the gate closed (g_sync_gate_open),
+// with the edge door confirming; one command has run, so the directory's own sync is done.
+// The gate opens again on every way out of a test: the executor is never left stuck.
+class GatedSyncTest : public ExecutorTest {
+ protected:
+  void SetUp() override {
+    ExecutorTest::SetUp();
+    options_.confirming_doors = {"edge"};
+    options_.state_db.fdatasync = GatedSync;
+    Open();
+    ASSERT_EQ(Call(Exec("true", "cmd-warm-up")).outcome, Outcome::kOk);
+  }
+  void TearDown() override {
+    g_sync_gate_open = true;
+    ExecutorTest::TearDown();
+  }
+};
+
+TEST_F(GatedSyncTest, CommandsStartOnceTheirJournalRowsAreOnDiskAndShareTheSync) {
+  g_sync_gate_open = false;  // the disk stalls
   const int before = g_gated_syncs.load();
   constexpr int kCommands = 8;
   std::vector<std::future<InvokeResult>> results;
@@ -891,14 +902,7 @@ TEST_F(ExecutorTest, CommandsStartOnceTheirJournalRowsAreOnDiskAndShareTheSync) 
 // Issue 14: a door that answers its caller itself (not confirming) gets a result only once
 // the result's record is on disk — but the thread that ends commands does not wait for that
 // sync: the admission thread does, one sync for every result recorded meanwhile.
-TEST_F(ExecutorTest, AnAnsweringDoorsResultsWaitForTheirRecordsSyncAndShareIt) {
-  options_.confirming_doors = {"edge"};
-  options_.state_db.fdatasync = GatedSync;
-  Open();
-  ASSERT_EQ(Call(Exec("true", "cmd-warm-up")).outcome, Outcome::kOk);  // syncs the directory
-  struct OpenGate {
-    ~OpenGate() { g_sync_gate_open = true; }  // on every path: never leave the executor stuck
-  } open_gate;
+TEST_F(GatedSyncTest, AnAnsweringDoorsResultsWaitForTheirRecordsSyncAndShareIt) {
   const std::string dir = options_.data_dir;
   auto worker = [](InvokeRequest r) {
     r.door_limit = InvokeRequest::DoorLimit{"worker", "worker.max", 16};
@@ -951,14 +955,7 @@ TEST_F(ExecutorTest, AnAnsweringDoorsResultsWaitForTheirRecordsSyncAndShareIt) {
 
 // Review finding (stop 30): a Shutdown's waiter goes only after every answer was delivered,
 // also one still waiting for its record's sync when the last command ended.
-TEST_F(ExecutorTest, AShutdownWaitsForAnswersStillWaitingForTheirSync) {
-  options_.confirming_doors = {"edge"};
-  options_.state_db.fdatasync = GatedSync;
-  Open();
-  ASSERT_EQ(Call(Exec("true", "cmd-warm-up")).outcome, Outcome::kOk);  // syncs the directory
-  struct OpenGate {
-    ~OpenGate() { g_sync_gate_open = true; }
-  } open_gate;
+TEST_F(GatedSyncTest, AShutdownWaitsForAnswersStillWaitingForTheirSync) {
   const std::string dir = options_.data_dir;
   InvokeRequest r =
       Exec("touch '" + dir + "/ran'; while [ ! -e '" + dir + "/go' ]; do sleep 0.02; done",
