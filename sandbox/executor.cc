@@ -902,9 +902,7 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
     if (--per_context_[job->context] <= 0) per_context_.erase(job->context);
     if (!job->door.empty() && --per_door_[job->door] == 0) per_door_.erase(job->door);
     if (sync_mark) ++pending_deliveries_;  // counted until delivered (DeliverAfterSync)
-    if (shutting_down_ && inflight_.empty() && pending_deliveries_ == 0) {
-      waiters.swap(idle_waiters_);
-    }
+    if (shutting_down_ && IdleLocked()) waiters.swap(idle_waiters_);
   }
   // `done` may let the executor's owner destroy it (a waiter on the result): nothing of `this`
   // is used after it. The journal and the database it writes to (the journal holds only a
@@ -944,6 +942,10 @@ void Executor::Delivered(CommandJournal& journal, const std::string& command_id,
   }
 }
 
+bool Executor::IdleLocked() const {
+  return inflight_.empty() && pending_deliveries_ == 0;
+}
+
 void Executor::DeliverAfterSync(uint64_t mark, const std::string& command_id,
                                 std::function<void()> deliver) {
   auto work = [this, db = db_, mark, command_id, deliver = std::move(deliver)] {
@@ -959,9 +961,7 @@ void Executor::DeliverAfterSync(uint64_t mark, const std::string& command_id,
     {
       std::lock_guard lock(mu_);
       --pending_deliveries_;
-      if (shutting_down_ && inflight_.empty() && pending_deliveries_ == 0) {
-        waiters.swap(idle_waiters_);
-      }
+      if (shutting_down_ && IdleLocked()) waiters.swap(idle_waiters_);
     }
     // Nothing of `this` from here on: `deliver` may let the owner destroy the executor — from
     // another thread: the destructor joins this one, so a `done` must never destroy the
@@ -1295,7 +1295,7 @@ void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
     std::lock_guard lock(mu_);
     draining_ = true;
     shutting_down_ = true;
-    idle = inflight_.empty() && pending_deliveries_ == 0;
+    idle = IdleLocked();
     if (!idle && done) idle_waiters_.push_back(std::move(done));
   }
   if (idle) {

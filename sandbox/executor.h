@@ -305,6 +305,8 @@ class Executor final : public ExecutorApi {
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;
   size_t pending_deliveries_ = 0;  // results waiting for their record's sync (DeliverAfterSync)
+  // Nothing in flight and no answer waiting for its sync: what a Shutdown waits for (mu_ held).
+  bool IdleLocked() const;
   std::map<std::string, std::vector<InvokeResult>> interrupted_;  // door → RecoverInterrupted
   // A confirming door's interrupted rows: command_id → admission, until ConfirmInterrupted.
   std::map<std::string, int64_t> interrupted_rows_;
