@@ -111,6 +111,21 @@ struct ReapOnExit {
   }
 };
 
+// The command cgroups in the shared v1 pids hierarchy that a runner of this process on
+// `state` made and left. Both the pid and the instance tag are matched: the hierarchy outlives
+// every test, and once pids wrap (pid_max is 32768 on small hosts) a leftover of an agent
+// killed in an earlier test can carry this process's pid, but never this state dir's tag.
+std::vector<std::string> CommandCgroupsOf(const std::string& state) {
+  std::vector<std::string> left;
+  const std::string prefix = std::to_string(::getpid()) + "-";
+  const std::string suffix = "-" + ProcessRunner::CgroupTag(state);
+  for (const auto& e : fs::directory_iterator("/sys/fs/cgroup/pids/edge-agent")) {
+    std::string name = e.path().filename().string();
+    if (name.starts_with(prefix) && name.ends_with(suffix)) left.push_back(e.path());
+  }
+  return left;
+}
+
 class ProcessRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -772,10 +787,7 @@ TEST_F(ProcessRunnerTest, PidsCgroupRefusesExtraProcesses) {
   EXPECT_NE(run.err.find("fork"), std::string::npos)
       << run.err << " exit " << (*run.result)->exit_code;
   // The per-command cgroup is removed once the command is reaped.
-  for (const auto& e : fs::directory_iterator("/sys/fs/cgroup/pids/edge-agent")) {
-    EXPECT_FALSE(e.path().filename().string().starts_with(std::to_string(::getpid()) + "-"))
-        << e.path();
-  }
+  EXPECT_EQ(CommandCgroupsOf(dir_ + "/state3"), std::vector<std::string>{});
 }
 
 TEST_F(ProcessRunnerTest, ShutdownStopsEverythingAndRefusesNewWork) {
@@ -1050,10 +1062,7 @@ TEST_F(ProcessRunnerTest, ForkBombAsRootIsLimitedByTheCgroup) {
       << " timed_out " << (*run.result)->timed_out << " wall " << (*run.result)->wall_time.count();
   EXPECT_LT((*run.result)->wall_time, 15s);
   EXPECT_TRUE(GroupMembers((*run.result)->pid).empty());
-  for (const auto& e : fs::directory_iterator("/sys/fs/cgroup/pids/edge-agent")) {
-    EXPECT_FALSE(e.path().filename().string().starts_with(std::to_string(::getpid()) + "-"))
-        << e.path();
-  }
+  EXPECT_EQ(CommandCgroupsOf(dir_ + "/state-bomb"), std::vector<std::string>{});
 }
 
 // The agent is killed with -9 while a command runs whose grandchild left the process group:
