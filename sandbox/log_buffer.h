@@ -1,9 +1,12 @@
 // LogBuffer: one sandbox's console log (issue 4). Bytes appended are split into lines
 // (a partial last line is held until its newline arrives) and kept in a ring bounded by a
 // line count and a byte count, oldest dropped first; every byte is also appended to a file
-// (usually <sandboxes_dir>/<id>/console.log, 0600, O_APPEND). On open, the ring is seeded
-// from the end of an existing file, so Tail() works across restarts. Thread-safe. Owns the
-// file descriptor.
+// (usually <sandboxes_dir>/<id>/console.log, 0600, O_APPEND). The file is bounded too: an
+// append that would take it past max_file_bytes first renames it to "<file>.1" (replacing
+// the one before) and begins a new file, so a sandbox's console log never holds more than
+// twice max_file_bytes on disk however long its processes write. On open, the ring is
+// seeded from the end of the two files, so Tail() works across restarts and rotations.
+// Thread-safe. Owns the file descriptor.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +28,7 @@ class LogBuffer {
     size_t max_lines = 1000;
     size_t max_bytes = 1u << 20;        // sum of the lines' sizes in the ring
     size_t max_line_bytes = 64u << 10;  // longer lines are cut into pieces of this size
+    size_t max_file_bytes = 16u << 20;  // the file's bound; it rotates to "<file>.1" past it
   };
 
   // Opens (creating, 0600) `file_path` for appending; its directory must exist.
@@ -34,7 +38,9 @@ class LogBuffer {
     return Open(file_path, Options{});
   }
 
-  // Appends raw output to the file and its complete lines (without "\n") to the ring.
+  // Appends raw output to the file and its complete lines (without "\n") to the ring. An
+  // error (the write or the rotation failed: disk full, say) names the file; the ring has the
+  // lines either way.
   Status Append(std::string_view bytes);
   // The last `n` complete lines, oldest first (fewer when the ring holds fewer).
   std::vector<std::string> Tail(size_t n) const;
@@ -46,14 +52,20 @@ class LogBuffer {
   const std::string& file_path() const { return file_path_; }
 
  private:
-  LogBuffer(std::string file_path, UniqueFd fd, Options options)
-      : file_path_(std::move(file_path)), fd_(std::move(fd)), options_(options) {}
+  LogBuffer(std::string file_path, UniqueFd fd, Options options, size_t file_bytes)
+      : file_path_(std::move(file_path)),
+        fd_(std::move(fd)),
+        options_(options),
+        file_bytes_(file_bytes) {}
   void PushLineLocked(std::string line);
   void IngestLocked(std::string_view bytes);
+  Status WriteLocked(std::string_view bytes);
+  Status RotateLocked();
 
   std::string file_path_;
   UniqueFd fd_;
   Options options_;
+  size_t file_bytes_;  // the current file's size
   mutable std::mutex mu_;
   std::deque<std::string> lines_;
   size_t bytes_ = 0;

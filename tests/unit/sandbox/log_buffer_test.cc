@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -90,11 +91,118 @@ TEST_F(LogBufferTest, ReopenSeedsTheRingFromTheFile) {
   EXPECT_EQ(FileText(), "first\nsecond\npartial\n");
 }
 
+std::string ReadFile(const std::string& path) {
+  std::stringstream ss;
+  ss << std::ifstream(path).rdbuf();
+  return ss.str();
+}
+
+TEST_F(LogBufferTest, TheFileRotatesBeforeAnAppendWouldTakeItPastItsBound) {
+  auto buf = Open({.max_file_bytes = 10});
+  ASSERT_TRUE(buf->Append("aaaa\n"));
+  ASSERT_TRUE(buf->Append("bbbb\n"));  // exactly 10: still one file
+  EXPECT_EQ(FileText(), "aaaa\nbbbb\n");
+  EXPECT_FALSE(fs::exists(path_ + ".1"));
+  ASSERT_TRUE(buf->Append("cc\n"));
+  EXPECT_EQ(ReadFile(path_ + ".1"), "aaaa\nbbbb\n");
+  EXPECT_EQ(FileText(), "cc\n");
+  // Larger than the bound: whole files of it, and only the last two stay.
+  ASSERT_TRUE(buf->Append("0123456789abcdefghijklmn\n"));
+  EXPECT_EQ(ReadFile(path_ + ".1"), "abcdefghij");
+  EXPECT_EQ(FileText(), "klmn\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat((path_ + ".1").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // The ring is not touched by the rotation.
+  EXPECT_EQ(buf->Tail(10), (Lines{"aaaa", "bbbb", "cc", "0123456789abcdefghijklmn"}));
+}
+
+TEST_F(LogBufferTest, AFileLeftLargerByAnOlderReleaseRotatesAtTheNextAppend) {
+  {
+    auto buf = Open({});
+    ASSERT_TRUE(buf->Append(std::string(100, 'x') + "\n"));
+  }
+  auto buf = Open({.max_file_bytes = 50});
+  ASSERT_TRUE(buf->Append("y\n"));
+  EXPECT_EQ(ReadFile(path_ + ".1").size(), 101u);
+  EXPECT_EQ(FileText(), "y\n");
+}
+
+TEST_F(LogBufferTest, ReopenSeedsTheRingAcrossTheRotatedFile) {
+  {
+    auto buf = Open({.max_file_bytes = 8});
+    ASSERT_TRUE(buf->Append("one\ntwo\n"));
+    ASSERT_TRUE(buf->Append("thr"));
+    ASSERT_TRUE(buf->Append("ee\n"));  // 3 + 3 = 6: "thr" and "ee\n" share the new file
+    EXPECT_EQ(ReadFile(path_ + ".1"), "one\ntwo\n");
+    EXPECT_EQ(FileText(), "three\n");
+  }
+  EXPECT_EQ(Open({})->Tail(10), (Lines{"one", "two", "three"}));
+  // max_bytes 10: the last 11 bytes of both ("\ntwo\nthree\n"), the fragment before the first
+  // newline dropped.
+  EXPECT_EQ(Open({.max_lines = 10, .max_bytes = 10, .max_line_bytes = 10})->Tail(10),
+            (Lines{"two", "three"}));
+  // A line cut by a rotation is whole again.
+  {
+    auto buf = Open({.max_file_bytes = 9});
+    ASSERT_TRUE(buf->Append("par"));
+    ASSERT_TRUE(buf->Append("tial\n"));
+    EXPECT_EQ(ReadFile(path_ + ".1"), "three\npar");
+  }
+  EXPECT_EQ(Open({})->Tail(2), (Lines{"three", "partial"}));
+}
+
+TEST_F(LogBufferTest, AFailedRotationSaysWhyAndTheFileStaysWithinItsBound) {
+  fs::create_directories(path_ + ".1/in-the-way");
+  auto buf = Open({.max_file_bytes = 8});
+  ASSERT_TRUE(buf->Append("12345\n"));
+  auto st = buf->Append("6789\n");
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("console.log.1"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("rotating"), std::string::npos) << st.error().message;
+  EXPECT_EQ(FileText(), "12345\n") << "nothing written past the bound";
+  EXPECT_EQ(buf->Tail(10), (Lines{"12345", "6789"})) << "the ring has the lines either way";
+  // Once the way is clear, the log goes on.
+  fs::remove_all(path_ + ".1");
+  ASSERT_TRUE(buf->Append("abc\n"));
+  EXPECT_EQ(ReadFile(path_ + ".1"), "12345\n");
+  EXPECT_EQ(FileText(), "abc\n");
+}
+
+// A chunk of more than max_lines lines skips what its last lines push out anyway; the ring
+// must end exactly as when the same bytes arrive a few at a time.
+TEST_F(LogBufferTest, ALargeChunkLeavesTheRingAsSmallPiecesWould) {
+  const LogBuffer::Options opt{.max_lines = 7, .max_bytes = 40, .max_line_bytes = 5};
+  auto whole = LogBuffer::Open(dir_ + "/whole.log", opt);
+  auto pieces = LogBuffer::Open(dir_ + "/pieces.log", opt);
+  ASSERT_TRUE(whole && pieces);
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::string chunk;
+    const int len = static_cast<int>(rng() % 120);
+    for (int i = 0; i < len; ++i)
+      chunk += rng() % 4 == 0 ? '\n' : static_cast<char>('a' + rng() % 26);
+    ASSERT_TRUE((*whole)->Append(chunk));
+    for (size_t i = 0; i < chunk.size(); i += 3)
+      ASSERT_TRUE((*pieces)->Append(std::string_view(chunk).substr(i, 3)));
+    ASSERT_EQ((*whole)->Tail(100), (*pieces)->Tail(100)) << "round " << round << ": " << chunk;
+    ASSERT_EQ((*whole)->byte_count(), (*pieces)->byte_count()) << "round " << round;
+  }
+  (*whole)->FlushPartial();
+  (*pieces)->FlushPartial();
+  EXPECT_EQ((*whole)->Tail(100), (*pieces)->Tail(100)) << "the held partial line too";
+}
+
 TEST_F(LogBufferTest, RejectsBadBoundsAndPaths) {
   auto zero = LogBuffer::Open(path_, {.max_lines = 0});
   ASSERT_FALSE(zero);
   EXPECT_EQ(zero.error().code, ErrorCode::kInvalidArgument);
   EXPECT_NE(zero.error().message.find("max_lines (0)"), std::string::npos);
+  auto no_file = LogBuffer::Open(path_, {.max_file_bytes = 0});
+  ASSERT_FALSE(no_file);
+  EXPECT_NE(no_file.error().message.find("max_file_bytes (0)"), std::string::npos);
 
   auto missing = LogBuffer::Open(dir_ + "/no/such/console.log");
   ASSERT_FALSE(missing);
