@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/log.h"
+
 namespace edge::sandbox {
 namespace {
 
@@ -41,10 +43,17 @@ Result<std::unique_ptr<LogBuffer>> LogBuffer::Open(const std::string& file_path,
                          ") must all be positive");
   }
   options.max_line_bytes = std::min(options.max_line_bytes, options.max_bytes);
-  int fd = ::open(file_path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const size_t slash = file_path.rfind('/');
+  const std::string dir_path = slash == std::string::npos ? "." : file_path.substr(0, slash + 1);
+  const std::string name = file_path.substr(slash == std::string::npos ? 0 : slash + 1);
+  UniqueFd dir(::open(dir_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  int fd = dir.get() < 0 ? -1
+                         : ::openat(dir.get(), name.c_str(),
+                                    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return MakeError(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kFailedPrecondition,
-                     "console log " + file_path + " cannot be opened: " + std::strerror(errno));
+    const int e = errno;
+    return MakeError(e == ENOENT ? ErrorCode::kNotFound : ErrorCode::kFailedPrecondition,
+                     "console log " + file_path + " cannot be opened: " + std::strerror(e));
   }
   UniqueFd owned(fd);
   struct stat st {};
@@ -52,22 +61,28 @@ Result<std::unique_ptr<LogBuffer>> LogBuffer::Open(const std::string& file_path,
     return MakeError(ErrorCode::kFailedPrecondition,
                      "console log " + file_path + " is not a regular file");
   }
-  std::unique_ptr<LogBuffer> buf(
-      new LogBuffer(file_path, std::move(owned), options, static_cast<size_t>(st.st_size)));
   // Seed the ring from the end of what an earlier run wrote: the last max_bytes + 1 bytes of
-  // the rotated file and the current one, in that order.
+  // the rotated file and the current one, in that order. While the current file is read from
+  // its start, at least one byte of the rotated one is read too: a rotation can fall inside a
+  // line, and only that byte says whether the current file begins with a whole one.
   const size_t want = options.max_bytes + 1;
   std::string tail = ReadTail(fd, st.st_size, want);
   bool from_start = tail.size() == static_cast<size_t>(st.st_size);
-  if (from_start && tail.size() < want) {
-    UniqueFd older(::open((file_path + ".1").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (from_start) {
+    // O_NONBLOCK: a FIFO in its place must not hang the agent (fstat then refuses it).
+    UniqueFd older(
+        ::openat(dir.get(), (name + ".1").c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat ost {};
-    if (older.get() >= 0 && ::fstat(older.get(), &ost) == 0 && S_ISREG(ost.st_mode)) {
-      std::string before = ReadTail(older.get(), ost.st_size, want - tail.size());
+    if (older.get() >= 0 && ::fstat(older.get(), &ost) == 0 && S_ISREG(ost.st_mode) &&
+        ost.st_size > 0) {
+      std::string before =
+          ReadTail(older.get(), ost.st_size, std::max<size_t>(want - tail.size(), 1));
       from_start = before.size() == static_cast<size_t>(ost.st_size);
       tail.insert(0, before);
     }
   }
+  std::unique_ptr<LogBuffer> buf(new LogBuffer(file_path, name, std::move(dir), std::move(owned),
+                                               options, static_cast<size_t>(st.st_size)));
   // Unless the read began at the start of the log, its first line is a fragment.
   if (!from_start) {
     size_t nl = tail.find('\n');
@@ -128,21 +143,30 @@ void LogBuffer::IngestLocked(std::string_view bytes) {
 Status LogBuffer::Append(std::string_view bytes) {
   std::lock_guard lock(mu_);
   IngestLocked(bytes);
-  return WriteLocked(bytes);
+  Status st = WriteLocked(bytes);
+  if (!st && !failing_) {
+    log::Get("sandbox")->warn(
+        "{} (the log goes on in memory; further failures are not logged "
+        "until a write succeeds)",
+        st.error().message);
+  }
+  failing_ = !st;
+  return st;
 }
 
 // An append that would take the file past max_file_bytes rotates it first; one larger than
 // max_file_bytes fills whole files, and only its last two stay on disk.
 Status LogBuffer::WriteLocked(std::string_view rest) {
   while (!rest.empty()) {
-    if (file_bytes_ > 0 && file_bytes_ + rest.size() > options_.max_file_bytes) {
+    if (!fd_ || (file_bytes_ > 0 && file_bytes_ + rest.size() > options_.max_file_bytes)) {
       if (auto st = RotateLocked(); !st) return st;
     }
     const size_t room = options_.max_file_bytes - std::min(file_bytes_, options_.max_file_bytes);
     ssize_t n = ::write(fd_.get(), rest.data(), std::min(rest.size(), room));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return std::unexpected(FileError(file_path_, "write failed", errno));
+      const int e = errno;
+      return std::unexpected(FileError(file_path_, "write failed", e));
     }
     file_bytes_ += static_cast<size_t>(n);
     rest.remove_prefix(static_cast<size_t>(n));
@@ -151,21 +175,25 @@ Status LogBuffer::WriteLocked(std::string_view rest) {
 }
 
 // The file becomes "<file>.1" (the one before is replaced) and a new, empty file takes its
-// place. When the rename fails nothing moved; when the new file cannot be made, the next
-// append tries again (and finds no file to rename): the log stops growing either way.
+// place, both in the directory the file was opened in. When the rename fails, nothing moved
+// and the next append tries again. When the new file cannot be made, the old one is already
+// "<file>.1" and is written no more: the next append finds no file to rename (ENOENT) and
+// tries the new file again. Once the directory itself is gone, both fail for good.
 Status LogBuffer::RotateLocked() {
-  const std::string older = file_path_ + ".1";
-  if (::rename(file_path_.c_str(), older.c_str()) != 0) {
+  const std::string older = name_ + ".1";
+  if (::renameat(dir_.get(), name_.c_str(), dir_.get(), older.c_str()) != 0 && errno != ENOENT) {
     const int e = errno;
-    return std::unexpected(FileError(file_path_, "rotating it to " + older + " failed", e));
+    return std::unexpected(FileError(file_path_, "rotating it to " + file_path_ + ".1 failed", e));
   }
-  int fd = ::open(file_path_.c_str(),
-                  O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  fd_ = UniqueFd();
+  file_bytes_ = 0;
+  int fd = ::openat(dir_.get(), name_.c_str(),
+                    O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return std::unexpected(FileError(file_path_, "a new file after rotation failed", errno));
+    const int e = errno;
+    return std::unexpected(FileError(file_path_, "a new file after rotation failed", e));
   }
   fd_ = UniqueFd(fd);
-  file_bytes_ = 0;
   return OkStatus();
 }
 

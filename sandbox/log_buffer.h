@@ -5,8 +5,11 @@
 // append that would take it past max_file_bytes first renames it to "<file>.1" (replacing
 // the one before) and begins a new file, so a sandbox's console log never holds more than
 // twice max_file_bytes on disk however long its processes write. On open, the ring is
-// seeded from the end of the two files, so Tail() works across restarts and rotations.
-// Thread-safe. Owns the file descriptor.
+// seeded from the end of the two files, so Tail() works across restarts and rotations. The
+// rotation works relative to the directory opened with the file: once that directory is
+// removed (the sandbox destroyed), a buffer still held by a dying command never touches a
+// new sandbox of the same id. A failed write or rotation is logged once (until a write
+// succeeds again) and returned. Thread-safe. Owns its file descriptors.
 #pragma once
 
 #include <cstddef>
@@ -52,8 +55,11 @@ class LogBuffer {
   const std::string& file_path() const { return file_path_; }
 
  private:
-  LogBuffer(std::string file_path, UniqueFd fd, Options options, size_t file_bytes)
+  LogBuffer(std::string file_path, std::string name, UniqueFd dir, UniqueFd fd, Options options,
+            size_t file_bytes)
       : file_path_(std::move(file_path)),
+        name_(std::move(name)),
+        dir_(std::move(dir)),
         fd_(std::move(fd)),
         options_(options),
         file_bytes_(file_bytes) {}
@@ -63,9 +69,12 @@ class LogBuffer {
   Status RotateLocked();
 
   std::string file_path_;
-  UniqueFd fd_;
+  std::string name_;  // the file's name in dir_
+  UniqueFd dir_;      // O_PATH: the directory the file was opened in
+  UniqueFd fd_;       // the current file (-1 after a rotation that could not make one)
   Options options_;
-  size_t file_bytes_;  // the current file's size
+  size_t file_bytes_;     // the current file's size
+  bool failing_ = false;  // the last write or rotation failed (and was logged)
   mutable std::mutex mu_;
   std::deque<std::string> lines_;
   size_t bytes_ = 0;

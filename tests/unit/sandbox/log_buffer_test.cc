@@ -171,6 +171,40 @@ TEST_F(LogBufferTest, AFailedRotationSaysWhyAndTheFileStaysWithinItsBound) {
   EXPECT_EQ(FileText(), "abc\n");
 }
 
+// The current file read whole from its start: whether its first line is whole depends on the
+// rotated file's last byte (a rotation can fall inside a line).
+TEST_F(LogBufferTest, ASeedThatStartsTheCurrentFileAsksTheRotatedFileForItsLastByte) {
+  const LogBuffer::Options opt{.max_lines = 10, .max_bytes = 9, .max_line_bytes = 9};
+  std::ofstream(path_) << "ment\nwxyz\n";  // exactly max_bytes + 1
+  std::ofstream(path_ + ".1") << "aaa\nfrag";
+  EXPECT_EQ(Open(opt)->Tail(10), (Lines{"wxyz"})) << "\"ment\" ends the line \"fragment\"";
+  std::ofstream(path_ + ".1") << "aaa\nbbb\n";
+  EXPECT_EQ(Open(opt)->Tail(10), (Lines{"ment", "wxyz"})) << "\"ment\" is a whole line";
+}
+
+TEST_F(LogBufferTest, ARotatedFileThatIsNoRegularFileIsIgnoredWithoutWaiting) {
+  ASSERT_EQ(::mkfifo((path_ + ".1").c_str(), 0600), 0);  // a blocking open would hang here
+  std::ofstream(path_) << "one\n";
+  EXPECT_EQ(Open({})->Tail(10), (Lines{"one"}));
+}
+
+// A buffer a dying command still holds after its sandbox was destroyed must not rotate the
+// log of a new sandbox of the same id.
+TEST_F(LogBufferTest, OnceItsDirectoryIsGoneTheBufferNeverTouchesItsSuccessor) {
+  const std::string dir = dir_ + "/sandbox";
+  fs::create_directories(dir);
+  auto old = LogBuffer::Open(dir + "/console.log", {.max_file_bytes = 8});
+  ASSERT_TRUE(old);
+  ASSERT_TRUE((*old)->Append("1234567\n"));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/console.log") << "new\n";
+  auto st = (*old)->Append("abc\n");
+  EXPECT_FALSE(st) << "no file to rotate to in a removed directory";
+  EXPECT_EQ(ReadFile(dir + "/console.log"), "new\n");
+  EXPECT_FALSE(fs::exists(dir + "/console.log.1"));
+}
+
 // A chunk of more than max_lines lines skips what its last lines push out anyway; the ring
 // must end exactly as when the same bytes arrive a few at a time.
 TEST_F(LogBufferTest, ALargeChunkLeavesTheRingAsSmallPiecesWould) {
