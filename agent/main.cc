@@ -26,6 +26,7 @@
 #include "common/signals.h"
 #include "common/stop.h"
 #include "config/agent_config.h"
+#include "config/join_token_remover.h"
 #include "config/production_check.h"
 
 #ifndef EDGE_VERSION
@@ -121,6 +122,20 @@ int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
           "not enrolled: no keystore in {}/certs and no join token configured; running without "
           "a controller link",
           cfg->data_dir);
+    }
+  } else if (!cfg->controller.join_token.empty() && cfg->controller.join_token_file.empty()) {
+    // Enrolled, and yet the config holds a token: an agent killed after it stored its
+    // keystore and before it removed the token, or one written there since. Either is of no
+    // use to an enrolled node (the first is spent), and a token does not stay on disk.
+    auto removed = edge::config::JoinTokenRemover::RemoveJoinToken(opts.config_path);
+    if (!removed) {
+      log->warn("already enrolled, but the join token left in {} could not be removed: {}",
+                opts.config_path, removed.error().message);
+    } else if (*removed) {
+      log->warn(
+          "already enrolled (keystore in {}/certs): removed the join token left in {}; it is "
+          "not used (to enroll again, remove {}/certs first)",
+          cfg->data_dir, opts.config_path, cfg->data_dir);
     }
   }
   for (const auto& f : edge::config::ProductionFindings(*cfg)) {
