@@ -5,12 +5,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 namespace edge::testing {
 namespace fs = std::filesystem;
@@ -79,6 +82,63 @@ std::optional<int> WaitPid(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
+// The command cgroups an edge-agent of pid `pid` made: "<pid>-<n>-<tag>" under
+// <root>/edge-agent (sandbox/process_runner.h), in the cgroup v1 pids hierarchy and in the
+// cgroup v2 directory an agent started by this process would use.
+std::vector<fs::path> CommandCgroupsOf(pid_t pid) {
+  std::vector<std::string> bases = {"/sys/fs/cgroup/pids/edge-agent"};
+  std::ifstream self("/proc/self/cgroup");
+  for (std::string line; std::getline(self, line);) {
+    if (!line.starts_with("0::")) continue;
+    bases.push_back("/sys/fs/cgroup/unified" + line.substr(3) + "/edge-agent");
+    bases.push_back("/sys/fs/cgroup" + line.substr(3) + "/edge-agent");
+  }
+  const std::string prefix = std::to_string(pid) + "-";
+  std::vector<fs::path> found;
+  for (const auto& base : bases) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(base, ec)) {
+      if (e.path().filename().string().starts_with(prefix) && e.is_directory(ec)) {
+        found.push_back(e.path());
+      }
+    }
+  }
+  return found;
+}
+
+// The command cgroups of the agents this test process started and saw end (an agent killed
+// while commands ran leaves theirs; the hierarchy outlives the test, which must leave nothing
+// there). They are removed, their members killed, only when the test binary exits: a test
+// that kills an agent and starts it again checks that the agent itself cleans up after its
+// predecessor.
+class LeftCgroups {
+ public:
+  static LeftCgroups& Get() {
+    static LeftCgroups left;
+    return left;
+  }
+  void Add(std::vector<fs::path> dirs) {
+    std::lock_guard lock(mu_);
+    for (auto& d : dirs)
+      dirs_.push_back(std::move(d));
+  }
+  ~LeftCgroups() {
+    for (const auto& dir : dirs_) {
+      for (int attempt = 0; attempt < 100; ++attempt) {
+        std::ifstream procs(dir / "cgroup.procs");
+        for (pid_t member; procs >> member;)
+          ::kill(member, SIGKILL);
+        if (::rmdir(dir.c_str()) == 0 || errno != EBUSY) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<fs::path> dirs_;
+};
+
 }  // namespace
 
 CommandResult RunCommand(const std::vector<std::string>& argv,
@@ -138,13 +198,14 @@ ChildProcess::~ChildProcess() {
 
 bool ChildProcess::Running() {
   if (status_ || pid_ <= 0) return false;
+  siginfo_t info{};
+  if (::waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  if (info.si_pid != pid_) return true;
+  // Ended, not yet reaped: its pid is still its own, so the cgroups named after it are.
+  LeftCgroups::Get().Add(CommandCgroupsOf(pid_));
   int status = 0;
-  pid_t r = ::waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) {
-    status_ = status;
-    return false;
-  }
-  return r == 0;
+  if (::waitpid(pid_, &status, 0) == pid_) status_ = status;
+  return false;
 }
 
 void ChildProcess::Signal(int sig) {
@@ -152,11 +213,12 @@ void ChildProcess::Signal(int sig) {
 }
 
 std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
-  if (!status_) {
-    auto st = WaitPid(pid_, timeout);
-    if (!st) return std::nullopt;
-    status_ = *st;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (Running()) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (!status_) return std::nullopt;
   if (WIFEXITED(*status_)) return WEXITSTATUS(*status_);
   return -WTERMSIG(*status_);
 }
