@@ -42,7 +42,8 @@ Result<std::unique_ptr<LogBuffer>> LogBuffer::Open(const std::string& file_path,
                          ") and max_file_bytes (" + std::to_string(options.max_file_bytes) +
                          ") must all be positive");
   }
-  options.max_line_bytes = std::min(options.max_line_bytes, options.max_bytes);
+  options.max_line_bytes =
+      std::min({options.max_line_bytes, options.max_bytes, size_t{UINT32_MAX}});
   const size_t slash = file_path.rfind('/');
   const std::string dir_path = slash == std::string::npos ? "." : file_path.substr(0, slash + 1);
   const std::string name = file_path.substr(slash == std::string::npos ? 0 : slash + 1);
@@ -93,12 +94,20 @@ Result<std::unique_ptr<LogBuffer>> LogBuffer::Open(const std::string& file_path,
   return buf;
 }
 
-void LogBuffer::PushLineLocked(std::string line) {
-  bytes_ += line.size();
-  lines_.push_back(std::move(line));
-  while (lines_.size() > options_.max_lines || bytes_ > options_.max_bytes) {
-    bytes_ -= lines_.front().size();
-    lines_.pop_front();
+void LogBuffer::PushLineLocked(std::string_view head, std::string_view tail) {
+  const size_t size = head.size() + tail.size();  // at most max_line_bytes
+  text_.append(head);
+  text_.append(tail);
+  sizes_.push_back(static_cast<uint32_t>(size));
+  bytes_ += size;
+  while (sizes_.size() > options_.max_lines || bytes_ > options_.max_bytes) {
+    text_start_ += sizes_.front();
+    bytes_ -= sizes_.front();
+    sizes_.pop_front();
+  }
+  if (text_start_ > bytes_ && text_start_ >= 4096) {
+    text_.erase(0, text_start_);
+    text_start_ = 0;
   }
 }
 
@@ -113,7 +122,9 @@ void LogBuffer::IngestLocked(std::string_view bytes) {
       if (nl == nullptr) break;
       search = static_cast<size_t>(static_cast<const char*>(nl) - bytes.data());
       if (++lines > options_.max_lines) {
-        lines_.clear();
+        text_.clear();
+        text_start_ = 0;
+        sizes_.clear();
         bytes_ = 0;
         partial_.clear();
         bytes.remove_prefix(search + 1);
@@ -127,14 +138,15 @@ void LogBuffer::IngestLocked(std::string_view bytes) {
     // Cut what would make the held line longer than max_line_bytes.
     while (partial_.size() + chunk.size() > options_.max_line_bytes) {
       size_t take = options_.max_line_bytes - partial_.size();
-      partial_.append(chunk.substr(0, take));
-      chunk.remove_prefix(take);
-      PushLineLocked(std::move(partial_));
+      PushLineLocked(partial_, chunk.substr(0, take));
       partial_.clear();
+      chunk.remove_prefix(take);
     }
-    partial_.append(chunk);
-    if (nl == std::string_view::npos) return;
-    PushLineLocked(std::move(partial_));
+    if (nl == std::string_view::npos) {
+      partial_.append(chunk);
+      return;
+    }
+    PushLineLocked(partial_, chunk);
     partial_.clear();
     bytes.remove_prefix(nl + 1);
   }
@@ -181,6 +193,14 @@ Status LogBuffer::WriteLocked(std::string_view rest) {
 // tries the new file again. Once the directory itself is gone, both fail for good.
 Status LogBuffer::RotateLocked() {
   const std::string older = name_ + ".1";
+  // The older file goes first: a rename over an existing file makes ext4 (auto_da_alloc)
+  // write the renamed file's data out at once, 16 MiB of disk writes per rotation that the
+  // log never asked for (measured: 15 % of a 512 MiB exec_stream's throughput).
+  if (::unlinkat(dir_.get(), older.c_str(), 0) != 0 && errno != ENOENT) {
+    const int e = errno;
+    return std::unexpected(
+        FileError(file_path_, "rotating it: the older " + file_path_ + ".1 cannot be removed", e));
+  }
   if (::renameat(dir_.get(), name_.c_str(), dir_.get(), older.c_str()) != 0 && errno != ENOENT) {
     const int e = errno;
     return std::unexpected(FileError(file_path_, "rotating it to " + file_path_ + ".1 failed", e));
@@ -199,20 +219,27 @@ Status LogBuffer::RotateLocked() {
 
 std::vector<std::string> LogBuffer::Tail(size_t n) const {
   std::lock_guard lock(mu_);
-  n = std::min(n, lines_.size());
-  return std::vector<std::string>(lines_.end() - static_cast<std::ptrdiff_t>(n), lines_.end());
+  n = std::min(n, sizes_.size());
+  std::vector<std::string> lines(n);
+  size_t end = text_.size();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t size = sizes_[sizes_.size() - 1 - i];
+    end -= size;
+    lines[n - 1 - i].assign(text_, end, size);
+  }
+  return lines;
 }
 
 void LogBuffer::FlushPartial() {
   std::lock_guard lock(mu_);
   if (partial_.empty()) return;
-  PushLineLocked(std::move(partial_));
+  PushLineLocked(partial_);
   partial_.clear();
 }
 
 size_t LogBuffer::line_count() const {
   std::lock_guard lock(mu_);
-  return lines_.size();
+  return sizes_.size();
 }
 
 size_t LogBuffer::byte_count() const {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -63,7 +64,8 @@ class LogBuffer {
         fd_(std::move(fd)),
         options_(options),
         file_bytes_(file_bytes) {}
-  void PushLineLocked(std::string line);
+  // One entry of the ring: `head` then `tail` (a held partial line and the rest of it).
+  void PushLineLocked(std::string_view head, std::string_view tail = {});
   void IngestLocked(std::string_view bytes);
   Status WriteLocked(std::string_view bytes);
   Status RotateLocked();
@@ -76,8 +78,12 @@ class LogBuffer {
   size_t file_bytes_;     // the current file's size
   bool failing_ = false;  // the last write or rotation failed (and was logged)
   mutable std::mutex mu_;
-  std::deque<std::string> lines_;
-  size_t bytes_ = 0;
+  // The ring: its lines back to back in text_ from text_start_ on (no allocation per line;
+  // the dead prefix is dropped once it is the larger part), their sizes in sizes_.
+  std::string text_;
+  size_t text_start_ = 0;
+  std::deque<uint32_t> sizes_;
+  size_t bytes_ = 0;  // = text_.size() - text_start_
   std::string partial_;
 };
 
