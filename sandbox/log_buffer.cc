@@ -96,6 +96,12 @@ Result<std::unique_ptr<LogBuffer>> LogBuffer::Open(const std::string& file_path,
 
 void LogBuffer::PushLineLocked(std::string_view head, std::string_view tail) {
   const size_t size = head.size() + tail.size();  // at most max_line_bytes
+  if (text_.size() + size > text_.capacity()) {
+    // Geometric growth, but never past what the ring holds before it compacts: one and a
+    // half times max_bytes and a line or two.
+    const size_t limit = options_.max_bytes + options_.max_bytes / 2 + 2 * options_.max_line_bytes;
+    text_.reserve(std::max(text_.size() + size, std::min(2 * text_.capacity(), limit)));
+  }
   text_.append(head);
   text_.append(tail);
   sizes_.push_back(static_cast<uint32_t>(size));
@@ -105,7 +111,8 @@ void LogBuffer::PushLineLocked(std::string_view head, std::string_view tail) {
     bytes_ -= sizes_.front();
     sizes_.pop_front();
   }
-  if (text_start_ > bytes_ && text_start_ >= 4096) {
+  // The dead prefix goes once it is half the live bytes: each byte is moved at most twice.
+  if (text_start_ >= 4096 && 2 * text_start_ >= bytes_) {
     text_.erase(0, text_start_);
     text_start_ = 0;
   }
@@ -186,13 +193,18 @@ Status LogBuffer::WriteLocked(std::string_view rest) {
   return OkStatus();
 }
 
-// The file becomes "<file>.1" (the one before is replaced) and a new, empty file takes its
-// place, both in the directory the file was opened in. When the rename fails, nothing moved
-// and the next append tries again. When the new file cannot be made, the old one is already
-// "<file>.1" and is written no more: the next append finds no file to rename (ENOENT) and
-// tries the new file again. Once the directory itself is gone, both fail for good.
+// The file becomes "<file>.1" (the one before is removed) and a new, empty file takes its
+// place, both in the directory the file was opened in. When the removal or the rename fails,
+// nothing moved and the next append tries again. When the new file cannot be made, the old
+// one is already "<file>.1" and is written no more; the next append finds no current file,
+// keeps "<file>.1" and tries the new file again. Once the directory itself is gone, that
+// fails for good.
 Status LogBuffer::RotateLocked() {
   const std::string older = name_ + ".1";
+  struct stat current {};
+  if (::fstatat(dir_.get(), name_.c_str(), &current, AT_SYMLINK_NOFOLLOW) != 0) {
+    return OpenNewLocked();  // nothing to rotate: the last rotation's file is kept
+  }
   // The older file goes first: a rename over an existing file makes ext4 (auto_da_alloc)
   // write the renamed file's data out at once, 16 MiB of disk writes per rotation that the
   // log never asked for (measured: 15 % of a 512 MiB exec_stream's throughput).
@@ -205,6 +217,10 @@ Status LogBuffer::RotateLocked() {
     const int e = errno;
     return std::unexpected(FileError(file_path_, "rotating it to " + file_path_ + ".1 failed", e));
   }
+  return OpenNewLocked();
+}
+
+Status LogBuffer::OpenNewLocked() {
   fd_ = UniqueFd();
   file_bytes_ = 0;
   int fd = ::openat(dir_.get(), name_.c_str(),

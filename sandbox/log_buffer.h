@@ -69,6 +69,7 @@ class LogBuffer {
   void IngestLocked(std::string_view bytes);
   Status WriteLocked(std::string_view bytes);
   Status RotateLocked();
+  Status OpenNewLocked();
 
   std::string file_path_;
   std::string name_;  // the file's name in dir_

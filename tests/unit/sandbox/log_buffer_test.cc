@@ -188,6 +188,19 @@ TEST_F(LogBufferTest, ARotatedFileThatIsNoRegularFileIsIgnoredWithoutWaiting) {
   EXPECT_EQ(Open({})->Tail(10), (Lines{"one"}));
 }
 
+// With no current file to rotate (removed from outside, or a new file that could not be
+// made), the next rotation only begins a new file: the last rotated one stays.
+TEST_F(LogBufferTest, ARotationWithoutACurrentFileKeepsTheLastRotatedOne) {
+  auto buf = Open({.max_file_bytes = 8});
+  ASSERT_TRUE(buf->Append("1234567\n"));
+  ASSERT_TRUE(buf->Append("abc\n"));
+  ASSERT_EQ(ReadFile(path_ + ".1"), "1234567\n");
+  ASSERT_EQ(::unlink(path_.c_str()), 0);
+  ASSERT_TRUE(buf->Append("defgh\n"));
+  EXPECT_EQ(ReadFile(path_ + ".1"), "1234567\n");
+  EXPECT_EQ(FileText(), "defgh\n");
+}
+
 // A buffer a dying command still holds after its sandbox was destroyed must not rotate the
 // log of a new sandbox of the same id.
 TEST_F(LogBufferTest, OnceItsDirectoryIsGoneTheBufferNeverTouchesItsSuccessor) {
