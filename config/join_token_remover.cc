@@ -148,15 +148,17 @@ Result<std::string> JoinTokenRemover::RemoveFromText(const std::string& text, bo
 }
 
 Result<bool> JoinTokenRemover::RemoveJoinToken(const std::string& path) {
-  if (auto st = CheckRewritable(path); !st) return std::unexpected(st.error());
-  struct stat st {};
-  ::stat(path.c_str(), &st);
+  // The file is read first: one without the entry (a token from the environment, say) is
+  // left alone, read-only or a symlink as it may be.
   auto text = ReadFile(path, 4 << 20);
   if (!text) return std::unexpected(text.error());
   bool removed = false;
   auto out = RemoveFromText(*text, &removed);
   if (!out) return std::unexpected(out.error());
   if (!removed) return false;
+  if (auto st = CheckRewritable(path); !st) return std::unexpected(st.error());
+  struct stat st {};
+  ::stat(path.c_str(), &st);
   if (auto w = WriteFileAtomic(path, *out, {.mode = static_cast<mode_t>(st.st_mode & 07777)}); !w) {
     return std::unexpected(w.error());
   }

@@ -97,5 +97,18 @@ TEST_F(JoinTokenFileTest, RefusesSymlinksAndNonRegularFiles) {
   EXPECT_FALSE(JoinTokenRemover::CheckRewritable(dir_ + "/absent.yaml"));
 }
 
+// An enrolled agent whose token came from the environment asks at every start: a config
+// without the entry is left alone without an error, even where it could not be rewritten.
+TEST_F(JoinTokenFileTest, AFileWithoutTheEntryIsLeftAloneEvenWhenItCannotBeRewritten) {
+  const std::string real = dir_ + "/real.yaml", link = dir_ + "/agent.yaml";
+  std::ofstream(real) << "controller:\n  address: a:1\n";
+  ::symlink(real.c_str(), link.c_str());
+  ASSERT_FALSE(JoinTokenRemover::CheckRewritable(link));
+  auto r = JoinTokenRemover::RemoveJoinToken(link);
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_FALSE(*r);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+}
+
 }  // namespace
 }  // namespace edge::config
