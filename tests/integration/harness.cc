@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,10 +83,12 @@ std::optional<int> WaitPid(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
-// The command cgroups an edge-agent of pid `pid` made: "<pid>-<n>-<tag>" under
-// <root>/edge-agent (sandbox/process_runner.h), in the cgroup v1 pids hierarchy and in the
-// cgroup v2 directory an agent started by this process would use.
-std::vector<fs::path> CommandCgroupsOf(pid_t pid) {
+// The command cgroups an edge-agent of pid `pid`, started at `started` (CLOCK_REALTIME
+// seconds), made: "<pid>-<n>-<tag>" under <root>/edge-agent (sandbox/process_runner.h), in
+// the cgroup v1 pids hierarchy and in the cgroup v2 directory an agent started by this
+// process would use. Those made before it started (a second of slack for the kernel's coarse
+// clock) are another, earlier process's of the same pid: not ours to remove.
+std::vector<fs::path> CommandCgroupsOf(pid_t pid, time_t started) {
   std::vector<std::string> bases = {"/sys/fs/cgroup/pids/edge-agent"};
   std::ifstream self("/proc/self/cgroup");
   for (std::string line; std::getline(self, line);) {
@@ -98,7 +101,9 @@ std::vector<fs::path> CommandCgroupsOf(pid_t pid) {
   for (const auto& base : bases) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(base, ec)) {
-      if (e.path().filename().string().starts_with(prefix) && e.is_directory(ec)) {
+      struct stat st {};
+      if (e.path().filename().string().starts_with(prefix) && ::stat(e.path().c_str(), &st) == 0 &&
+          S_ISDIR(st.st_mode) && st.st_ctim.tv_sec + 1 >= started) {
         found.push_back(e.path());
       }
     }
@@ -123,6 +128,7 @@ class LeftCgroups {
       dirs_.push_back(std::move(d));
   }
   ~LeftCgroups() {
+    std::lock_guard lock(mu_);
     for (const auto& dir : dirs_) {
       for (int attempt = 0; attempt < 100; ++attempt) {
         std::ifstream procs(dir / "cgroup.procs");
@@ -182,6 +188,7 @@ ChildProcess::ChildProcess(std::vector<std::string> argv, std::string log_dir,
   int out_fd = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int err_fd = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  started_ = ::time(nullptr);
   pid_ = Spawn(argv, env, null_fd, out_fd, err_fd);
   ::close(out_fd);
   ::close(err_fd);
@@ -202,9 +209,9 @@ bool ChildProcess::Running() {
   if (::waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
   if (info.si_pid != pid_) return true;
   // Ended, not yet reaped: its pid is still its own, so the cgroups named after it are.
-  LeftCgroups::Get().Add(CommandCgroupsOf(pid_));
+  LeftCgroups::Get().Add(CommandCgroupsOf(pid_, started_));
   int status = 0;
-  if (::waitpid(pid_, &status, 0) == pid_) status_ = status;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
   return false;
 }
 

@@ -55,6 +55,7 @@ class ChildProcess {
 
  private:
   pid_t pid_ = -1;
+  time_t started_ = 0;  // CLOCK_REALTIME seconds, just before the fork
   std::optional<int> status_;
   std::string out_path_;
   std::string err_path_;
