@@ -127,7 +127,8 @@ int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
     // Enrolled, and yet the config holds a token: an agent killed after it stored its
     // keystore and before it removed the token, or one written there since. Either is of no
     // use to an enrolled node (the first is spent), and a token does not stay on disk.
-    auto removed = edge::config::JoinTokenRemover::RemoveJoinToken(opts.config_path);
+    auto removed = edge::config::JoinTokenRemover::RemoveJoinToken(opts.config_path,
+                                                                   cfg->controller.join_token);
     if (!removed) {
       log->warn("already enrolled, but the join token left in {} could not be removed: {}",
                 opts.config_path, removed.error().message);

@@ -147,7 +147,7 @@ Result<std::string> JoinTokenRemover::RemoveFromText(const std::string& text, bo
   return out;
 }
 
-Result<bool> JoinTokenRemover::RemoveJoinToken(const std::string& path) {
+Result<bool> JoinTokenRemover::RemoveJoinToken(const std::string& path, std::string_view token) {
   // The file is read first: one without the entry (a token from the environment, say) is
   // left alone, read-only or a symlink as it may be.
   auto text = ReadFile(path, 4 << 20);
@@ -155,7 +155,15 @@ Result<bool> JoinTokenRemover::RemoveJoinToken(const std::string& path) {
   bool removed = false;
   auto out = RemoveFromText(*text, &removed);
   if (!out) return std::unexpected(out.error());
-  if (!removed) return false;
+  if (!removed) {
+    if (!token.empty() && text->find(token) != std::string::npos) {
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       "the join token is in " + path +
+                           " in a form this agent does not rewrite (JSON or flow-style YAML); "
+                           "remove it by hand");
+    }
+    return false;
+  }
   if (auto st = CheckRewritable(path); !st) return std::unexpected(st.error());
   struct stat st {};
   ::stat(path.c_str(), &st);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 
@@ -17,8 +18,10 @@ class JoinTokenRemover {
   static Status CheckRewritable(const std::string& path);
 
   // Removes the entry (a plain or quoted value, a trailing comment, or a block scalar with its
-  // continuation lines). Returns true if an entry was removed, false if there was none.
-  static Result<bool> RemoveJoinToken(const std::string& path);
+  // continuation lines). Returns true if an entry was removed, false if there was none. With
+  // `token`, a file that holds no entry this can rewrite but does hold the token (JSON, or
+  // flow-style YAML) is FAILED_PRECONDITION, so the caller can say it stays on disk.
+  static Result<bool> RemoveJoinToken(const std::string& path, std::string_view token = {});
 
   // The pure text transformation behind RemoveJoinToken (exposed for tests and fuzzing).
   static Result<std::string> RemoveFromText(const std::string& text, bool* removed);

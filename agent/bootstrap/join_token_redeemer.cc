@@ -268,7 +268,7 @@ Result<EnrollResult> JoinTokenRedeemer::Enroll(const EnrollRequest& req) {
   }
   ::unlink(saved_path.c_str());
   if (!req.config_path.empty()) {
-    auto removed = config::JoinTokenRemover::RemoveJoinToken(req.config_path);
+    auto removed = config::JoinTokenRemover::RemoveJoinToken(req.config_path, req.join_token);
     if (!removed) {
       // Enrolled all the same; the token is spent, so this is a warning, not a failure.
       log->warn("enrolled, but the join token could not be removed from {}: {}", req.config_path,

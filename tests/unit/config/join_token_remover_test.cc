@@ -110,5 +110,29 @@ TEST_F(JoinTokenFileTest, AFileWithoutTheEntryIsLeftAloneEvenWhenItCannotBeRewri
   EXPECT_TRUE(std::filesystem::is_symlink(link));
 }
 
+// A config in JSON (or flow-style YAML) holds the token where no line rewrite can reach it:
+// nothing is changed, and a caller that names the token hears that it stays on disk.
+TEST_F(JoinTokenFileTest, ATokenInAFormThatCannotBeRewrittenIsReportedNotLeftSilently) {
+  const std::string path = dir_ + "/agent.json";
+  const std::string text = R"({"controller": {"join_token": "tok.en.value", "address": "a:1"}})";
+  std::ofstream(path) << text;
+  auto quiet = JoinTokenRemover::RemoveJoinToken(path);
+  ASSERT_TRUE(quiet) << quiet.error().ToString();
+  EXPECT_FALSE(*quiet);
+  auto told = JoinTokenRemover::RemoveJoinToken(path, "tok.en.value");
+  ASSERT_FALSE(told);
+  EXPECT_EQ(told.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(told.error().message.find("remove it by hand"), std::string::npos);
+  EXPECT_NE(told.error().message.find(path), std::string::npos);
+  EXPECT_EQ(told.error().message.find("tok.en.value"), std::string::npos) << "never the token";
+  std::stringstream ss;
+  ss << std::ifstream(path).rdbuf();
+  EXPECT_EQ(ss.str(), text);
+  // A token from elsewhere (the environment) that the file does not hold: nothing to say.
+  auto other = JoinTokenRemover::RemoveJoinToken(path, "another.token.value");
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(*other);
+}
+
 }  // namespace
 }  // namespace edge::config
