@@ -158,9 +158,9 @@ Result<bool> JoinTokenRemover::RemoveJoinToken(const std::string& path, std::str
   if (!removed) {
     if (!token.empty() && text->find(token) != std::string::npos) {
       return MakeError(ErrorCode::kFailedPrecondition,
-                       "the join token is in " + path +
-                           " in a form this agent does not rewrite (JSON or flow-style YAML); "
-                           "remove it by hand");
+                       "controller.join_token stays in " + path +
+                           ": it is written in a form this agent does not rewrite (JSON or "
+                           "flow-style YAML); remove it by hand");
     }
     return false;
   }

@@ -1,5 +1,7 @@
 #include "tests/integration/harness.h"
 
+#include "tests/support/processes.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -83,30 +85,14 @@ std::optional<int> WaitPid(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
-// The command cgroups an edge-agent of pid `pid`, started at `started` (CLOCK_REALTIME
-// seconds), made: "<pid>-<n>-<tag>" under <root>/edge-agent (sandbox/process_runner.h), in
-// the cgroup v1 pids hierarchy and in the cgroup v2 directory an agent started by this
-// process would use. Those made before it started (a second of slack for the kernel's coarse
-// clock) are another, earlier process's of the same pid: not ours to remove.
+// The command cgroups named after `pid` that were made since `started` (CLOCK_REALTIME
+// seconds; a second of slack for the kernel's coarse clock): older ones are another, earlier
+// process's of the same pid, not ours to remove.
 std::vector<fs::path> CommandCgroupsOf(pid_t pid, time_t started) {
-  std::vector<std::string> bases = {"/sys/fs/cgroup/pids/edge-agent"};
-  std::ifstream self("/proc/self/cgroup");
-  for (std::string line; std::getline(self, line);) {
-    if (!line.starts_with("0::")) continue;
-    bases.push_back("/sys/fs/cgroup/unified" + line.substr(3) + "/edge-agent");
-    bases.push_back("/sys/fs/cgroup" + line.substr(3) + "/edge-agent");
-  }
-  const std::string prefix = std::to_string(pid) + "-";
   std::vector<fs::path> found;
-  for (const auto& base : bases) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(base, ec)) {
-      struct stat st {};
-      if (e.path().filename().string().starts_with(prefix) && ::stat(e.path().c_str(), &st) == 0 &&
-          S_ISDIR(st.st_mode) && st.st_ctim.tv_sec + 1 >= started) {
-        found.push_back(e.path());
-      }
-    }
+  for (const auto& dir : CommandCgroupsNamedAfter(pid)) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0 && st.st_ctim.tv_sec + 1 >= started) found.push_back(dir);
   }
   return found;
 }

@@ -46,4 +46,25 @@ int ThreadsNamed(const std::string& name) {
   return n;
 }
 
+std::vector<std::string> CommandCgroupsNamedAfter(pid_t pid) {
+  std::vector<std::string> bases = {"/sys/fs/cgroup/pids/edge-agent"};
+  std::ifstream self("/proc/self/cgroup");
+  for (std::string line; std::getline(self, line);) {
+    if (!line.starts_with("0::")) continue;
+    bases.push_back("/sys/fs/cgroup/unified" + line.substr(3) + "/edge-agent");
+    bases.push_back("/sys/fs/cgroup" + line.substr(3) + "/edge-agent");
+  }
+  const std::string prefix = std::to_string(pid) + "-";
+  std::vector<std::string> found;
+  for (const auto& base : bases) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(base, ec)) {
+      if (e.path().filename().string().starts_with(prefix) && e.is_directory(ec)) {
+        found.push_back(e.path());
+      }
+    }
+  }
+  return found;
+}
+
 }  // namespace edge::testing

@@ -1,5 +1,6 @@
-// Looking at real processes from a test through /proc: whether one is gone, which live in a
-// process group, and how many of this process's threads bear a name.
+// Looking at real processes from a test through /proc and /sys/fs/cgroup: whether one is gone,
+// which live in a process group, how many of this process's threads bear a name, and which
+// command cgroups an agent's pid names.
 #pragma once
 
 #include <sys/types.h>
@@ -15,5 +16,10 @@ bool ProcessGone(pid_t pid);
 std::vector<pid_t> GroupMembers(pid_t pgid);
 // This process's threads named `name` (/proc/self/task/*/comm).
 int ThreadsNamed(const std::string& name);
+// The command cgroups named after an edge-agent of pid `pid` ("<pid>-<n>-<tag>" under
+// <root>/edge-agent, sandbox/process_runner.h), in the cgroup v1 pids hierarchy and in the
+// cgroup v2 directory an agent started by this process would use; whichever agent of that
+// pid made them (pids wrap: the caller tells its own apart by tag or by time).
+std::vector<std::string> CommandCgroupsNamedAfter(pid_t pid);
 
 }  // namespace edge::testing

@@ -111,18 +111,15 @@ struct ReapOnExit {
   }
 };
 
-// The command cgroups in the shared v1 pids hierarchy that a runner of this process on
+// The command cgroups in the shared hierarchy that a runner of this process on
 // `state` made and left. Both the pid and the instance tag are matched: the hierarchy outlives
 // every test, and once pids wrap (pid_max is 32768 on small hosts) a leftover of an agent
 // killed in an earlier test can carry this process's pid, but never this state dir's tag.
 std::vector<std::string> CommandCgroupsOf(const std::string& state) {
   std::vector<std::string> left;
-  const std::string prefix = std::to_string(::getpid()) + "-";
   const std::string suffix = "-" + ProcessRunner::CgroupTag(state);
-  for (const auto& e : fs::directory_iterator("/sys/fs/cgroup/pids/edge-agent")) {
-    std::string name = e.path().filename().string();
-    if (name.starts_with(prefix) && name.ends_with(suffix)) left.push_back(e.path());
-  }
+  for (auto& dir : edge::testing::CommandCgroupsNamedAfter(::getpid()))
+    if (dir.ends_with(suffix)) left.push_back(std::move(dir));
   return left;
 }
 
