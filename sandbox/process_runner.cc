@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <boost/asio/bind_executor.hpp>
@@ -36,6 +37,7 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -364,6 +366,45 @@ Result<std::pair<std::string, int>> MakeCommandCgroup(const CgroupSetup& cg, uin
 
 }  // namespace
 
+// Bytes of one command's enlarged stdout pipe, taken from the runner's budget
+// (Options::large_pipe_budget_bytes) and given back when the hold is reset or destroyed: when
+// the command finishes (its pipes closed, before its result is reported) or when it is
+// dropped. Owned by the command's Child; `used` is its runner's counter, which outlives every
+// Child. (A grandchild that keeps the pipe's write end open keeps the kernel's charge past
+// that; the budget counts what the runner asked for, not the kernel's accounting.)
+class LargePipeHold {
+ public:
+  LargePipeHold() = default;
+  LargePipeHold(std::atomic<uint64_t>* used, uint64_t bytes) : used_(used), bytes_(bytes) {}
+  LargePipeHold(LargePipeHold&& o) noexcept
+      : used_(std::exchange(o.used_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  LargePipeHold& operator=(LargePipeHold&& o) noexcept {
+    if (this != &o) {
+      Release();
+      used_ = std::exchange(o.used_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  LargePipeHold(const LargePipeHold&) = delete;
+  LargePipeHold& operator=(const LargePipeHold&) = delete;
+  ~LargePipeHold() { Release(); }
+
+ private:
+  void Release() {
+    if (used_ != nullptr) used_->fetch_sub(bytes_);
+    used_ = nullptr;
+    bytes_ = 0;
+  }
+  std::atomic<uint64_t>* used_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+// The largest stdout pipe a command gets (Linux's default fs.pipe-max-size, the most an
+// unprivileged user may ask for), and the smallest window worth enlarging for.
+constexpr uint64_t kLargePipeBytes = 1 << 20;
+constexpr uint64_t kMinLargePipeWindow = 128 << 10;
+
 struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   struct Child;
 
@@ -382,6 +423,8 @@ struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   std::unique_ptr<TimerQueue> own_timers;
   TimerQueue& timers;
   std::atomic<uint64_t> seq{0};
+  std::atomic<uint64_t> large_pipe_bytes{0};    // of options.large_pipe_budget_bytes, in use
+  std::atomic<bool> large_pipe_refused{false};  // logged once
   std::once_flag cgroup_once;
   CgroupSetup cgroups;
 
@@ -397,6 +440,11 @@ struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   }
 
   void Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink, DoneCallback done);
+  // Enlarges the pipe whose read end is `fd` for a command with an output window of
+  // `window` bytes, when the window is worth it and the budget has room: the fewer wake-ups a
+  // fast producer costs when its reader can take up to a window per read. Nothing (and no
+  // error: the default pipe works, only slower) when it cannot.
+  LargePipeHold EnlargeStdoutPipe(int fd, uint64_t window);
   // Drops the child; false when the runner was destroyed meanwhile.
   bool Forget(pid_t pid);
 };
@@ -428,6 +476,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   std::string ledger_file;
   std::string cgroup_dir;
   Clock::MonoTime started{};
+  LargePipeHold large_pipe;  // the stdout pipe's share of the runner's budget
 
   std::atomic<bool> reaped{false};
   bool exited = false;
@@ -726,6 +775,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     linger.cancel();
     for (auto& d : out)
       d.close(ignored);
+    large_pipe = {};  // the pipe is ours no more: its share goes back before the result
     in.close(ignored);
     queue.clear();
     cancel_reg.Reset();
@@ -1017,6 +1067,27 @@ Error ChildStartError(const int report[2], const std::string& program,
 
 }  // namespace
 
+LargePipeHold ProcessRunner::Impl::EnlargeStdoutPipe(int fd, uint64_t window) {
+  if (window < kMinLargePipeWindow) return {};
+  const uint64_t want = std::min(window, kLargePipeBytes);
+  uint64_t used = large_pipe_bytes.load();
+  do {
+    if (used + want > options.large_pipe_budget_bytes) return {};
+  } while (!large_pipe_bytes.compare_exchange_weak(used, used + want));
+  LargePipeHold hold(&large_pipe_bytes, want);
+  if (::fcntl(fd, F_SETPIPE_SZ, static_cast<int>(want)) < 0) {
+    if (!large_pipe_refused.exchange(true)) {
+      log::Get("sandbox")->info(
+          "commands' stdout pipes stay at the kernel's default size: F_SETPIPE_SZ {} bytes: "
+          "{} (fs.pipe-max-size, fs.pipe-user-pages-soft); output is streamed, with more "
+          "wake-ups",
+          want, Errno(errno));
+    }
+    return {};
+  }
+  return hold;
+}
+
 void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink sink,
                                 DoneCallback done) {
   auto fail = [&](Error e) { done(std::unexpected(std::move(e))); };
@@ -1044,6 +1115,7 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   if (auto st = pipes.Open(spec.stdin_data.has_value() || spec.control != nullptr); !st) {
     return fail(st.error());
   }
+  LargePipeHold large_pipe = EnlargeStdoutPipe(pipes.out[0], spec.output_window_bytes);
 
   std::string cgroup_dir;
   int cgroup_fd = -1;
@@ -1125,6 +1197,7 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
     if (spec.stdin_data) child->stdin_data = std::move(*spec.stdin_data);
   }
   child->cgroup_dir = std::move(cgroup_dir);
+  child->large_pipe = std::move(large_pipe);
   if (!options.state_dir.empty()) {
     child->ledger_file = options.state_dir + "/pg-" + std::to_string(pid);
     std::ofstream ledger(child->ledger_file, std::ios::trunc);

@@ -60,6 +60,14 @@ class ProcessRunner {
     // under <root>/edge-agent/<agent pid>-<n>-<tag>. "auto" = the agent's own cgroup on the cgroup2
     // mount (/proc/self/mountinfo + /proc/self/cgroup). Empty = never use cgroup v2.
     std::string cgroup2_root = "auto";
+    // Kernel pipe capacity, in bytes, this runner may give its commands' stdout pipes beyond
+    // the kernel's default of 64 KiB. A command with an output window of 128 KiB or more
+    // (ProcessSpec::output_window_bytes) gets a stdout pipe of min(window, 1 MiB) while the
+    // budget lasts, else the default; the bytes return to the budget when the command
+    // finishes. The bound matters because Linux charges pipe capacity to the user: past
+    // fs.pipe-user-pages-soft (64 MiB by default) every new pipe of that user, the commands'
+    // own included, is cut to one page. 0 = never enlarge.
+    uint64_t large_pipe_budget_bytes = 16ull << 20;
   };
 
   using DoneCallback = std::function<void(Result<ProcessResult>)>;

@@ -60,7 +60,10 @@ struct ProcessSpec {
   // stream (in order, never across streams) into one chunk of at most N bytes. A fast
   // consumer still gets small chunks at once; a slower one gets fewer, bigger chunks, so a
   // per-chunk cost (the edge door signs each chunk) is paid once per N bytes. Memory stays
-  // bounded: at most N bytes per stream wait, plus the chunk with the sink.
+  // bounded: at most N bytes per stream wait, plus the chunk with the sink. A window of
+  // 128 KiB or more also enlarges the command's stdout pipe to min(N, 1 MiB) while the
+  // runner's budget lasts (ProcessRunner::Options::large_pipe_budget_bytes), so a producer of
+  // small writes wakes its reader less often.
   size_t output_window_bytes = 0;
   // With a window: a chunk smaller than a quarter of it waits up to this long (real time,
   // from when the sink could take it) for more of its stream's output to join it, while the

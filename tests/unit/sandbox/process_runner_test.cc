@@ -610,6 +610,70 @@ TEST_F(ProcessRunnerTest, AWindowReadsAheadWhileAChunkIsHeldAndJoinsWhatWaits) {
     EXPECT_LE(n, 256u * 1024);
 }
 
+// Issue 14: a command with a wide output window gets a 1 MiB stdout pipe while the runner's
+// budget lasts, and the budget comes back when the command is dropped. Seen from the child:
+// with its first chunk held by the sink, it can write the window the runner reads ahead
+// (1 MiB, plus at most one 32 KiB read each side) plus what the pipe holds. 1.5 MiB then fits
+// only in a 1 MiB pipe (about 2 MiB in all), not in the kernel's default of 64 KiB (at most
+// about 1.1 MiB in all), so `touch` after it runs only with the large pipe.
+TEST_F(ProcessRunnerTest, AWideWindowGetsALargeStdoutPipeWhileTheBudgetLasts) {
+  ProcessRunner::Options options{dir_ + "/state", "", ""};
+  options.large_pipe_budget_bytes = 1u << 20;  // one large pipe at a time
+  runner_.emplace(io_, clock_, options);
+  struct Held {
+    std::string done;
+    std::vector<std::function<void()>> acks;
+    std::optional<Result<ProcessResult>> result;
+  };
+  std::vector<std::unique_ptr<Held>> runs;
+  auto start = [&](const std::string& name) {
+    auto held = std::make_unique<Held>();
+    held->done = dir_ + "/" + name + "-wrote-everything";
+    ProcessSpec spec = Sh("head -c 1572864 /dev/zero; touch " + ShellQuote(held->done));
+    spec.output_window_bytes = 1u << 20;
+    Held* h = held.get();
+    runner_->Run(
+        spec, {},
+        [h](OutputChunk, std::function<void()> ack) {
+          h->acks.push_back(std::move(ack));  // every chunk stays with the sink until released
+        },
+        [h](Result<ProcessResult> r) { h->result = std::move(r); });
+    runs.push_back(std::move(held));
+    return h;
+  };
+  auto run_until = [&](const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (!pred() && std::chrono::steady_clock::now() < until)
+      io_.run_one_for(10ms);
+    return pred();
+  };
+  auto finish = [&](Held* h) {
+    EXPECT_TRUE(run_until(
+        [&] {
+          for (auto& a : std::exchange(h->acks, {}))
+            a();
+          return h->result.has_value();
+        },
+        30s));
+    ASSERT_TRUE(h->result.has_value() && h->result->has_value());
+    EXPECT_EQ((*h->result)->stdout_bytes, 1572864u);
+  };
+  io_.restart();
+  Held* a = start("a");
+  EXPECT_TRUE(run_until([&] { return fs::exists(a->done); }, 30s))
+      << "the first command's stdout pipe was not enlarged: it blocked before writing 1.5 MiB";
+  Held* b = start("b");  // the budget is A's while A is not dropped
+  EXPECT_FALSE(run_until([&] { return fs::exists(b->done); }, 1s))
+      << "a second large pipe was given past the budget";
+  finish(a);
+  finish(b);
+  Held* c = start("c");  // A's and B's share came back
+  EXPECT_TRUE(run_until([&] { return fs::exists(c->done); }, 30s))
+      << "the budget did not come back when the earlier commands were dropped";
+  finish(c);
+  io_.run();
+}
+
 // Joined chunks keep each stream's order and never mix stdout with stderr.
 TEST_F(ProcessRunnerTest, AWindowNeverJoinsAcrossStreamsAndKeepsTheirOrder) {
   ProcessSpec spec =
