@@ -416,6 +416,59 @@ TEST_F(WorkerRpcTest, BadInput) {
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << answer.substr(0, 100);
 }
 
+// Issue 14: a fast producer's output goes out in few large NDJSON lines (the door's 1 MiB
+// output window, a 2 ms linger and a 1 MiB stdout pipe) instead of one line per 32 KiB pipe
+// read, and every byte arrives in order.
+TEST_F(WorkerRpcTest, NdjsonStreamOfAFastProducerGoesOutInLargeLines) {
+  Spawn("sb-big");
+  auto h = Auth();
+  h.emplace_back("X-Worker-Stream", "ndjson");
+  auto c = Connect();
+  constexpr size_t kBytes = 4u << 20;
+  std::string all;
+  auto r = c->SendStreaming(
+      {.method = "POST",
+       .target = "/rpc",
+       .headers = h,
+       .body = json({{"id", "big-1"},
+                     {"method", "worker.exec_stream"},
+                     {"params",
+                      {{"sandbox_id", "sb-big"},
+                       {"command", "yes abcdefghij | head -c " + std::to_string(kBytes)}}}})
+                   .dump()},
+      [&](std::string_view d) {
+        all += d;
+        return true;
+      });
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200u);
+  std::istringstream lines(all);
+  std::string line, out;
+  size_t stdout_lines = 0;
+  json last;
+  while (std::getline(lines, line)) {
+    last = json::parse(line, nullptr, false);
+    ASSERT_FALSE(last.is_discarded()) << "not one JSON document per line";
+    if (last["result"].contains("stream")) {
+      ASSERT_EQ(last["result"]["stream"], "stdout");
+      out += last["result"]["data"].get<std::string>();
+      ++stdout_lines;
+    }
+  }
+  EXPECT_EQ(last["result"], json({{"exit_code", 0}, {"done", true}}));
+  std::string expected;
+  while (expected.size() < kBytes)
+    expected += "abcdefghij\n";
+  expected.resize(kBytes);
+  ASSERT_EQ(out.size(), kBytes);
+  EXPECT_TRUE(out == expected) << "the output arrived changed or out of order";
+  // One line per 32 KiB pipe read would be 128 lines or more. Joined, a line waits up to
+  // 2 ms for a quarter of the window, so an idle machine sends about 17; 64 leaves room for
+  // a loaded one (a producer slower than 32 MB/s) without letting one line per read pass.
+  EXPECT_LE(stdout_lines, 64u);
+  EXPECT_GE(stdout_lines, 4u) << "no line may exceed the 1 MiB window";
+}
+
 TEST_F(WorkerRpcTest, NdjsonStreamLineByLineAndTimeout) {
   Spawn("sb-s");
   auto h = Auth();
