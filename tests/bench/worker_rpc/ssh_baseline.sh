@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# The OpenSSH baseline for worker_rpc_bench (issue 10), in the same run on the same machine: a
-# throwaway sshd on a loopback port and a client with a multiplexed master connection
-# (scripts/lib/ssh_loopback.sh), so each call costs one channel, not a handshake. Prints:
-#   - `ssh host true` round trip (median, p95) over the master;
-#   - `ssh host 'head -c SIZE /dev/zero' > /dev/null`: MiB/s.
+# The OpenSSH baseline for worker_rpc_bench (issue 10, issue 14 target 5), in the same run on
+# the same machine: a throwaway sshd on a loopback port and a client with a multiplexed master
+# connection (scripts/lib/ssh_loopback.sh), so each call costs one channel, not a handshake.
+# Prints (median, p99, min, max over RUNS, and JSON lines with BENCH_JSON=FILE):
+#   - `ssh host true` round trip over the master;
+#   - `ssh host 'yes … | head -c SIZE' > /dev/null`: MiB/s. This is the command
+#     worker_rpc_bench streams through exec_stream (text: NUL bytes would cost 6 bytes each as
+#     JSON), so the two figures compare the same producer;
+#   - `ssh host 'head -c SIZE /dev/zero' > /dev/null`: MiB/s, ssh's best case (one process
+#     writing large blocks), the figure earlier stops compared with;
+#   - the local pipe of the text command (`yes … | head -c SIZE | cat`): the most any
+#     transport of that command can reach here.
 # Figures are printed, never asserted. Needs root (sshd) and openssh-server.
 # Usage: tests/bench/worker_rpc/ssh_baseline.sh [RUNS] [MIB]
 set -euo pipefail
@@ -11,13 +18,34 @@ runs=${1:-50}
 mib=${2:-1024}
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../../scripts/lib/local_run.sh" ssh-bench
+source "$here/../../../scripts/lib/bench_stats.sh"
+bench_json=${BENCH_JSON:-}
 source "$here/../../../scripts/lib/ssh_loopback.sh"
 trap 'ssh_loopback_stop; cleanup' EXIT
-now_us() { echo $(( $(date +%s%N) / 1000 )); }
+
+# The same command as TextCommand() in worker_rpc_bench.cc.
+text_cmd="yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c $((mib << 20))"
+zero_cmd="head -c $((mib << 20)) /dev/zero"
+# mibs CMD…: runs CMD with its output dropped, prints MiB/s.
+mibs() {
+  local t0
+  t0=$(now_us)
+  "$@" >/dev/null 2>"$work/last.err" || { echo "bench: '$*' failed: $(cat "$work/last.err")" >&2; exit 1; }
+  awk -v mib="$mib" -v us=$(($(now_us) - t0)) 'BEGIN { printf "%.2f\n", mib / (us / 1e6) }'
+}
+ssh_cmd true  # the master, before anything is timed
+stream_runs=$((runs < 5 ? runs : 5))
+echo "ssh baseline for the worker door: $runs round trips, $stream_runs streams of $mib MiB each ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
 for ((i = 0; i < runs; i++)); do
-  t0=$(now_us); ssh_cmd true; echo $(( $(now_us) - t0 ))
-done | sort -n | awk '{ a[NR] = $1 } END { printf "  ssh (multiplexed) true round trip          median %7.2f ms  p95 %7.2f ms  (n=%d)\n", a[int((NR+1)/2)]/1000, a[int(NR*0.95+0.5)]/1000, NR }'
-t0=$(now_us)
-ssh_cmd "head -c $((mib << 20)) /dev/zero" >/dev/null
-t1=$(now_us)
-awk -v mib="$mib" -v us=$((t1 - t0)) 'BEGIN { printf "  ssh head -c %d MiB /dev/zero > /dev/null  %8.1f MiB/s (%.2f s)\n", mib, mib / (us / 1e6), us / 1e6 }'
+  t0=$(now_us); ssh_cmd true; echo $(($(now_us) - t0))
+done | awk '{ print $1 / 1000 }' | stats_line "ssh host true (multiplexed master)" ms
+# Interleaved, so a change in the machine's load touches every figure alike.
+for ((i = 0; i < stream_runs; i++)); do
+  echo "text $(mibs ssh_cmd "$text_cmd")"
+  echo "zero $(mibs ssh_cmd "$zero_cmd")"
+  echo "pipe $(mibs bash -c "$text_cmd | cat")"
+done >"$work/streams.txt"
+awk '$1 == "text" { print $2 }' "$work/streams.txt" |
+  stats_line "ssh host 'yes ... | head -c' (exec_stream's command)" MiB/s
+awk '$1 == "zero" { print $2 }' "$work/streams.txt" | stats_line "ssh host 'head -c ... /dev/zero'" MiB/s
+awk '$1 == "pipe" { print $2 }' "$work/streams.txt" | stats_line "local 'yes ... | head -c | cat'" MiB/s
