@@ -640,11 +640,10 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
       queue.back().data.append(buf[s].data(), take);
     } else {
       queue.push_back(OutputChunk{stream, {}});
-      // A full read from a lingering producer will be joined up to window/4 or more: room for
-      // that now, instead of a copy at every doubling.
+      // A full read from a lingering producer will be joined up to the window: room for that
+      // now, instead of a copy at every doubling.
       if (spec.output_linger.count() > 0 && n == buf[s].size()) {
-        queue.back().data.reserve(
-            std::min<size_t>(spec.output_window_bytes, spec.output_window_bytes / 4 + n));
+        queue.back().data.reserve(spec.output_window_bytes);
       }
       queue.back().data.append(buf[s].data(), take);
     }
@@ -654,13 +653,14 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   }
 
   // True while the front chunk should wait for more output (ProcessSpec::output_linger):
-  // it is smaller than a quarter of the window, nothing else is queued behind it, its stream
+  // the next read would still fit into it (it is smaller than the window and nothing else is
+  // queued behind it: a read that does not fit starts the next chunk), its stream
   // is still open (after an exit what is left in the pipe is read at once, and its end ends
   // the wait), and its linger has not run out. Arms the timer.
   bool Linger() {
     const auto& front = queue.front();
     const int s = front.stream == OutputStream::kStdout ? 0 : 1;
-    const bool small = front.data.size() < spec.output_window_bytes / 4;
+    const bool small = front.data.size() < spec.output_window_bytes;
     if (spec.output_linger.count() <= 0 || !small || queue.size() > 1 || eof[s] || linger_over) {
       return false;
     }

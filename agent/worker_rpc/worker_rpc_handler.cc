@@ -17,9 +17,9 @@ constexpr int64_t kMaxLogLines = 10'000;
 // NDJSON bytes that may wait for the socket before the process's output is no longer read.
 constexpr size_t kStreamWindowBytes = 1 << 20;
 // A streamed command's output is joined into chunks of up to this size while the connection
-// is behind (ProcessSpec::output_window_bytes), and a chunk smaller than a quarter of it waits
-// up to kStreamOutputLinger for more (ProcessSpec::output_linger): a fast producer's output
-// goes out as one NDJSON line per 256 KiB or more instead of one per 32 KiB pipe read, so the
+// is behind (ProcessSpec::output_window_bytes), and a chunk smaller than that waits up to
+// kStreamOutputLinger for more (ProcessSpec::output_linger): a fast producer's output goes
+// out as one NDJSON line per MiB or so instead of one per 32 KiB pipe read, so the
 // per-line costs (a post to the connection's thread, a write, the client's wake-up) are paid
 // about eight times less often, while a quiet command's output is at most 2 ms late.
 constexpr size_t kStreamChunkBytes = 1 << 20;
