@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -641,9 +642,13 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     } else {
       queue.push_back(OutputChunk{stream, {}});
       // A full read from a lingering producer will be joined up to the window: room for that
-      // now, instead of a copy at every doubling.
-      if (spec.output_linger.count() > 0 && n == buf[s].size()) {
-        queue.back().data.reserve(spec.output_window_bytes);
+      // now, instead of a copy at every doubling. Only for a chunk that can linger (alone in
+      // the queue: one that waits behind another goes as soon as the sink is free), and no
+      // more than the output cap leaves.
+      if (spec.output_linger.count() > 0 && n == buf[s].size() && queue.size() == 1) {
+        const uint64_t left = spec.max_output_bytes - total;  // total <= max: take fitted
+        queue.back().data.reserve(
+            static_cast<size_t>(std::min<uint64_t>(spec.output_window_bytes, take + left)));
       }
       queue.back().data.append(buf[s].data(), take);
     }
@@ -1069,7 +1074,8 @@ Error ChildStartError(const int report[2], const std::string& program,
 
 LargePipeHold ProcessRunner::Impl::EnlargeStdoutPipe(int fd, uint64_t window) {
   if (window < kMinLargePipeWindow) return {};
-  const uint64_t want = std::min(window, kLargePipeBytes);
+  // The kernel rounds a pipe's size up to a power of two pages; the budget counts that.
+  const uint64_t want = std::bit_ceil(std::min(window, kLargePipeBytes));
   uint64_t used = large_pipe_bytes.load();
   do {
     if (used + want > options.large_pipe_budget_bytes) return {};
@@ -1115,7 +1121,10 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   if (auto st = pipes.Open(spec.stdin_data.has_value() || spec.control != nullptr); !st) {
     return fail(st.error());
   }
-  LargePipeHold large_pipe = EnlargeStdoutPipe(pipes.out[0], spec.output_window_bytes);
+  // Not for an interactive command: it may run for hours and would hold its share all along.
+  LargePipeHold large_pipe = spec.control != nullptr
+                                 ? LargePipeHold()
+                                 : EnlargeStdoutPipe(pipes.out[0], spec.output_window_bytes);
 
   std::string cgroup_dir;
   int cgroup_fd = -1;

@@ -62,11 +62,12 @@ class ProcessRunner {
     std::string cgroup2_root = "auto";
     // Kernel pipe capacity, in bytes, this runner may give its commands' stdout pipes beyond
     // the kernel's default of 64 KiB. A command with an output window of 128 KiB or more
-    // (ProcessSpec::output_window_bytes) gets a stdout pipe of min(window, 1 MiB) while the
-    // budget lasts, else the default; the bytes return to the budget when the command
-    // finishes. The bound matters because Linux charges pipe capacity to the user: past
-    // fs.pipe-user-pages-soft (64 MiB by default) every new pipe of that user, the commands'
-    // own included, is cut to one page. 0 = never enlarge.
+    // (ProcessSpec::output_window_bytes) and no `control` gets a stdout pipe of min(window,
+    // 1 MiB) (rounded up to a power of two, as the kernel does) while the budget lasts, else
+    // the default; the bytes return to the budget when the command finishes. The bound
+    // matters because Linux charges pipe capacity to the user: past fs.pipe-user-pages-soft
+    // (64 MiB by default) every new pipe of that user, the commands' own included, is cut to
+    // one or two pages. 0 = never enlarge.
     uint64_t large_pipe_budget_bytes = 16ull << 20;
   };
 

@@ -57,13 +57,15 @@ struct ProcessSpec {
   // stop-and-wait: one read of at most OutputChunk::kMaxChunkBytes, then nothing more of
   // that stream until the sink acks it. N > 0: the runner keeps reading while less than N
   // bytes of a stream wait for the sink, and each delivery joins the waiting reads of one
-  // stream (in order, never across streams) into one chunk of at most N bytes. A fast
-  // consumer still gets small chunks at once; a slower one gets fewer, bigger chunks, so a
+  // stream (in order, never across streams) into one chunk of at most N bytes. Without a
+  // linger (below) a fast consumer still gets small chunks at once; a slower one, or any
+  // with a linger, gets fewer, bigger chunks, so a
   // per-chunk cost (the edge door signs each chunk) is paid once per N bytes. Memory stays
   // bounded: at most N bytes per stream wait, plus the chunk with the sink. A window of
-  // 128 KiB or more also enlarges the command's stdout pipe to min(N, 1 MiB) while the
-  // runner's budget lasts (ProcessRunner::Options::large_pipe_budget_bytes), so a producer of
-  // small writes wakes its reader less often.
+  // 128 KiB or more also enlarges the stdout pipe of a command without `control` (not an
+  // interactive one, which may live for hours) to min(N, 1 MiB) while the runner's budget
+  // lasts (ProcessRunner::Options::large_pipe_budget_bytes), so a producer of small writes
+  // wakes its reader less often.
   size_t output_window_bytes = 0;
   // With a window: a chunk smaller than the window waits up to this long (real time, from
   // when the sink could take it) for more of its stream's output to join it, while the pipe

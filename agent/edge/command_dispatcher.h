@@ -77,7 +77,7 @@ inline constexpr size_t kResultEnvelopeReserve = 16 * 1024;
 // is read ahead and joined into chunks of up to this size, so the per-chunk envelope (a
 // SHA-256 of the chunk and an Ed25519 signature, verified again by the controller) and the
 // per-message cost of gRPC and of the operator's stream are paid once per MiB, not once per
-// 32 KiB pipe read. A consumer that keeps up still gets each read at once. Capped by
+// 32 KiB pipe read (kProgressLinger below joins them even while the stream keeps up). Capped by
 // edge.max_message_bytes minus kResultEnvelopeReserve.
 inline constexpr size_t kProgressWindowBytes = 1024 * 1024;
 // How long a CommandProgress chunk smaller than the window waits for more output

@@ -40,10 +40,13 @@ for ((i = 0; i < runs; i++)); do
   t0=$(now_us); ssh_cmd true; echo $(($(now_us) - t0))
 done | awk '{ print $1 / 1000 }' | stats_line "ssh host true (multiplexed master)" ms
 # Interleaved, so a change in the machine's load touches every figure alike.
+# (Each figure is assigned first: a failing `mibs` inside an echo's $(…) would not stop the
+# script, and an empty sample would pass for a figure.)
 for ((i = 0; i < stream_runs; i++)); do
-  echo "text $(mibs ssh_cmd "$text_cmd")"
-  echo "zero $(mibs ssh_cmd "$zero_cmd")"
-  echo "pipe $(mibs bash -c "$text_cmd | cat")"
+  text=$(mibs ssh_cmd "$text_cmd")
+  zero=$(mibs ssh_cmd "$zero_cmd")
+  pipe=$(mibs bash -c "$text_cmd | cat")
+  printf 'text %s\nzero %s\npipe %s\n' "$text" "$zero" "$pipe"
 done >"$work/streams.txt"
 awk '$1 == "text" { print $2 }' "$work/streams.txt" |
   stats_line "ssh host 'yes ... | head -c' (exec_stream's command)" MiB/s

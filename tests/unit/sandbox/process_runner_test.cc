@@ -28,6 +28,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sandbox/process_control.h"
 #include "sandbox/shell_quote.h"
 #include "tests/support/temp_dir.h"
 
@@ -573,7 +574,11 @@ TEST_F(ProcessRunnerTest, BackPressureHoldsTheChildUntilAcked) {
 TEST_F(ProcessRunnerTest, AWindowReadsAheadWhileAChunkIsHeldAndJoinsWhatWaits) {
   const std::string done = dir_ + "/wrote-everything";
   // 300 000 bytes > the held chunk (≤ 32 KiB) + a 64 KiB pipe: without the read-ahead the
-  // child blocks on the full pipe and never reaches `touch`.
+  // child blocks on the full pipe and never reaches `touch`. The pipe stays at the kernel's
+  // 64 KiB (no budget for a larger one), so what the child can write is the read-ahead's.
+  ProcessRunner::Options no_large_pipes{dir_ + "/state", "", ""};
+  no_large_pipes.large_pipe_budget_bytes = 0;
+  runner_.emplace(io_, clock_, no_large_pipes);
   ProcessSpec spec = Sh("head -c 300000 /dev/zero; touch " + ShellQuote(done));
   spec.output_window_bytes = 256 * 1024;
   std::vector<std::function<void()>> held;
@@ -617,6 +622,11 @@ TEST_F(ProcessRunnerTest, AWindowReadsAheadWhileAChunkIsHeldAndJoinsWhatWaits) {
 // only in a 1 MiB pipe (about 2 MiB in all), not in the kernel's default of 64 KiB (at most
 // about 1.1 MiB in all), so `touch` after it runs only with the large pipe.
 TEST_F(ProcessRunnerTest, AWideWindowGetsALargeStdoutPipeWhileTheBudgetLasts) {
+  uint64_t pipe_max = 0;
+  std::ifstream("/proc/sys/fs/pipe-max-size") >> pipe_max;
+  if (::geteuid() != 0 && pipe_max < (1u << 20)) {
+    GTEST_SKIP() << "fs.pipe-max-size is " << pipe_max << ": a 1 MiB pipe needs root here";
+  }
   ProcessRunner::Options options{dir_ + "/state", "", ""};
   options.large_pipe_budget_bytes = 1u << 20;  // one large pipe at a time
   runner_.emplace(io_, clock_, options);
@@ -659,9 +669,21 @@ TEST_F(ProcessRunnerTest, AWideWindowGetsALargeStdoutPipeWhileTheBudgetLasts) {
     EXPECT_EQ((*h->result)->stdout_bytes, 1572864u);
   };
   io_.restart();
+  // An interactive command with the same window takes none of the budget: it may run for
+  // hours and would hold its share all along.
+  auto control = std::make_shared<ProcessControl>();
+  ProcessSpec interactive = Spec({"/bin/cat"});
+  interactive.output_window_bytes = 1u << 20;
+  interactive.control = control;
+  std::optional<Result<ProcessResult>> interactive_result;
+  runner_->Run(
+      interactive, {}, [](OutputChunk, std::function<void()> ack) { ack(); },
+      [&](Result<ProcessResult> r) { interactive_result = std::move(r); });
+  ASSERT_TRUE(run_until([&] { return control->running(); }, 30s));
   Held* a = start("a");
   EXPECT_TRUE(run_until([&] { return fs::exists(a->done); }, 30s))
-      << "the first command's stdout pipe was not enlarged: it blocked before writing 1.5 MiB";
+      << "the first command's stdout pipe was not enlarged: it blocked before writing 1.5 MiB "
+         "(or the interactive command took the budget)";
   Held* b = start("b");  // the budget is A's while A is not dropped
   EXPECT_FALSE(run_until([&] { return fs::exists(b->done); }, 1s))
       << "a second large pipe was given past the budget";
@@ -671,6 +693,8 @@ TEST_F(ProcessRunnerTest, AWideWindowGetsALargeStdoutPipeWhileTheBudgetLasts) {
   EXPECT_TRUE(run_until([&] { return fs::exists(c->done); }, 30s))
       << "the budget did not come back when the earlier commands were dropped";
   finish(c);
+  ASSERT_TRUE(control->Signal(SIGKILL));
+  EXPECT_TRUE(run_until([&] { return interactive_result.has_value(); }, 30s));
   io_.run();
 }
 
