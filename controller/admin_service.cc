@@ -69,14 +69,14 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
     e.mutable_accepted()->set_command_id(command_id);
     Enqueue(std::move(e));
   }
-  void OnProgress(const aegis::cluster::v1::Chunk& chunk) override {
+  void OnProgress(aegis::cluster::v1::Chunk chunk) override {
     pb::InvokeEvent e;
     switch (chunk.kind_case()) {
       case aegis::cluster::v1::Chunk::kStdout:
-        e.set_stdout(chunk.stdout());
+        e.set_stdout(std::move(*chunk.mutable_stdout()));
         break;
       case aegis::cluster::v1::Chunk::kStderr:
-        e.set_stderr(chunk.stderr());
+        e.set_stderr(std::move(*chunk.mutable_stderr()));
         break;
       case aegis::cluster::v1::Chunk::kStatus:
         e.mutable_status()->set_state(chunk.status().state());

@@ -444,7 +444,7 @@ Status Dispatcher::PushConfig(const std::string& node_id, const std::string& del
 }
 
 void Dispatcher::OnProgress(const std::string& node_id, const std::string& command_id,
-                            const pb::Chunk& chunk) {
+                            pb::Chunk chunk) {
   std::vector<std::shared_ptr<CommandObserver>> tell;
   {
     std::lock_guard lock(mu_);
@@ -452,8 +452,8 @@ void Dispatcher::OnProgress(const std::string& node_id, const std::string& comma
     for (auto it = b; it != e; ++it)
       if (it->second.node_id == node_id) tell.push_back(it->second.observer);
   }
-  for (auto& o : tell)
-    o->OnProgress(chunk);
+  for (size_t i = 0; i < tell.size(); ++i)
+    tell[i]->OnProgress(i + 1 == tell.size() ? std::move(chunk) : chunk);
 }
 
 Dispatcher::Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,

@@ -48,7 +48,10 @@ class CommandObserver {
   virtual ~CommandObserver() = default;
   // The command is persisted and about to be sent (before any progress can arrive).
   virtual void OnAccepted(const std::string& command_id) = 0;
-  virtual void OnProgress(const aegis::cluster::v1::Chunk& chunk) = 0;
+  // A chunk of the command's output, the observer's own: one observer gets the chunk the node
+  // sent (moved, not copied: up to 1 MiB of output per message, issue 14), several get a copy
+  // each but the last.
+  virtual void OnProgress(aegis::cluster::v1::Chunk chunk) = 0;
   // The stored command with its (first) result; the observer is unsubscribed after this.
   virtual void OnResult(const CommandRecord& command) = 0;
   // The node's stream ended while the command was running; the result may still come after
@@ -142,9 +145,10 @@ class Dispatcher {
   void SetCapabilitiesListener(std::function<void(const std::string& node_id)> listener);
   void CapabilitiesReported(const std::string& node_id);
 
-  // From a node's stream (already authenticated as `node_id`).
+  // From a node's stream (already authenticated as `node_id`); `chunk` goes to the command's
+  // observers (CommandObserver::OnProgress).
   void OnProgress(const std::string& node_id, const std::string& command_id,
-                  const aegis::cluster::v1::Chunk& chunk);
+                  aegis::cluster::v1::Chunk chunk);
   // Queues the result and returns: the dispatcher's results thread stores it (the first
   // result of a command wins) and only then tells the command's observers — so the caller of
   // Invoke learns a result once it is on disk, while the node's stream reads on without

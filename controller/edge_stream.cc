@@ -106,7 +106,7 @@ grpc::Status EdgeStream::Authenticate(const pb::EdgeEvent& event) {
   return grpc::Status::OK;
 }
 
-grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
+grpc::Status EdgeStream::Handle(pb::EdgeEvent& event) {
   if (event.event_case() == pb::EdgeEvent::EVENT_NOT_SET) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty EdgeEvent");
   }
@@ -161,7 +161,7 @@ grpc::Status EdgeStream::Handle(const pb::EdgeEvent& event) {
                             "CommandProgress.command_id is required");
       }
       deps_.dispatcher.OnProgress(node_id_, event.command_progress().command_id(),
-                                  event.command_progress().chunk());
+                                  std::move(*event.mutable_command_progress()->mutable_chunk()));
       return grpc::Status::OK;
     case pb::EdgeEvent::kCommandResult:
       if (event.command_result().command_id().empty()) {

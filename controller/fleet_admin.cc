@@ -48,7 +48,7 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
       std::lock_guard lock(mu_);
       command_id_ = command_id;
     }
-    void OnProgress(const aegis::cluster::v1::Chunk& chunk) override {
+    void OnProgress(aegis::cluster::v1::Chunk chunk) override {
       auto r = reactor_.lock();
       if (!r) return;
       apb::FleetInvokeEvent e;
@@ -60,7 +60,7 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
           out->set_command_id(command_id());
           const bool err = chunk.kind_case() == aegis::cluster::v1::Chunk::kStderr;
           out->set_stderr(err);
-          out->set_data(err ? chunk.stderr() : chunk.stdout());
+          out->set_data(std::move(err ? *chunk.mutable_stderr() : *chunk.mutable_stdout()));
           break;
         }
         case aegis::cluster::v1::Chunk::kStatus:

@@ -75,7 +75,7 @@ class SessionManager::StartObserver final : public CommandObserver {
  public:
   StartObserver(SessionManager& m, std::shared_ptr<Live> live) : m_(m), live_(std::move(live)) {}
   void OnAccepted(const std::string&) override {}
-  void OnProgress(const pb::Chunk& chunk) override { m_.OnStartProgress(live_, chunk); }
+  void OnProgress(pb::Chunk chunk) override { m_.OnStartProgress(live_, chunk); }
   void OnResult(const CommandRecord& command) override { m_.OnStartResult(live_, command); }
   void OnNodeDisconnected(const std::string&) override { m_.OnNodeDisconnected(live_); }
   void OnNodeReconnected(const std::string&) override {}
@@ -92,7 +92,7 @@ class SessionManager::CommandResultObserver final : public CommandObserver {
                         std::function<void(const CommandRecord&)> on_ok)
       : m_(m), live_(std::move(live)), ref_(std::move(ref)), on_ok_(std::move(on_ok)) {}
   void OnAccepted(const std::string&) override {}
-  void OnProgress(const pb::Chunk&) override {}
+  void OnProgress(pb::Chunk) override {}
   void OnResult(const CommandRecord& c) override {
     if (c.result.outcome == "ok") {
       if (on_ok_) on_ok_(c);

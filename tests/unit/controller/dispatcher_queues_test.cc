@@ -95,7 +95,7 @@ class ResultWaiter final : public CommandObserver {
     std::lock_guard lock(mu_);
     return accepted_;
   }
-  void OnProgress(const pb::Chunk&) override {}
+  void OnProgress(pb::Chunk) override {}
   void OnResult(const CommandRecord& c) override { result_.set_value(c); }
   void OnNodeDisconnected(const std::string&) override {}
   void OnNodeReconnected(const std::string&) override {}

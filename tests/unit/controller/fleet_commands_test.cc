@@ -268,7 +268,7 @@ TEST_F(FleetCommandsTest, ATenantSeesOnlyItsNodesAndItsFleetCommands) {
 class RecordingObserver : public CommandObserver {
  public:
   void OnAccepted(const std::string& id) override { accepted.push_back(id); }
-  void OnProgress(const pb::Chunk&) override {}
+  void OnProgress(pb::Chunk) override {}
   void OnResult(const CommandRecord& c) override { results.push_back(c.command_id); }
   void OnNodeDisconnected(const std::string&) override {}
   void OnNodeReconnected(const std::string&) override {}
