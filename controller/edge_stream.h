@@ -57,8 +57,8 @@ class EdgeStream final : public grpc::ServerBidiReactor<aegis::cluster::v1::Edge
  private:
   void Begin();
   // Checks and applies one event; a non-OK status ends the stream.
-  // Acts on one verified event; may move its payload out (a progress chunk goes to the
-  // command's observers without a copy).
+  // Verifies one event (Authenticate), then acts on it; may move its payload out (a
+  // progress chunk goes to the command's observers without a copy).
   grpc::Status Handle(aegis::cluster::v1::EdgeEvent& event);
   grpc::Status Authenticate(const aegis::cluster::v1::EdgeEvent& event);
 

@@ -82,9 +82,9 @@ inline constexpr size_t kResultEnvelopeReserve = 16 * 1024;
 inline constexpr size_t kProgressWindowBytes = 1024 * 1024;
 // How long a CommandProgress chunk smaller than the window waits for more output
 // (ProcessSpec::output_linger): a fast producer's reads are joined into chunks of up to 1 MiB
-// even when the stream keeps up (one envelope signed and verified per MiB; chunks of a
-// quarter window cost the agent and the controller 5 % more CPU per GiB, stop 32), while a
-// quiet command's output is at most 2 ms late.
+// even when the stream keeps up (one envelope signed and verified per chunk; chunks of a
+// quarter window cost the agent and the controller 8–12 % more CPU per GiB, stop 32), while
+// a quiet command's output is at most 2 ms late.
 inline constexpr std::chrono::microseconds kProgressLinger{2000};
 
 // The result to send for `result` under a message limit: itself when it fits, else an Err

@@ -21,7 +21,7 @@ constexpr size_t kStreamWindowBytes = 1 << 20;
 // kStreamOutputLinger for more (ProcessSpec::output_linger): a fast producer's output goes
 // out as one NDJSON line per MiB or so instead of one per 32 KiB pipe read, so the
 // per-line costs (a post to the connection's thread, a write, the client's wake-up) are paid
-// about eight times less often, while a quiet command's output is at most 2 ms late.
+// about thirty times less often, while a quiet command's output is at most 2 ms late.
 constexpr size_t kStreamChunkBytes = 1 << 20;
 constexpr std::chrono::microseconds kStreamOutputLinger{2000};
 
