@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <functional>
 #include <mutex>
 #include <regex>
 #include <sstream>
@@ -118,6 +119,25 @@ class WorkerRpcTest : public ::testing::Test {
             {"holder_id", holder},
             {"generation", gen},
             {"expires_at", expires}};
+  }
+  // POST /rpc `worker.exec_stream` as NDJSON (X-Worker-Stream: ndjson, and `extra` headers)
+  // on `c`: each piece of the body goes to `on_data`, which returns false to hang up.
+  Result<http::Response> ExecStreamNdjson(http::Client& c, const std::string& id, json params,
+                                          const std::function<bool(std::string_view)>& on_data,
+                                          const http::Headers& extra = {}) {
+    http::Headers h = Auth();
+    h.emplace_back("X-Worker-Stream", "ndjson");
+    h.insert(h.end(), extra.begin(), extra.end());
+    json env = {{"id", id}, {"method", "worker.exec_stream"}, {"params", std::move(params)}};
+    return c.SendStreaming({.method = "POST", .target = "/rpc", .headers = h, .body = env.dump()},
+                           on_data);
+  }
+  // An on_data for ExecStreamNdjson that keeps the whole body in `all`.
+  static std::function<bool(std::string_view)> AppendTo(std::string& all) {
+    return [&all](std::string_view d) {
+      all += d;
+      return true;
+    };
   }
   void Spawn(const std::string& id, int64_t gen = 1) {
     auto [st, b] = Call("worker.spawn", {{"sandbox_id", id}}, Lease(id, gen));
@@ -421,25 +441,13 @@ TEST_F(WorkerRpcTest, BadInput) {
 // read, and every byte arrives in order.
 TEST_F(WorkerRpcTest, NdjsonStreamOfAFastProducerGoesOutInLargeLines) {
   Spawn("sb-big");
-  auto h = Auth();
-  h.emplace_back("X-Worker-Stream", "ndjson");
   auto c = Connect();
   constexpr size_t kBytes = 4u << 20;
   std::string all;
-  auto r = c->SendStreaming(
-      {.method = "POST",
-       .target = "/rpc",
-       .headers = h,
-       .body = json({{"id", "big-1"},
-                     {"method", "worker.exec_stream"},
-                     {"params",
-                      {{"sandbox_id", "sb-big"},
-                       {"command", "yes abcdefghij | head -c " + std::to_string(kBytes)}}}})
-                   .dump()},
-      [&](std::string_view d) {
-        all += d;
-        return true;
-      });
+  auto r = ExecStreamNdjson(
+      *c, "big-1",
+      {{"sandbox_id", "sb-big"}, {"command", "yes abcdefghij | head -c " + std::to_string(kBytes)}},
+      AppendTo(all));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200u);
   std::istringstream lines(all);
@@ -471,26 +479,14 @@ TEST_F(WorkerRpcTest, NdjsonStreamOfAFastProducerGoesOutInLargeLines) {
 
 TEST_F(WorkerRpcTest, NdjsonStreamLineByLineAndTimeout) {
   Spawn("sb-s");
-  auto h = Auth();
-  h.emplace_back("X-Worker-Stream", "ndjson");
-  h.emplace_back("X-Request-ID", "trace-9");
+  const http::Headers trace = {{"X-Request-ID", "trace-9"}};
   auto c = Connect();
   std::string all;
-  auto r = c->SendStreaming(
-      {.method = "POST",
-       .target = "/rpc",
-       .headers = h,
-       .body =
-           json({{"id", "st-1"},
-                 {"method", "worker.exec_stream"},
-                 {"params",
-                  {{"sandbox_id", "sb-s"},
-                   {"command", "for i in 1 2 3; do echo line$i; sleep 0.05; done; echo e >&2"}}}})
-               .dump()},
-      [&](std::string_view d) {
-        all += d;
-        return true;
-      });
+  auto r = ExecStreamNdjson(
+      *c, "st-1",
+      {{"sandbox_id", "sb-s"},
+       {"command", "for i in 1 2 3; do echo line$i; sleep 0.05; done; echo e >&2"}},
+      AppendTo(all), trace);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200u);
   EXPECT_EQ(r->content_type, "application/x-ndjson");
@@ -518,21 +514,9 @@ TEST_F(WorkerRpcTest, NdjsonStreamLineByLineAndTimeout) {
 
   // A timeout after some output: the last line is the error.
   all.clear();
-  r = c->SendStreaming(
-      {.method = "POST",
-       .target = "/rpc",
-       .headers = h,
-       .body =
-           json(
-               {{"id", "st-2"},
-                {"method", "worker.exec_stream"},
-                {"params",
-                 {{"sandbox_id", "sb-s"}, {"command", "echo start; sleep 30"}, {"timeout", "1s"}}}})
-               .dump()},
-      [&](std::string_view d) {
-        all += d;
-        return true;
-      });
+  r = ExecStreamNdjson(
+      *c, "st-2", {{"sandbox_id", "sb-s"}, {"command", "echo start; sleep 30"}, {"timeout", "1s"}},
+      AppendTo(all), trace);
   ASSERT_TRUE(r);
   auto last = all.substr(all.rfind('\n', all.size() - 2) + 1);
   auto lj = json::parse(last);
@@ -546,22 +530,15 @@ TEST_F(WorkerRpcTest, NdjsonStreamLineByLineAndTimeout) {
 
 TEST_F(WorkerRpcTest, ClientVanishingMidStreamKillsTheCommand) {
   Spawn("sb-v");
-  auto h = Auth();
-  h.emplace_back("X-Worker-Stream", "ndjson");
   auto c = Connect();
   std::string first;
-  auto r = c->SendStreaming(
-      {.method = "POST",
-       .target = "/rpc",
-       .headers = h,
-       .body = json({{"id", "v-1"},
-                     {"method", "worker.exec_stream"},
-                     {"params", {{"sandbox_id", "sb-v"}, {"command", "echo $$; exec sleep 120"}}}})
-                   .dump()},
-      [&](std::string_view d) {
-        first += d;
-        return first.find('\n') == std::string::npos;  // hang up after the first line
-      });
+  auto r =
+      ExecStreamNdjson(*c, "v-1", {{"sandbox_id", "sb-v"}, {"command", "echo $$; exec sleep 120"}},
+                       [&](std::string_view d) {
+                         first += d;
+                         // hang up after the first line
+                         return first.find('\n') == std::string::npos;
+                       });
   ASSERT_TRUE(r);
   auto j = json::parse(first.substr(0, first.find('\n')));
   const pid_t pid = std::stoi(j["result"]["data"].get<std::string>());
