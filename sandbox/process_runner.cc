@@ -494,6 +494,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   int in_flight_stream = 0;  // the stream of the chunk with the sink
   bool lingering = false;    // the linger timer runs for the front chunk
   bool linger_over = false;  // it fired: deliver the front chunk whatever its size
+  uint64_t progress = 0;     // reads completed and acks taken, for the drain after exit
   uint64_t total = 0;
   ProcessResult result;
 
@@ -614,6 +615,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
 
   void OnRead(int s, const boost::system::error_code& ec, size_t n) {
     reading[s] = false;
+    ++progress;
     if (finished) return;
     if (ec) {
       eof[s] = true;
@@ -712,6 +714,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
 
   void OnAck() {
     in_flight = false;
+    ++progress;
     if (finished) return;
     ReadMore(0);
     ReadMore(1);
@@ -754,13 +757,17 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   }
 
   // Pipes still open after the leader exit are held by processes that left the group;
-  // give them a moment, then stop reading (never while the consumer holds a chunk).
+  // give them a moment, then stop reading: once 500 ms pass with nothing moving — no chunk
+  // with the consumer or queued for it, and no read or ack since the last look. (The last
+  // condition matters: right after an ack, the read of what is still in the pipe can be
+  // queued on the strand behind this handler, and ending then would drop that output.)
   void ArmDrain() {
     auto self = shared_from_this();
+    const uint64_t seen = progress;
     drain.expires_after(std::chrono::milliseconds(500));
-    drain.async_wait([self](const boost::system::error_code& ec) {
+    drain.async_wait([self, seen](const boost::system::error_code& ec) {
       if (ec || self->finished) return;
-      if (self->in_flight || !self->queue.empty()) {
+      if (self->in_flight || !self->queue.empty() || self->progress != seen) {
         self->ArmDrain();
         return;
       }
