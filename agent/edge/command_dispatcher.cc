@@ -320,8 +320,9 @@ Result<sandbox::InvokeRequest> CommandDispatcher::ToRequest(const pb::InvokeTool
       max_message_bytes > kResultEnvelopeReserve ? max_message_bytes - kResultEnvelopeReserve : 0;
   // The output streams as CommandProgress; the result carries only its tail.
   req.collect_tail_bytes = kResultOutputTailBytes;
-  req.output_window_bytes = std::min<size_t>(kProgressWindowBytes, req.max_result_bytes);
-  req.output_linger = kProgressLinger;
+  req.output_window_bytes =
+      std::min<size_t>(sandbox::kStreamingOutputWindowBytes, req.max_result_bytes);
+  req.output_linger = sandbox::kStreamingOutputLinger;
   return req;
 }
 

@@ -73,19 +73,10 @@ Status CheckInnerEnvelope(const aegis::cluster::v1::InvokeTool& invoke, std::str
 // NodeSecurityToken, signature and canonical payload, the command id): results are kept below
 // edge.max_message_bytes minus this.
 inline constexpr size_t kResultEnvelopeReserve = 16 * 1024;
-// The largest CommandProgress chunk (issue 14): while the stream is behind, a command's output
-// is read ahead and joined into chunks of up to this size, so the per-chunk envelope (a
-// SHA-256 of the chunk and an Ed25519 signature, verified again by the controller) and the
-// per-message cost of gRPC and of the operator's stream are paid once per MiB, not once per
-// 32 KiB pipe read (kProgressLinger below joins them even while the stream keeps up). Capped by
-// edge.max_message_bytes minus kResultEnvelopeReserve.
-inline constexpr size_t kProgressWindowBytes = 1024 * 1024;
-// How long a CommandProgress chunk smaller than the window waits for more output
-// (ProcessSpec::output_linger): a fast producer's reads are joined into chunks of up to 1 MiB
-// even when the stream keeps up (one envelope signed and verified per chunk; chunks of a
-// quarter window cost the agent and the controller 8–12 % more CPU per GiB, stop 32), while
-// a quiet command's output is at most 2 ms late.
-inline constexpr std::chrono::microseconds kProgressLinger{2000};
+// CommandProgress chunks follow the streaming output policy of sandbox/executor_types.h
+// (kStreamingOutputWindowBytes, kStreamingOutputLinger): one envelope (a SHA-256 of the chunk
+// and an Ed25519 signature, verified again by the controller) per chunk of up to 1 MiB, the
+// window capped by edge.max_message_bytes minus kResultEnvelopeReserve.
 
 // The result to send for `result` under a message limit: itself when it fits, else an Err
 // RESOURCE_EXHAUSTED that names its size, the limit and the config key (never a message the

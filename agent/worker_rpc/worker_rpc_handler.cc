@@ -16,14 +16,6 @@ constexpr size_t kMaxRequestIdBytes = 128;
 constexpr int64_t kMaxLogLines = 10'000;
 // NDJSON bytes that may wait for the socket before the process's output is no longer read.
 constexpr size_t kStreamWindowBytes = 1 << 20;
-// A streamed command's output is joined into chunks of up to this size while the connection
-// is behind (ProcessSpec::output_window_bytes), and a chunk smaller than that waits up to
-// kStreamOutputLinger for more (ProcessSpec::output_linger): a fast producer's output goes
-// out as one NDJSON line per MiB or so instead of one per 32 KiB pipe read, so the
-// per-line costs (a post to the connection's thread, a write, the client's wake-up) are paid
-// about thirty times less often, while a quiet command's output is at most 2 ms late.
-constexpr size_t kStreamChunkBytes = 1 << 20;
-constexpr std::chrono::microseconds kStreamOutputLinger{2000};
 
 std::string Dump(const json& j) {
   return DumpJson(j);  // j.dump(-1, ' ', false, replace), faster on long strings
@@ -275,8 +267,9 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
   req.lease = call->request.lease;
   req.collect_output = !stream;
   if (stream) {
-    req.output_window_bytes = kStreamChunkBytes;
-    req.output_linger = kStreamOutputLinger;
+    // One NDJSON line per chunk of up to 1 MiB (the streaming output policy).
+    req.output_window_bytes = sandbox::kStreamingOutputWindowBytes;
+    req.output_linger = sandbox::kStreamingOutputLinger;
   }
   req.door_limit = DoorLimit();
   sandbox::CancelSource source;
