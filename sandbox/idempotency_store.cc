@@ -18,6 +18,17 @@ const std::vector<StateDb::Migration>& Migrations() {
 
 constexpr size_t kMaxCommandIdBytes = 256;
 
+// Keeps the newest max_entries rows by insertion order: those above MAX(seq) - max_entries,
+// two lookups of the rowid's b-tree whatever the table holds. Rows are removed oldest first
+// (this trim and the age limit), so the seqs in the table are contiguous and exactly
+// max_entries stay; a wall clock stepped back can make the age limit leave a gap, and then
+// fewer stay, never more. (Issue 14: the trim was an ORDER BY … OFFSET max_entries that
+// walked every row on each Record, which took 8 % of the agent's CPU at 600 commands a
+// second.) Insertion order is also the right order when the wall clock steps back: ordered by
+// recorded_at_ms, the result just recorded was the first to go.
+constexpr const char* kTrimToMaxEntries =
+    "DELETE FROM idempotency WHERE seq <= (SELECT MAX(seq) FROM idempotency) - ?";
+
 Status ValidateCommandId(std::string_view id) {
   if (id.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return MakeError(ErrorCode::kInvalidArgument, "command_id \"" + std::string(id) +
@@ -89,10 +100,7 @@ Status IdempotencyStore::Record(std::string_view command_id, std::string_view re
       !st) {
     return st;
   }
-  if (auto st = txn->Exec("DELETE FROM idempotency WHERE seq IN (SELECT seq FROM idempotency"
-                          " ORDER BY recorded_at_ms DESC, seq DESC LIMIT -1 OFFSET ?)",
-                          {static_cast<int64_t>(options_.max_entries)});
-      !st) {
+  if (auto st = txn->Exec(kTrimToMaxEntries, {static_cast<int64_t>(options_.max_entries)}); !st) {
     return st;
   }
   return txn->Commit(durability);
@@ -106,10 +114,7 @@ Result<size_t> IdempotencyStore::Prune() {
     return std::unexpected(st.error());
   }
   size_t removed = static_cast<size_t>(txn->Changes());
-  if (auto st = txn->Exec("DELETE FROM idempotency WHERE seq IN (SELECT seq FROM idempotency"
-                          " ORDER BY recorded_at_ms DESC, seq DESC LIMIT -1 OFFSET ?)",
-                          {static_cast<int64_t>(options_.max_entries)});
-      !st) {
+  if (auto st = txn->Exec(kTrimToMaxEntries, {static_cast<int64_t>(options_.max_entries)}); !st) {
     return std::unexpected(st.error());
   }
   removed += static_cast<size_t>(txn->Changes());

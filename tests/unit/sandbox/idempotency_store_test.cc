@@ -86,6 +86,28 @@ TEST_F(IdempotencyStoreTest, EvictsTheOldestBeyondMaxEntries) {
   EXPECT_EQ(Lookup("f"), "r-f");
 }
 
+// Eviction follows the order the results were recorded in, not their wall-clock stamps: a
+// wall clock stepped back (NTP, a VM restored) must not make the result just recorded the
+// first to go, or the command it belongs to would run again when it is retried.
+TEST_F(IdempotencyStoreTest, AfterTheWallClockStepsBackTheResultJustRecordedIsKept) {
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(store_->Record(id, std::string("r-") + id));
+    clock_.Advance(seconds(1));
+  }
+  clock_.SetWall(clock_.Now() - seconds(10));
+  ASSERT_TRUE(store_->Record("d", "r-d"));
+  EXPECT_EQ(*store_->Size(), 3u);
+  EXPECT_EQ(Lookup("d"), "r-d");
+  EXPECT_EQ(Lookup("a"), std::nullopt);
+  EXPECT_EQ(Lookup("b"), "r-b");
+  EXPECT_EQ(Lookup("c"), "r-c");
+  // Prune trims the same way.
+  auto pruned = store_->Prune();
+  ASSERT_TRUE(pruned);
+  EXPECT_EQ(*pruned, 0u);
+  EXPECT_EQ(Lookup("d"), "r-d");
+}
+
 TEST_F(IdempotencyStoreTest, EntriesOlderThanMaxAgeAreGone) {
   ASSERT_TRUE(store_->Record("old", "r-old"));
   clock_.Advance(seconds(30));
