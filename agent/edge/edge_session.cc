@@ -469,19 +469,35 @@ void EdgeSession::SendResultLocked(const std::string& command_id, const pb::Edge
       log::Get("edge")->warn("outbox: cannot record the write of {}: {}", log::Escape(command_id),
                              st.error().ToString());
     }
-    timers_.After(settle, [this, gen] { PruneSettled(gen); });
+    SchedulePrune(gen, settle);
   });
 }
 
+void EdgeSession::SchedulePrune(uint64_t gen, milliseconds delay) {
+  // One prune pending per stream, however many results are written: a burst of 10 000 results
+  // is pruned in a few batches, not with 10 000 timers and transactions (issue 14).
+  if (prune_gen_.exchange(gen) == gen) return;
+  timers_.After(delay, [this, gen] { PruneSettled(gen); });
+}
+
 void EdgeSession::PruneSettled(uint64_t gen) {
+  uint64_t mine = gen;
+  prune_gen_.compare_exchange_strong(mine, 0);  // the next write schedules again
   std::lock_guard lock(mu_);
   if (gen != gen_ || !StreamUpLocked()) return;
   auto n = outbox_->PruneSettled(stream_id_);
   if (!n) {
     log::Get("edge")->warn("outbox: prune failed: {}", n.error().ToString());
-  } else if (*n > 0) {
-    log::Get("edge")->debug("outbox: {} delivered result(s) settled and pruned", *n);
+    return;  // the next write or heartbeat tries again
   }
+  if (*n > 0) log::Get("edge")->debug("outbox: {} delivered result(s) settled and pruned", *n);
+  // Entries written since settle later: wait for the oldest of them, but prune at most once
+  // per tenth of the window while results keep coming, so that they go in batches.
+  auto next = outbox_->NextSettle(stream_id_);
+  if (!next || !*next) return;
+  const milliseconds settle = outbox_->options().settle;
+  const auto wait = std::chrono::duration_cast<milliseconds>(**next - deps_.clock.Now());
+  SchedulePrune(gen, std::clamp(wait, settle / 10, settle));
 }
 
 pb::EdgeCapabilities EdgeSession::CapabilitiesLocked() const {

@@ -26,6 +26,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -166,6 +167,8 @@ class EdgeSession final : public DispatcherHost {
   aegis::cluster::v1::EdgeCapabilities CapabilitiesLocked() const;
   Status Seal(aegis::cluster::v1::EdgeEvent& event, const std::string& stream_id);
   void OnHeartbeat(uint64_t gen);
+  // Prunes the outbox `delay` from now unless a prune of stream `gen` is pending already.
+  void SchedulePrune(uint64_t gen, std::chrono::milliseconds delay);
   void PruneSettled(uint64_t gen);
 
   const std::string node_id_;
@@ -184,6 +187,10 @@ class EdgeSession final : public DispatcherHost {
   mutable std::mutex cred_mu_;
   std::optional<identity::NodeKey> key_;
   std::string token_string_;
+
+  // The stream generation whose outbox prune is pending (0: none). Set from write callbacks,
+  // which may run inside Send with mu_ held, so it is not under mu_.
+  std::atomic<uint64_t> prune_gen_{0};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -2,8 +2,10 @@
 // every CommandResult is written here BEFORE it is sent; on every new stream, after Hello, what
 // is still here is sent again; an entry is pruned once the stream it was written on has stayed
 // up for the settle window (30 s) after the write completed (there is no ack in the contract;
-// the controller de-duplicates by command_id). Bounded: past max_entries the oldest are
-// dropped with a warning.
+// the controller de-duplicates by command_id). Bounded: past max_entries the oldest entries
+// already written go first (logged at info), then the oldest never written (a warning each).
+// Every operation costs the same whatever the table holds (issue 14: the row count is kept in
+// memory, the settle lookups have an index).
 //
 // An entry that cannot be delivered never holds the others up (TakeForResend): entries go out
 // fewest failed attempts first, and an entry with max_attempts failed attempts — or too large
@@ -18,6 +20,7 @@
 // (migration component "edge_outbox"). Thread-safe. Borrows the Clock.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -91,15 +94,27 @@ class OutboxStore {
   // stream is still up. Returns how many were removed. Not waited on to reach the disk (undone
   // by a power loss, the entries are sent again; the controller keeps the first).
   Result<size_t> PruneSettled(const std::string& stream_id);
+  // When the oldest entry written on `stream_id` settles (its write + settle), so that one
+  // timer can wait for it; nullopt when no entry was written on that stream.
+  Result<std::optional<Clock::WallTime>> NextSettle(const std::string& stream_id) const;
   Result<size_t> Size() const;
   const Options& options() const { return options_; }
 
  private:
   OutboxStore(std::unique_ptr<sandbox::StateDb> db, Clock& clock, Options options)
       : db_(std::move(db)), clock_(clock), options_(options) {}
+  // The table's row count, counted (once) when not known; call inside a transaction.
+  Result<int64_t> RowsLocked(sandbox::StateDb::Txn& txn);
+  // Commits `txn` (not waited on to reach the disk) with the table at `rows` rows.
+  Status CommitCounted(sandbox::StateDb::Txn& txn, int64_t rows);
+
   std::unique_ptr<sandbox::StateDb> db_;
   Clock& clock_;
   Options options_;
+  // Rows in edge_outbox, -1 = not known. Set only inside a transaction of db_ (which holds
+  // the connection's mutex), before its commit; reset to -1 when the commit fails. Only this
+  // store writes the table (one agent per data_dir).
+  std::atomic<int64_t> rows_{-1};
 };
 
 }  // namespace edge::agentedge

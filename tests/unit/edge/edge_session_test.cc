@@ -847,6 +847,49 @@ TEST_F(EdgeSessionTest, ResultsCompletedWhileDisconnectedAreResentAfterTheNextHe
   ExpectAllVerified();
 }
 
+// Issue 14: every written result armed its own prune timer, and each prune was a transaction
+// reading the whole outbox: a burst of results kept the timer thread waking and scanning for
+// the settle window. One prune is pending at a time; it waits for the oldest entry still to
+// settle, so a result written while it was pending is pruned on time all the same.
+TEST_F(EdgeSessionTest, ABurstOfResultsArmsOnePruneTimerAndEachIsPrunedOnceSettled) {
+  StartController();
+  StartSession();
+  auto written = [&](size_t n) {
+    return WaitUntil([&] {
+      auto all = session_->outbox().All();
+      return all && all->size() == n && std::all_of(all->begin(), all->end(), [](const auto& e) {
+               return !e.stream_id.empty() && e.written_ms > 0;
+             });
+    });
+  };
+  const size_t timers_before = session_->timers().Pending();
+  for (int i = 0; i < 8; ++i)
+    ASSERT_TRUE(fake_->Send(Exec("burst-" + std::to_string(i), "true")));
+  for (int i = 0; i < 8; ++i)
+    WaitResult("burst-" + std::to_string(i));
+  ASSERT_TRUE(written(8));
+  EXPECT_EQ(session_->timers().Pending(), timers_before + 1) << "one prune timer for 8 results";
+  // 20 s later, one more result, written while that prune is pending.
+  Advance(20s);
+  ASSERT_TRUE(fake_->Send(Exec("later", "true")));
+  WaitResult("later");
+  ASSERT_TRUE(written(9));
+  EXPECT_EQ(session_->timers().Pending(), timers_before + 1);
+  // The burst settles at 30 s; "later" (written at 20 s) not yet.
+  Advance(10s);
+  ASSERT_TRUE(WaitUntil([&] { return session_->outbox().Size().value_or(0) == 1; }));
+  auto left = session_->outbox().All();
+  ASSERT_TRUE(left && left->size() == 1);
+  EXPECT_EQ(left->front().command_id, "later");
+  // "later" settles at 50 s, before the next heartbeat (60 s), which also prunes: the prune
+  // timer re-armed for it.
+  Advance(19s);
+  EXPECT_EQ(session_->outbox().Size().value_or(0), 1u);
+  Advance(1s);
+  EXPECT_TRUE(WaitUntil([&] { return session_->outbox().Size().value_or(1) == 0; }));
+  ExpectAllVerified();
+}
+
 TEST_F(EdgeSessionTest, OutboxOfAPreviousRunIsSentAfterHello) {
   StartController();
   {

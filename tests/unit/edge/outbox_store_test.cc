@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "common/clock.h"
 #include "tests/support/manual_clock.h"
@@ -264,6 +265,90 @@ TEST_F(OutboxStoreTest, BoundDropsTheOldest) {
   // A duplicate Put while full stores nothing, so it drops nothing.
   EXPECT_EQ(store->Put("cmd-4", OkResult(0)).value_or(true), false);
   EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"cmd-3", "cmd-4", "cmd-5"}));
+}
+
+// Past the bound, a result already written goes before one never written: the first has almost
+// surely arrived and is kept only in case its stream breaks, the second surely has not (issue
+// 14: at 500 results a second the 30 s settle window alone holds 15 000 written entries).
+TEST_F(OutboxStoreTest, BoundDropsWrittenEntriesBeforeUnwrittenOnes) {
+  auto store = OpenStore({.max_entries = 3});
+  ASSERT_TRUE(store);
+  for (const char* id : {"unsent", "sent-1", "sent-2"})
+    ASSERT_TRUE(store->Put(id, OkResult(0)).value_or(false));
+  ASSERT_TRUE(store->MarkWritten("sent-1", "s1"));
+  ASSERT_TRUE(store->MarkWritten("sent-2", "s1"));
+  ASSERT_TRUE(store->Put("new-1", OkResult(1)).value_or(false));
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"unsent", "sent-2", "new-1"}));
+  ASSERT_TRUE(store->Put("new-2", OkResult(2)).value_or(false));
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"unsent", "new-1", "new-2"}));
+  // Nothing written is left: the oldest unwritten goes.
+  ASSERT_TRUE(store->Put("new-3", OkResult(3)).value_or(false));
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"new-1", "new-2", "new-3"}));
+}
+
+// The bound is kept with a row count in memory (issue 14: a COUNT(*) per Put read the whole
+// table): it must follow every way rows go — prunes, resends that drop damaged rows, a
+// reopened store — or the store would drop results it has room for, or grow past its bound.
+TEST_F(OutboxStoreTest, TheBoundFollowsPrunesAndReopens) {
+  OutboxStore::Options options{.max_entries = 3};
+  auto store = OpenStore(options);
+  ASSERT_TRUE(store);
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(store->Put(id, OkResult(0)).value_or(false));
+    ASSERT_TRUE(store->MarkWritten(id, "s1"));
+  }
+  clock_.Advance(30s);
+  ASSERT_EQ(store->PruneSettled("s1").value_or(0), 3u);
+  for (const char* id : {"d", "e", "f"})
+    ASSERT_TRUE(store->Put(id, OkResult(0)).value_or(false));
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"d", "e", "f"})) << "room for three";
+  store.reset();
+  store = OpenStore(options);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->Put("g", OkResult(0)).value_or(false));
+  EXPECT_EQ(AllIds(*store), (std::vector<std::string>{"e", "f", "g"})) << "counted on reopen";
+  // Results put from several threads at once, with prunes between them: the bound holds
+  // exactly.
+  store.reset();
+  store = OpenStore({.max_entries = 50});
+  ASSERT_TRUE(store);
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 60; ++i) {
+        const std::string id = "t" + std::to_string(t) + "-" + std::to_string(i);
+        if (!store->Put(id, OkResult(i))) ++failed;
+        if (i % 7 == 0 && (!store->MarkWritten(id, "s2") || !store->PruneSettled("s2"))) ++failed;
+      }
+    });
+  }
+  for (auto& th : threads)
+    th.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(store->Size().value_or(0), 50u);
+  ASSERT_TRUE(store->Put("last", OkResult(0)).value_or(false));
+  EXPECT_EQ(store->Size().value_or(0), 50u);
+}
+
+TEST_F(OutboxStoreTest, NextSettleIsWhenTheOldestWriteOnTheStreamSettles) {
+  auto store = OpenStore();  // settle = 30 s
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->NextSettle("s1").value(), std::nullopt);
+  for (const char* id : {"a", "b", "c"})
+    ASSERT_TRUE(store->Put(id, OkResult(0)).value_or(false));
+  EXPECT_EQ(store->NextSettle("s1").value(), std::nullopt) << "nothing written yet";
+  const auto t0 = FromEpochMillis(ToEpochMillis(clock_.Now()));  // stored in milliseconds
+  ASSERT_TRUE(store->MarkWritten("a", "s1"));
+  clock_.Advance(5s);
+  ASSERT_TRUE(store->MarkWritten("b", "s1"));
+  ASSERT_TRUE(store->MarkWritten("c", "s2"));
+  EXPECT_EQ(store->NextSettle("s1").value(), t0 + 30s);
+  EXPECT_EQ(store->NextSettle("s2").value(), t0 + 35s);
+  EXPECT_EQ(store->NextSettle("").value(), std::nullopt);
+  clock_.Advance(25s);
+  ASSERT_EQ(store->PruneSettled("s1").value_or(0), 1u);
+  EXPECT_EQ(store->NextSettle("s1").value(), t0 + 35s);
 }
 
 // Issue 15 #2: an entry that cannot be delivered never holds the others up.
