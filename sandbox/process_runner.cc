@@ -43,6 +43,7 @@
 
 #include "common/log.h"
 #include "sandbox/process_control.h"
+#include "sandbox/process_ledger.h"
 #include "sandbox/run_as.h"
 
 extern char** environ;
@@ -428,6 +429,9 @@ struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   std::atomic<bool> large_pipe_refused{false};  // logged once
   std::once_flag cgroup_once;
   CgroupSetup cgroups;
+  // The live groups on disk (options.state_dir): null without a state_dir, or when the ledger
+  // could not be opened, and then one file per group, as releases before it wrote.
+  std::unique_ptr<ProcessLedger> ledger;
 
   mutable std::mutex mu;
   std::map<pid_t, std::shared_ptr<Child>> live;
@@ -474,7 +478,8 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   OutputSink sink;
   DoneCallback done;
   CancelRegistration cancel_reg;
-  std::string ledger_file;
+  std::optional<size_t> ledger_slot;  // its record in impl->ledger
+  std::string ledger_file;            // or its own record file (no ledger)
   std::string cgroup_dir;
   Clock::MonoTime started{};
   LargePipeHold large_pipe;  // the stdout pipe's share of the runner's budget
@@ -747,7 +752,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
       result.peak_rss_kb = ru.ru_maxrss;
     }
     if (!cgroup_dir.empty()) KillCgroupLogged();
-    if (!ledger_file.empty()) ::unlink(ledger_file.c_str());
+    ForgetRecord();
     boost::system::error_code ignored;
     impl->timers.Cancel(deadline_timer);
     impl->timers.Cancel(grace_timer);
@@ -792,6 +797,33 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     queue.clear();
     cancel_reg.Reset();
     ReleaseCgroupThenReport(0);
+  }
+
+  // Records the group of `leader`, its cgroup and the command's `label` on disk for
+  // KillStaleGroups: in the runner's ledger, or in a file of its own when there is none or
+  // the record does not fit a slot. Line 1: "pgid start-time cgroup-dir" (the dir may be
+  // empty); line 2: the label.
+  void Record(pid_t leader, std::string label) {
+    std::erase(label, '\n');
+    std::erase(label, '\0');
+    const std::string record = std::to_string(leader) + " " +
+                               std::to_string(ProcStartTime(leader)) + " " + cgroup_dir + "\n" +
+                               label + "\n";
+    if (impl->ledger) {
+      auto slot = impl->ledger->Add(record);
+      if (slot) {
+        ledger_slot = *slot;
+        return;
+      }
+      log::Get("sandbox")->warn("command pid {}: {}; recorded in a file of its own", leader,
+                                slot.error().message);
+    }
+    ledger_file = impl->options.state_dir + "/pg-" + std::to_string(leader);
+    std::ofstream(ledger_file, std::ios::trunc) << record;
+  }
+  void ForgetRecord() {
+    if (ledger_slot) impl->ledger->Remove(*std::exchange(ledger_slot, std::nullopt));
+    if (!ledger_file.empty()) ::unlink(std::exchange(ledger_file, {}).c_str());
   }
 
   void KillCgroupLogged() {
@@ -1214,13 +1246,7 @@ void ProcessRunner::Impl::Spawn(ProcessSpec spec, CancelToken cancel, OutputSink
   }
   child->cgroup_dir = std::move(cgroup_dir);
   child->large_pipe = std::move(large_pipe);
-  if (!options.state_dir.empty()) {
-    child->ledger_file = options.state_dir + "/pg-" + std::to_string(pid);
-    std::ofstream ledger(child->ledger_file, std::ios::trunc);
-    std::string label = spec.label;
-    std::erase(label, '\n');
-    ledger << pid << " " << ProcStartTime(pid) << " " << child->cgroup_dir << "\n" << label << "\n";
-  }
+  if (!options.state_dir.empty()) child->Record(pid, spec.label);
   child->spec = std::move(spec);
   child->sink = std::move(sink);
   child->done = std::move(done);
@@ -1244,6 +1270,13 @@ ProcessRunner::ProcessRunner(asio::io_context& io, Clock& clock, Options options
   }
   if (!impl_->options.state_dir.empty()) {
     ::mkdir(impl_->options.state_dir.c_str(), 0700);
+    auto ledger = ProcessLedger::Open(impl_->options.state_dir);
+    if (ledger) {
+      impl_->ledger = std::move(*ledger);
+    } else {
+      log::Get("sandbox")->warn("{}; each command's group is recorded in a file of its own",
+                                ledger.error().message);
+    }
   }
 }
 
@@ -1261,7 +1294,7 @@ ProcessRunner::~ProcessRunner() {
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
     if (!child->cgroup_dir.empty()) KillAndRemoveCgroup(child->cgroup_dir);
-    if (!child->ledger_file.empty()) ::unlink(child->ledger_file.c_str());
+    child->ForgetRecord();
   }
 }
 
@@ -1317,6 +1350,37 @@ std::string ProcessRunner::ProbeIsolation(const Options& options) {
   return ProbeCgroups(options).description;
 }
 
+namespace {
+
+// One record of a group an earlier runner left (see Child::Record): kills the group when its
+// leader is gone or is still the one recorded (same start time), and its cgroup.
+void KillStaleGroup(const std::string& record, ProcessRunner::StaleReport& report) {
+  std::istringstream in(record);
+  long pgid = 0;
+  uint64_t start = 0;
+  std::string cgroup, first_line;
+  std::getline(in, first_line);
+  std::istringstream fields(first_line);
+  fields >> pgid >> start;
+  std::getline(fields >> std::ws, cgroup);
+  ProcessRunner::StaleGroup group{.pgid = pgid, .label = {}, .signalled = false};
+  std::getline(in, group.label);
+  bool& signalled = group.signalled;
+  if (pgid > 1) {
+    uint64_t now_start = ProcStartTime(static_cast<pid_t>(pgid));
+    // The leader is gone (0) or is still ours (same start time): the group is ours.
+    if (now_start == 0 || now_start == start) {
+      signalled = ::kill(static_cast<pid_t>(-pgid), SIGKILL) == 0;
+    }
+  }
+  // The cgroup also holds what left the process group (setsid).
+  if (!cgroup.empty() && Exists(cgroup)) signalled = KillAndRemoveCgroup(cgroup) || signalled;
+  if (signalled) ++report.signalled;
+  report.groups.push_back(std::move(group));
+}
+
+}  // namespace
+
 Result<ProcessRunner::StaleReport> ProcessRunner::KillStaleGroups(const Options& options) {
   StaleReport report;
   if (!options.state_dir.empty()) {
@@ -1325,6 +1389,11 @@ Result<ProcessRunner::StaleReport> ProcessRunner::KillStaleGroups(const Options&
       return MakeError(ErrorCode::kInternal,
                        "state_dir '" + options.state_dir + "': opendir: " + Errno(errno));
     }
+    // The ledger, and the files of one group each (no ledger, or written by an older release).
+    auto records = ProcessLedger::ReadAndClear(options.state_dir);
+    if (!records) return std::unexpected(records.error());
+    for (const auto& record : *records)
+      KillStaleGroup(record, report);
     std::vector<std::string> files;
     if (dir != nullptr) {
       while (struct dirent* e = ::readdir(dir)) {
@@ -1335,28 +1404,9 @@ Result<ProcessRunner::StaleReport> ProcessRunner::KillStaleGroups(const Options&
     }
     for (const auto& file : files) {
       std::ifstream in(file);
-      long pgid = 0;
-      uint64_t start = 0;
-      std::string cgroup, first_line;
-      // Line 1: "pgid start-time cgroup-dir" (the dir may be empty); line 2: the label.
-      std::getline(in, first_line);
-      std::istringstream fields(first_line);
-      fields >> pgid >> start;
-      std::getline(fields >> std::ws, cgroup);
-      StaleGroup group{.pgid = pgid, .label = {}, .signalled = false};
-      std::getline(in, group.label);
-      bool& signalled = group.signalled;
-      if (pgid > 1) {
-        uint64_t now_start = ProcStartTime(static_cast<pid_t>(pgid));
-        // The leader is gone (0) or is still ours (same start time): the group is ours.
-        if (now_start == 0 || now_start == start) {
-          signalled = ::kill(static_cast<pid_t>(-pgid), SIGKILL) == 0;
-        }
-      }
-      // The cgroup also holds what left the process group (setsid).
-      if (!cgroup.empty() && Exists(cgroup)) signalled = KillAndRemoveCgroup(cgroup) || signalled;
-      if (signalled) ++report.signalled;
-      report.groups.push_back(std::move(group));
+      std::stringstream record;
+      record << in.rdbuf();
+      KillStaleGroup(record.str(), report);
       ::unlink(file.c_str());
     }
   }

@@ -17,10 +17,10 @@
 // v1 SIGKILL each pid of cgroup.procs, again until the cgroup is empty) before the result
 // is reported. Without a usable cgroup only the process group is killed.
 //
-// With Options::state_dir set, each live group is recorded in a small file there, so that a
-// new runner after `kill -9` of the agent can kill the groups the old one left behind
-// (KillStaleGroups). The runner owns its children: destroying it kills and reaps all of
-// them without calling their done callbacks. Thread-safe.
+// With Options::state_dir set, each live group is recorded there (ProcessLedger: one slot of
+// one file that stays open), so that a new runner after `kill -9` of the agent can kill the
+// groups the old one left behind (KillStaleGroups). The runner owns its children: destroying it
+// kills and reaps all of them without calling their done callbacks. Thread-safe.
 //
 // PR_SET_PDEATHSIG fires when the *thread* that spawned exits, so children are spawned on the
 // io_context (Run posts there): the io_context's threads must live as long as the children.

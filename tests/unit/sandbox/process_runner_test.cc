@@ -954,6 +954,42 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   EXPECT_TRUE(fs::is_empty(state));
 }
 
+// Releases before the ledger (issue 14) wrote one file per group, pg-<pid>: an agent upgraded
+// after a crash of the old one still kills those groups, and removes their files.
+TEST_F(ProcessRunnerTest, AGroupFileOfAnOlderReleaseIsStillKilled) {
+  std::string state = dir_ + "/old-release-state";
+  fs::create_directories(state);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::execl("/bin/sleep", "sleep", "300", nullptr);
+    ::_exit(127);
+  }
+  ReapOnExit cleanup{.target = -pid};
+  ASSERT_TRUE(WaitUntil([&] { return ::getpgid(pid) == pid; }));
+  // Field 22 of /proc/<pid>/stat, the start time the old release recorded.
+  std::string stat;
+  std::getline(std::ifstream("/proc/" + std::to_string(pid) + "/stat"), stat);
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string start;
+  for (int i = 3; i <= 22; ++i)
+    fields >> start;
+  std::ofstream(state + "/pg-" + std::to_string(pid)) << pid << " " << start << " \nold-label\n";
+
+  auto killed = ProcessRunner::KillStaleGroups(ProcessRunner::Options{state, "", ""});
+  ASSERT_TRUE(killed.has_value()) << killed.error().ToString();
+  EXPECT_EQ(killed->signalled, 1u);
+  ASSERT_EQ(killed->groups.size(), 1u);
+  EXPECT_EQ(killed->groups[0].pgid, pid);
+  EXPECT_EQ(killed->groups[0].label, "old-label");
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  cleanup.target = 0;  // reaped: its pid is no longer ours to signal
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_TRUE(fs::is_empty(state));
+}
+
 // A run-as child still dies with the agent: the kernel clears PR_SET_PDEATHSIG when a task's
 // credentials change, so the runner sets it after setuid (found in review, stop 29).
 TEST_F(ProcessRunnerTest, ARunAsChildDiesWithTheAgent) {
