@@ -93,33 +93,42 @@ void ProcessLedger::Remove(size_t slot) {
   free_.push_back(slot);
 }
 
-Result<std::vector<std::string>> ProcessLedger::ReadAndClear(const std::string& state_dir) {
+Status ProcessLedger::Drain(const std::string& state_dir,
+                            const std::function<void(const std::string& record)>& each) {
   const std::string path = PathIn(state_dir);
-  std::vector<std::string> records;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    if (errno == ENOENT) return records;
+    if (errno == ENOENT) return OkStatus();
     return std::unexpected(Failed("open", path, errno));
   }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       "process ledger " + path + " is in use by a live runner");
+    }
+    return std::unexpected(Failed("flock", path, errno));
+  }
+  std::vector<std::string> records;
   std::string slot(kSlotBytes, '\0');
   for (off_t offset = 0;; offset += static_cast<off_t>(kSlotBytes)) {
     const ssize_t n = ::pread(fd, slot.data(), slot.size(), offset);
-    if (n < 0) {
-      const int e = errno;
-      ::close(fd);
-      return std::unexpected(Failed("read", path, e));
-    }
+    if (n < 0) return std::unexpected(Failed("read", path, errno));
     if (n == 0) break;
     // A record ends at its NUL; a slot cut short by the file's end (a record whose write
     // never finished) has none and is no record.
     const size_t end = std::string_view(slot.data(), static_cast<size_t>(n)).find('\0');
     if (end != std::string_view::npos && end > 0) records.emplace_back(slot.data(), end);
   }
-  ::close(fd);
+  for (const auto& record : records)
+    each(record);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return std::unexpected(Failed("unlink", path, errno));
   }
-  return records;
+  return OkStatus();
 }
 
 }  // namespace edge::sandbox

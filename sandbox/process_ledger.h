@@ -1,6 +1,6 @@
 // ProcessLedger: the runner's on-disk list of the process groups (and their cgroups) it has
 // running, so that the next agent can kill what a crashed one left behind
-// (ProcessRunner::KillStaleGroups reads it back with ReadAndClear).
+// (ProcessRunner::KillStaleGroups reads it back with Drain).
 //
 // One file, <state_dir>/process-ledger, of fixed kSlotBytes slots: a slot holds one record
 // (text, ended by a NUL) or starts with a NUL when free. Recording a group is one pwrite into
@@ -12,10 +12,12 @@
 // page, so a crash never leaves half a record.
 //
 // Thread-safe. The file is locked (flock) while open: a second runner on the same state_dir
-// gets FAILED_PRECONDITION from Open and falls back to a file per group.
+// gets FAILED_PRECONDITION from Open (and falls back to a file per group), and Drain leaves
+// the records of a live runner alone.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,7 +34,7 @@ class ProcessLedger {
   static constexpr const char* kFileName = "process-ledger";
 
   // Opens (creating, 0600) <state_dir>/process-ledger. Records already in it (an earlier
-  // runner's, not yet read by ReadAndClear) keep their slots.
+  // runner's, not yet read by Drain) keep their slots.
   static Result<std::unique_ptr<ProcessLedger>> Open(const std::string& state_dir);
   ~ProcessLedger();
   ProcessLedger(const ProcessLedger&) = delete;
@@ -45,9 +47,13 @@ class ProcessLedger {
   // gone (or no longer ours) and kills nothing.
   void Remove(size_t slot);
 
-  // The records in <state_dir>/process-ledger (none when there is no such file), then
-  // removes the file. INTERNAL naming the file when it cannot be read or removed.
-  static Result<std::vector<std::string>> ReadAndClear(const std::string& state_dir);
+  // Calls `each` with every record in <state_dir>/process-ledger (none when there is no such
+  // file), then removes the file: after the calls, so that an agent that dies while it kills
+  // what they name finds them again. Holds the file's lock meanwhile: FAILED_PRECONDITION,
+  // with nothing called, while a live runner has it open. INTERNAL naming the file when it
+  // cannot be read or removed.
+  static Status Drain(const std::string& state_dir,
+                      const std::function<void(const std::string& record)>& each);
 
  private:
   explicit ProcessLedger(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}

@@ -1390,10 +1390,13 @@ Result<ProcessRunner::StaleReport> ProcessRunner::KillStaleGroups(const Options&
                        "state_dir '" + options.state_dir + "': opendir: " + Errno(errno));
     }
     // The ledger, and the files of one group each (no ledger, or written by an older release).
-    auto records = ProcessLedger::ReadAndClear(options.state_dir);
-    if (!records) return std::unexpected(records.error());
-    for (const auto& record : *records)
-      KillStaleGroup(record, report);
+    // A ledger that cannot be read is logged and left for the next start: the cgroup sweep
+    // below still finds what ran in a cgroup.
+    if (auto st = ProcessLedger::Drain(
+            options.state_dir, [&](const std::string& record) { KillStaleGroup(record, report); });
+        !st) {
+      log::Get("sandbox")->warn("stale process groups: {}", st.error().message);
+    }
     std::vector<std::string> files;
     if (dir != nullptr) {
       while (struct dirent* e = ::readdir(dir)) {

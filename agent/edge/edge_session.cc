@@ -475,14 +475,20 @@ void EdgeSession::SendResultLocked(const std::string& command_id, const pb::Edge
 
 void EdgeSession::SchedulePrune(uint64_t gen, milliseconds delay) {
   // One prune pending per stream, however many results are written: a burst of 10 000 results
-  // is pruned in a few batches, not with 10 000 timers and transactions (issue 14).
-  if (prune_gen_.exchange(gen) == gen) return;
-  timers_.After(delay, [this, gen] { PruneSettled(gen); });
+  // is pruned in a few batches, not with 10 000 timers and transactions (issue 14). A pending
+  // one that is due later than asked is replaced.
+  const Clock::MonoTime due = deps_.clock.Monotonic() + delay;
+  std::lock_guard lock(prune_mu_);
+  if (prune_.gen == gen && prune_.due <= due) return;
+  if (prune_.timer != 0) timers_.Cancel(prune_.timer);
+  prune_ = {gen, due, timers_.After(delay, [this, gen] { PruneSettled(gen); })};
 }
 
 void EdgeSession::PruneSettled(uint64_t gen) {
-  uint64_t mine = gen;
-  prune_gen_.compare_exchange_strong(mine, 0);  // the next write schedules again
+  {
+    std::lock_guard lock(prune_mu_);
+    if (prune_.gen == gen && prune_.due <= deps_.clock.Monotonic()) prune_ = {};
+  }
   std::lock_guard lock(mu_);
   if (gen != gen_ || !StreamUpLocked()) return;
   auto n = outbox_->PruneSettled(stream_id_);
@@ -491,12 +497,13 @@ void EdgeSession::PruneSettled(uint64_t gen) {
     return;  // the next write or heartbeat tries again
   }
   if (*n > 0) log::Get("edge")->debug("outbox: {} delivered result(s) settled and pruned", *n);
-  // Entries written since settle later: wait for the oldest of them, but prune at most once
+  // Entries written since settle later: wait for the oldest of them (rounded up: a timer a
+  // fraction of a millisecond early would find it not yet settled), but prune at most once
   // per tenth of the window while results keep coming, so that they go in batches.
   auto next = outbox_->NextSettle(stream_id_);
   if (!next || !*next) return;
   const milliseconds settle = outbox_->options().settle;
-  const auto wait = std::chrono::duration_cast<milliseconds>(**next - deps_.clock.Now());
+  const auto wait = std::chrono::ceil<milliseconds>(**next - deps_.clock.Now());
   SchedulePrune(gen, std::clamp(wait, settle / 10, settle));
 }
 

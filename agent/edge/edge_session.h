@@ -167,7 +167,7 @@ class EdgeSession final : public DispatcherHost {
   aegis::cluster::v1::EdgeCapabilities CapabilitiesLocked() const;
   Status Seal(aegis::cluster::v1::EdgeEvent& event, const std::string& stream_id);
   void OnHeartbeat(uint64_t gen);
-  // Prunes the outbox `delay` from now unless a prune of stream `gen` is pending already.
+  // Prunes the outbox `delay` from now, unless a prune of stream `gen` is due by then already.
   void SchedulePrune(uint64_t gen, std::chrono::milliseconds delay);
   void PruneSettled(uint64_t gen);
 
@@ -188,9 +188,15 @@ class EdgeSession final : public DispatcherHost {
   std::optional<identity::NodeKey> key_;
   std::string token_string_;
 
-  // The stream generation whose outbox prune is pending (0: none). Set from write callbacks,
-  // which may run inside Send with mu_ held, so it is not under mu_.
-  std::atomic<uint64_t> prune_gen_{0};
+  // The outbox prune pending, for stream generation `gen` (0: none). Scheduled from write
+  // callbacks, which may run inside Send with mu_ held, so it has its own (leaf) lock.
+  struct PendingPrune {
+    uint64_t gen = 0;
+    Clock::MonoTime due{};
+    TimerQueue::TimerId timer = 0;
+  };
+  std::mutex prune_mu_;
+  PendingPrune prune_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

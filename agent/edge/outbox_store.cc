@@ -26,13 +26,20 @@ const std::vector<sandbox::StateDb::Migration>& Migrations() {
       // Issue 16: attempts counted every resend, controller restarts included; they now count
       // only streams the controller ended blaming a message, so the old counts are no evidence.
       {3, "UPDATE edge_outbox SET attempts = 0;"},
-      // Issue 14: PruneSettled and NextSettle look entries up by the stream they were written
-      // on; without an index each prune read the whole table (at 500 results a second and a
-      // 30 s settle window, 15 000 rows per prune, one prune per result).
-      {4, "CREATE INDEX edge_outbox_written ON edge_outbox (stream_id, written_ms);"},
   };
   return m;
 }
+
+// Issue 14: PruneSettled and NextSettle look entries up by the stream they were written on,
+// and Put drops the oldest written entries first; without indexes each prune read the whole
+// table (at 500 results a second and a 30 s settle window, 15 000 rows, one prune per
+// result). Indexes change no schema version: an older agent (a package rolled back) opens the
+// database as it is, and SQLite keeps them up to date whoever writes.
+constexpr const char* kIndexes[] = {
+    "CREATE INDEX IF NOT EXISTS edge_outbox_written ON edge_outbox (stream_id, written_ms)",
+    "CREATE INDEX IF NOT EXISTS edge_outbox_written_seq ON edge_outbox (seq) "
+    "WHERE stream_id != ''",
+};
 
 constexpr const char* kEntryColumns =
     "seq, command_id, result, created_ms, stream_id, written_ms, attempts";
@@ -60,6 +67,9 @@ Result<std::unique_ptr<OutboxStore>> OutboxStore::Open(const std::string& data_d
   if (!db) return std::unexpected(db.error());
   if (auto st = (*db)->Migrate("edge_outbox", Migrations()); !st) {
     return std::unexpected(st.error());
+  }
+  for (const char* index : kIndexes) {
+    if (auto st = (*db)->Exec(index); !st) return std::unexpected(st.error());
   }
   return std::unique_ptr<OutboxStore>(new OutboxStore(std::move(*db), clock, options));
 }
@@ -107,13 +117,14 @@ Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResul
   int64_t excess = *rows - static_cast<int64_t>(options_.max_entries);
   size_t written_dropped = 0;
   std::vector<std::string> dropped;  // never written
-  // `+stream_id` keeps SQLite off the (stream_id, written_ms) index: the walk goes in seq
-  // order and stops after `excess` rows, instead of sorting every written row.
+  // Both walks go in seq order and stop after `excess` rows: the written ones on their partial
+  // index; the unwritten ones (reached only when no written entry is left) on the table, kept
+  // off the (stream_id, written_ms) index by `+`, which would sort them all first.
   for (const bool written : {true, false}) {
     if (excess <= 0) break;
     auto oldest =
         txn->Query(std::string("SELECT seq, command_id FROM edge_outbox WHERE ") +
-                       (written ? "+stream_id != ''" : "+stream_id = ''") + " ORDER BY seq LIMIT ?",
+                       (written ? "stream_id != ''" : "+stream_id = ''") + " ORDER BY seq LIMIT ?",
                    {excess});
     if (!oldest) return std::unexpected(oldest.error());
     for (const auto& row : *oldest) {
@@ -129,13 +140,24 @@ Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResul
       }
     }
   }
+  // Written entries dropped early are summed into one line a minute: at a sustained rate
+  // above max_entries per settle window it would otherwise be a line per result.
+  size_t early_to_log = 0;
+  if (written_dropped > 0) {
+    written_dropped_unlogged_ += written_dropped;
+    const Clock::MonoTime now = clock_.Monotonic();
+    if (!written_drop_logged_ || now - *written_drop_logged_ >= std::chrono::minutes(1)) {
+      early_to_log = std::exchange(written_dropped_unlogged_, 0);
+      written_drop_logged_ = now;
+    }
+  }
   // Not waited on to reach the disk (see Put in the header).
   if (auto st = CommitCounted(*txn, *rows); !st) return std::unexpected(st.error());
-  if (written_dropped > 0) {
+  if (early_to_log > 0) {
     log::Get("edge")->info(
         "outbox full ({} entries): {} delivered result(s) pruned before their settle window "
-        "ended (oldest first)",
-        options_.max_entries, written_dropped);
+        "ended, oldest first (summed over at most a minute)",
+        options_.max_entries, early_to_log);
   }
   for (const auto& id : dropped) {
     log::Get("edge")->warn(

@@ -3,7 +3,8 @@
 // is still here is sent again; an entry is pruned once the stream it was written on has stayed
 // up for the settle window (30 s) after the write completed (there is no ack in the contract;
 // the controller de-duplicates by command_id). Bounded: past max_entries the oldest entries
-// already written go first (logged at info), then the oldest never written (a warning each).
+// already written go first (summed in an info line at most once a minute), then the oldest
+// never written (a warning each).
 // Every operation costs the same whatever the table holds (issue 14: the row count is kept in
 // memory, the settle lookups have an index).
 //
@@ -115,6 +116,10 @@ class OutboxStore {
   // the connection's mutex), before its commit; reset to -1 when the commit fails. Only this
   // store writes the table (one agent per data_dir).
   std::atomic<int64_t> rows_{-1};
+  // Written entries dropped by the bound and not logged yet, and when that was last logged;
+  // touched only inside a transaction of db_.
+  size_t written_dropped_unlogged_ = 0;
+  std::optional<Clock::MonoTime> written_drop_logged_;
 };
 
 }  // namespace edge::agentedge

@@ -63,8 +63,8 @@ class EdgeSessionTest : public ::testing::Test {
 
   void StartSession(const std::string& extra_yaml = "", bool wait_connected = true) {
     auto cfg = config::LoadAgentConfigFromString(
-        "node_id: edge-01\ndata_dir: " + data_ +
-            "\ncluster:\n  heartbeat_interval_secs: 30\nlabels:\n  site: lab\n" + extra_yaml,
+        "node_id: edge-01\ndata_dir: " + data_ + "\ncluster:\n  heartbeat_interval_secs: " +
+            std::to_string(heartbeat_secs_) + "\nlabels:\n  site: lab\n" + extra_yaml,
         "agent.yaml", {});
     ASSERT_TRUE(cfg) << cfg.error().ToString();
     config_ = *cfg;
@@ -207,6 +207,7 @@ class EdgeSessionTest : public ::testing::Test {
     return due ? *due - clock_.Monotonic() : std::chrono::nanoseconds::max();
   }
 
+  int heartbeat_secs_ = 30;  // cluster.heartbeat_interval_secs of StartSession
   // Where the session connects instead of the fake controller, and its RPC deadline.
   std::string address_override_;
   std::chrono::milliseconds rpc_timeout_{15s};
@@ -852,6 +853,7 @@ TEST_F(EdgeSessionTest, ResultsCompletedWhileDisconnectedAreResentAfterTheNextHe
 // the settle window. One prune is pending at a time; it waits for the oldest entry still to
 // settle, so a result written while it was pending is pruned on time all the same.
 TEST_F(EdgeSessionTest, ABurstOfResultsArmsOnePruneTimerAndEachIsPrunedOnceSettled) {
+  heartbeat_secs_ = 300;  // heartbeats prune too: none comes in this test's 50 s
   StartController();
   StartSession();
   auto written = [&](size_t n) {
@@ -875,14 +877,18 @@ TEST_F(EdgeSessionTest, ABurstOfResultsArmsOnePruneTimerAndEachIsPrunedOnceSettl
   WaitResult("later");
   ASSERT_TRUE(written(9));
   EXPECT_EQ(session_->timers().Pending(), timers_before + 1);
-  // The burst settles at 30 s; "later" (written at 20 s) not yet.
+  // The burst settles at 30 s; "later" (written at 20 s) not yet. The prune then arms again
+  // for it (the fired timer is off the queue while it runs, so one pending again after the
+  // prune means it has).
   Advance(10s);
-  ASSERT_TRUE(WaitUntil([&] { return session_->outbox().Size().value_or(0) == 1; }));
+  ASSERT_TRUE(WaitUntil([&] {
+    return session_->outbox().Size().value_or(0) == 1 &&
+           session_->timers().Pending() == timers_before + 1;
+  }));
   auto left = session_->outbox().All();
   ASSERT_TRUE(left && left->size() == 1);
   EXPECT_EQ(left->front().command_id, "later");
-  // "later" settles at 50 s, before the next heartbeat (60 s), which also prunes: the prune
-  // timer re-armed for it.
+  EXPECT_EQ(UntilNextTimer(), 20s) << "due when \"later\" settles, at 50 s";
   Advance(19s);
   EXPECT_EQ(session_->outbox().Size().value_or(0), 1u);
   Advance(1s);

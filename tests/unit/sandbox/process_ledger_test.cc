@@ -1,6 +1,7 @@
 // ProcessLedger: records live in fixed 4 KiB slots of one file, freed slots are reused, what an
 // earlier runner left is kept until it is read, and the reader returns exactly the records
-// (the file layout below is written by hand, from the header's description).
+// (the file layout below is written by hand, from the header's description) and removes the
+// file only afterwards, never while a live runner holds it.
 #include "sandbox/process_ledger.h"
 
 #include <gtest/gtest.h>
@@ -23,10 +24,14 @@ using Records = std::vector<std::string>;
 class ProcessLedgerTest : public ::testing::Test {
  protected:
   std::string Path() const { return dir_.path() + "/process-ledger"; }
-  Records ReadAndClear() {
-    auto r = ProcessLedger::ReadAndClear(dir_.path());
-    EXPECT_TRUE(r) << r.error().ToString();
-    Records out = r ? *r : Records{};
+  // Drains the ledger; the records, sorted. Each call sees the file still there.
+  Records Drain() {
+    Records out;
+    auto st = ProcessLedger::Drain(dir_.path(), [&](const std::string& record) {
+      EXPECT_TRUE(fs::exists(Path())) << "removed before its records were handled";
+      out.push_back(record);
+    });
+    EXPECT_TRUE(st) << st.error().ToString();
     std::sort(out.begin(), out.end());
     return out;
   }
@@ -54,9 +59,9 @@ TEST_F(ProcessLedgerTest, RecordsComeBackUntilRemovedAndTheFileGoesWhenRead) {
   EXPECT_EQ(*c, 2u);
   ledger->Remove(*b);
   ledger.reset();  // an agent killed with -9 leaves its records behind
-  EXPECT_EQ(ReadAndClear(), (Records{"101 5000 /cg/a\nfirst\n", "103 5002 /cg/c\nthird\n"}));
+  EXPECT_EQ(Drain(), (Records{"101 5000 /cg/a\nfirst\n", "103 5002 /cg/c\nthird\n"}));
   EXPECT_FALSE(fs::exists(Path()));
-  EXPECT_EQ(ReadAndClear(), Records{});  // no file: nothing, and no error
+  EXPECT_EQ(Drain(), Records{});  // no file: nothing, and no error
 }
 
 TEST_F(ProcessLedgerTest, AFreedSlotIsReusedBeforeTheFileGrows) {
@@ -75,7 +80,7 @@ TEST_F(ProcessLedgerTest, AFreedSlotIsReusedBeforeTheFileGrows) {
   ledger->Remove(2);
   ASSERT_TRUE(ledger->Add("y"));
   ledger.reset();
-  EXPECT_EQ(ReadAndClear(), (Records{"a longer record than before", "x1", "y"}));
+  EXPECT_EQ(Drain(), (Records{"a longer record than before", "x1", "y"}));
 }
 
 TEST_F(ProcessLedgerTest, RecordsThatDoNotFitASlotAreRefused) {
@@ -92,7 +97,7 @@ TEST_F(ProcessLedgerTest, RecordsThatDoNotFitASlotAreRefused) {
   auto fits = ledger->Add(std::string(4095, 'r'));
   ASSERT_TRUE(fits);
   ledger.reset();
-  EXPECT_EQ(ReadAndClear(), Records{std::string(4095, 'r')});
+  EXPECT_EQ(Drain(), Records{std::string(4095, 'r')});
 }
 
 TEST_F(ProcessLedgerTest, ASecondRunnerOnTheSameStateDirIsTurnedAway) {
@@ -102,8 +107,18 @@ TEST_F(ProcessLedgerTest, ASecondRunnerOnTheSameStateDirIsTurnedAway) {
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(second.error().message.find("in use by another runner"), std::string::npos);
+  // Nor are its records drained (killed) while it lives.
+  ASSERT_TRUE(first->Add("live"));
+  size_t called = 0;
+  auto drained = ProcessLedger::Drain(dir_.path(), [&](const std::string&) { ++called; });
+  ASSERT_FALSE(drained);
+  EXPECT_EQ(drained.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(drained.error().message.find("in use by a live runner"), std::string::npos);
+  EXPECT_EQ(called, 0u);
+  EXPECT_TRUE(fs::exists(Path()));
   first.reset();
-  EXPECT_TRUE(ProcessLedger::Open(dir_.path()));  // the lock went with the first
+  EXPECT_EQ(Drain(), Records{"live"});  // the lock went with the first
+  EXPECT_TRUE(ProcessLedger::Open(dir_.path()));
 }
 
 // A runner started before anyone read what a crashed one left (KillStaleGroups runs first in
@@ -126,7 +141,7 @@ TEST_F(ProcessLedgerTest, RecordsOfAnEarlierRunnerKeepTheirSlots) {
   EXPECT_EQ(*a, 1u) << "the one free slot first";
   EXPECT_EQ(*b, 3u) << "then the file grows";
   ledger.reset();
-  EXPECT_EQ(ReadAndClear(), (Records{"new-a", "new-b", "old-0", "old-2"}));
+  EXPECT_EQ(Drain(), (Records{"new-a", "new-b", "old-0", "old-2"}));
 }
 
 // The layout, written by hand: slot 0 a record ended by its NUL (the rest of the slot is
@@ -141,7 +156,7 @@ TEST_F(ProcessLedgerTest, TheReaderTakesEachSlotUpToItsNulAndNothingWithout) {
   file.replace(4097, 5, "stale");
   file += "99 1 \nno-nul";
   std::ofstream(Path(), std::ios::binary) << file;
-  EXPECT_EQ(ReadAndClear(), Records{r0});
+  EXPECT_EQ(Drain(), Records{r0});
 }
 
 }  // namespace
