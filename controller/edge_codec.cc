@@ -2,12 +2,11 @@
 
 #include <charconv>
 
-#include <google/protobuf/util/json_util.h>
-
 #include <nlohmann/json.hpp>
 
 #include "agent/identity/encoding.h"
 #include "common/json_parse.h"
+#include "common/struct_json.h"
 
 namespace edge::controller {
 
@@ -21,16 +20,13 @@ int64_t Millis(const google::protobuf::Duration& d) {
 
 std::string PayloadJson(const google::protobuf::Any& any) {
   if (any.type_url().empty() && any.value().empty()) return "";
-  std::string out;
   google::protobuf::Struct st;
   google::protobuf::Value v;
-  if (any.Is<google::protobuf::Struct>() && any.UnpackTo(&st) &&
-      google::protobuf::util::MessageToJsonString(st, &out).ok()) {
-    return out;
+  if (any.Is<google::protobuf::Struct>() && any.UnpackTo(&st)) {
+    if (auto j = StructToJson(st, "payload"); j) return j->dump();
   }
-  if (any.Is<google::protobuf::Value>() && any.UnpackTo(&v) &&
-      google::protobuf::util::MessageToJsonString(v, &out).ok()) {
-    return out;
+  if (any.Is<google::protobuf::Value>() && any.UnpackTo(&v)) {
+    if (auto j = ValueToJson(v, "payload"); j) return j->dump();
   }
   return nlohmann::json{{"@type", any.type_url()},
                         {"value_base64", identity::Base64Encode(any.value())}}
@@ -136,13 +132,7 @@ Result<google::protobuf::Struct> StructFromJsonObject(const std::string& json,
     return MakeError(ErrorCode::kInvalidArgument,
                      field + " must be a JSON object, got " + std::string(j.type_name()));
   }
-  google::protobuf::Struct out;
-  auto st = google::protobuf::util::JsonStringToMessage(j.dump(), &out);
-  if (!st.ok()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     field + " cannot be carried as a Struct: " + std::string(st.message()));
-  }
-  return out;
+  return JsonToStruct(j, field);
 }
 
 }  // namespace edge::controller

@@ -1,6 +1,5 @@
 #include "agent/edge/result_mapper.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 
 namespace edge::agentedge {
@@ -14,38 +13,6 @@ using google::protobuf::util::TimeUtil;
 std::string_view EdgeErrorCode(ErrorCode code) {
   // The edge wire carries the executor's stable names (design.md §7) as they are.
   return ErrorCodeName(code);
-}
-
-Result<nlohmann::json> StructToJson(const google::protobuf::Struct& s, std::string_view field) {
-  std::string text;
-  auto st = google::protobuf::util::MessageToJsonString(s, &text);
-  if (!st.ok()) {
-    return MakeError(
-        ErrorCode::kInvalidArgument,
-        std::string(field) + ": not convertible to JSON: " + std::string(st.message()));
-  }
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string(field) + ": must be a JSON object");
-  }
-  return j;
-}
-
-Result<google::protobuf::Struct> JsonToStruct(const nlohmann::json& json, std::string_view field) {
-  if (!json.is_object()) {
-    return MakeError(ErrorCode::kInvalidArgument,
-                     std::string(field) + ": must be a JSON object, got " + json.type_name());
-  }
-  // Bytes that are not UTF-8 (a binary stdout) become U+FFFD: a Struct holds text only.
-  const std::string text = json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  google::protobuf::Struct s;
-  auto st = google::protobuf::util::JsonStringToMessage(text, &s);
-  if (!st.ok()) {
-    return MakeError(
-        ErrorCode::kInvalidArgument,
-        std::string(field) + ": not convertible to a Struct: " + std::string(st.message()));
-  }
-  return s;
 }
 
 std::string TailUtf8(std::string_view s, size_t limit) {

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/struct_json.h"  // JsonToStruct, StructToJson
 #include "node_cluster.pb.h"
 #include "sandbox/executor.h"
 
@@ -31,11 +32,6 @@ inline constexpr size_t kResultOutputTailBytes = 64 * 1024;
 // "PERMISSION_DENIED", "LEASE_REJECTED", "PATH_OUTSIDE_ROOT", "RESOURCE_EXHAUSTED",
 // "DRAINING", "INTERNAL", ... (the stable names of design.md §7).
 std::string_view EdgeErrorCode(ErrorCode code);
-
-// google.protobuf.Struct <-> JSON object. INVALID_ARGUMENT naming `field` when `json` is not
-// an object or does not convert (numbers become doubles, as Struct has only doubles).
-Result<nlohmann::json> StructToJson(const google::protobuf::Struct& s, std::string_view field);
-Result<google::protobuf::Struct> JsonToStruct(const nlohmann::json& json, std::string_view field);
 
 // Keeps the last `limit` bytes of a string, cut at a UTF-8 character boundary.
 std::string TailUtf8(std::string_view s, size_t limit);
