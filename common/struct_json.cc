@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "common/utf8.h"
@@ -49,6 +51,21 @@ std::string Utf8Text(const std::string& s) {
 Error TooDeep(std::string_view field, const Path& path) {
   return Invalid(field, path,
                  "more than " + std::to_string(kMaxStructDepth) + " nested arrays and objects");
+}
+
+// Whether protobuf's JSON printer wrote `d` (finite) as integer digits, which read back as a
+// JSON integer. It prints "%.15g" when that reads back exactly, else "%.17g" (SimpleDtoa):
+// whole numbers below 1e15 come out as digits either way; from 1e15 to 1e17 as digits only
+// when 15 significant digits do not hold them (1000000000000001, not 1e+15); above, always
+// with an exponent.
+bool PrintedAsInteger(double d) {
+  if (d != std::trunc(d)) return false;
+  const double magnitude = std::fabs(d);
+  if (magnitude < 1e15) return true;
+  if (magnitude >= 1e17) return false;
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.15g", d);
+  return std::strtod(text, nullptr) != d;
 }
 
 // `depth`: the arrays and objects `j` is in (0 at the top).
@@ -127,9 +144,13 @@ Status ToJson(const Value& v, std::string_view field, const Path& path, size_t d
         out = "NaN";
       } else if (std::isinf(d)) {
         out = d > 0 ? "Infinity" : "-Infinity";
-      } else if (d == std::trunc(d) && std::fabs(d) < 1e15) {
-        // Printed as an integer ("%.15g") by protobuf, and read back as one.
-        out = static_cast<int64_t>(d);
+      } else if (PrintedAsInteger(d)) {
+        // Typed as nlohmann reads the digits: unsigned unless there is a minus sign ("-0" too).
+        if (std::signbit(d)) {
+          out = static_cast<int64_t>(d);
+        } else {
+          out = static_cast<uint64_t>(d);
+        }
       } else {
         out = d;
       }
@@ -142,6 +163,7 @@ Status ToJson(const Value& v, std::string_view field, const Path& path, size_t d
       out = json::array();
       size_t i = 0;
       for (const auto& item : v.list_value().values()) {
+        if (item.kind_case() == Value::KIND_NOT_SET) continue;  // printed as nothing
         json element;
         if (auto st = ToJson(item, field, path.Element(i), depth + 1, element); !st) {
           return st;
@@ -154,6 +176,7 @@ Status ToJson(const Value& v, std::string_view field, const Path& path, size_t d
     case Value::kStructValue: {
       out = json::object();
       for (const auto& [key, item] : v.struct_value().fields()) {
+        if (item.kind_case() == Value::KIND_NOT_SET) continue;  // printed as nothing
         std::string name = Utf8Text(key);
         json element;
         if (auto st = ToJson(item, field, path.Member(name), depth + 1, element); !st) return st;
@@ -188,6 +211,7 @@ Result<Value> JsonToValue(const json& j, std::string_view field) {
 Result<json> StructToJson(const Struct& s, std::string_view field) {
   json out = json::object();
   for (const auto& [key, item] : s.fields()) {
+    if (item.kind_case() == Value::KIND_NOT_SET) continue;  // printed as nothing
     std::string name = Utf8Text(key);
     json element;
     if (auto st = ToJson(item, field, Path{}.Member(name), 1, element); !st) {

@@ -10,10 +10,13 @@
 //     text cannot hold, become null), array → list_value, object → struct_value. A string
 //     or key that is not UTF-8 has each invalid byte sequence replaced by U+FFFD, as
 //     nlohmann's dump with error_handler_t::replace does.
-//   Value → JSON: a number that is integral and below 1e15 in magnitude becomes a JSON
-//     integer, any other finite one a double, NaN / ±infinity the strings "NaN",
-//     "Infinity", "-Infinity" (protobuf's JSON printer). A Value with no kind set is an
-//     error.
+//   Value → JSON: a whole number protobuf's printer wrote as digits (below 1e15, or up to
+//     1e17 where 15 significant digits do not hold it) becomes a JSON integer, any other
+//     finite one a double, NaN / ±infinity the strings "NaN", "Infinity", "-Infinity".
+//     A member or element with no kind set is left out, as that printer left it out; a
+//     top-level Value with none is an error.
+// The JSON text the controller makes of it (payload_json) differs from protobuf's only in
+// form: keys sorted, the shortest digits for a double, '<' and '>' not escaped.
 // More than kMaxStructDepth nested arrays and objects (the top object counts) are refused:
 // the recursion's stack. Errors are INVALID_ARGUMENT and name `field` and the path inside it
 // ("args.env.PATH", "payload.items[3]"). Stateless functions.

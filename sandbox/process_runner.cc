@@ -64,7 +64,6 @@ int PidfdOpen(pid_t pid) {
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 }
 
-// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot); 0 when unknown.
 // Field 22 of /proc/<pid>/stat (the start time in clock ticks after boot); 0 when the
 // process is gone. One read into a stack buffer: it runs once per command (issue 14).
 uint64_t ProcStartTime(pid_t pid) {

@@ -92,8 +92,12 @@ TEST(StructJsonTest, StructBecomesJsonWithIntegralNumbersAsIntegers) {
   auto& f = *in.mutable_fields();
   f["two"] = Number(2);
   f["half"] = Number(0.5);
-  f["edge"] = Number(999999999999999);  // 15 digits: still an integer
-  f["e15"] = Number(1e15);              // printed 1e+15 by protobuf: a double
+  f["edge"] = Number(999999999999999);    // 15 digits: still an integer
+  f["e15"] = Number(1e15);                // printed 1e+15 by protobuf: a double
+  f["us"] = Number(1764000000123456);     // 16 digits: "%.17g", digits: an integer
+  f["e16"] = Number(1e16);                // "%.15g" holds it: 1e+16, a double
+  f["e17"] = Number(100000000000000016);  // always an exponent from 1e17
+  f["unset"];                             // no kind: left out, as protobuf's printer did
   f["negzero"] = Number(-0.0);
   f["nan"] = Number(std::nan(""));
   f["inf"] = Number(std::numeric_limits<double>::infinity());
@@ -111,6 +115,11 @@ TEST(StructJsonTest, StructBecomesJsonWithIntegralNumbersAsIntegers) {
   EXPECT_TRUE(j["edge"].is_number_integer());
   EXPECT_EQ(j["edge"].get<int64_t>(), 999999999999999);
   EXPECT_TRUE(j["e15"].is_number_float());
+  EXPECT_TRUE(j["us"].is_number_integer());
+  EXPECT_EQ(j["us"].get<int64_t>(), 1764000000123456);
+  EXPECT_TRUE(j["e16"].is_number_float());
+  EXPECT_TRUE(j["e17"].is_number_float());
+  EXPECT_FALSE(j.contains("unset"));
   EXPECT_TRUE(j["negzero"].is_number_integer());
   EXPECT_EQ(j["nan"], "NaN");
   EXPECT_EQ(j["inf"], "Infinity");
@@ -118,9 +127,24 @@ TEST(StructJsonTest, StructBecomesJsonWithIntegralNumbersAsIntegers) {
   EXPECT_EQ(j["list"], json::array({false}));
   EXPECT_EQ(j["obj"], (json{{"n", nullptr}}));
   EXPECT_EQ(j.dump(),
-            R"({"e15":1e+15,"edge":999999999999999,"half":0.5,"inf":"Infinity",)"
-            R"("list":[false],"nan":"NaN","negzero":0,"ninf":"-Infinity","obj":{"n":null},)"
-            R"("two":2})");
+            R"({"e15":1e+15,"e16":1e+16,"e17":1.0000000000000002e+17,"edge":999999999999999,)"
+            R"("half":0.5,"inf":"Infinity","list":[false],"nan":"NaN","negzero":0,)"
+            R"("ninf":"-Infinity","obj":{"n":null},"two":2,"us":1764000000123456})");
+}
+
+// Protobuf's own printer, read back by nlohmann, is the reference for every number's type.
+TEST(StructJsonTest, NumbersComeOutAsProtobufsPrinterWroteThem) {
+  for (double d :
+       {2.0, -3.0, -0.0, 0.5, 999999999999999.0, 1e15, 1000000000000001.0, 1764000000123456.0, 1e16,
+        12345678901234568.0, 1e17, 123456789012345678.0, 1e300, 5e-324}) {
+    std::string text;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(Number(d), &text).ok());
+    const json reference = json::parse(text);
+    auto ours = ValueToJson(Number(d), "n");
+    ASSERT_TRUE(ours) << ours.error().ToString();
+    EXPECT_EQ(ours->type(), reference.type()) << d << ": protobuf wrote " << text;
+    EXPECT_EQ(*ours, reference) << d;
+  }
 }
 
 TEST(StructJsonTest, ValuesConvertBothWays) {
@@ -143,12 +167,15 @@ TEST(StructJsonTest, BadInputIsRefusedNamingTheFieldAndThePath) {
   EXPECT_EQ(not_object.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(not_object.error().message, "payload: must be a JSON object, got array");
 
-  Struct unset;
-  (*unset.mutable_fields())["items"].mutable_list_value()->add_values();  // no kind
-  auto no_kind = StructToJson(unset, "invoke_tool.args");
+  auto no_kind = ValueToJson(Value(), "invoke_tool.args");
   ASSERT_FALSE(no_kind);
   EXPECT_EQ(no_kind.error().code, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(no_kind.error().message, "invoke_tool.args.items[0]: a Value with no kind set");
+  EXPECT_EQ(no_kind.error().message, "invoke_tool.args: a Value with no kind set");
+  Struct unset;
+  (*unset.mutable_fields())["items"].mutable_list_value()->add_values();  // no kind: skipped
+  auto skipped = StructToJson(unset, "invoke_tool.args");
+  ASSERT_TRUE(skipped) << skipped.error().ToString();
+  EXPECT_EQ(skipped->dump(), R"({"items":[]})");
 
   // 100 nested arrays and objects (the top object counts) pass; 101 do not.
   auto nest = [](size_t arrays) {
