@@ -25,7 +25,6 @@ source "$here/../../../scripts/lib/bench_stats.sh"
 source "$here/../../../scripts/lib/local_pair.sh"
 bench_json=${BENCH_JSON:-}
 source "$here/../../../scripts/lib/ssh_loopback.sh"
-trap 'ssh_loopback_stop; cleanup' EXIT
 
 start_pair "$CTL" "$AGENT" bench-node "sandbox:
   max_output_bytes: $(((mib + 1) << 20))"

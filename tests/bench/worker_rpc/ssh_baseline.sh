@@ -21,7 +21,6 @@ source "$here/../../../scripts/lib/local_run.sh" ssh-bench
 source "$here/../../../scripts/lib/bench_stats.sh"
 bench_json=${BENCH_JSON:-}
 source "$here/../../../scripts/lib/ssh_loopback.sh"
-trap 'ssh_loopback_stop; cleanup' EXIT
 
 # The same command as TextCommand() in worker_rpc_bench.cc.
 text_cmd="yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c $((mib << 20))"
