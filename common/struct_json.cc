@@ -161,15 +161,16 @@ Status ToJson(const Value& v, std::string_view field, const Path& path, size_t d
       return OkStatus();
     case Value::kListValue: {
       out = json::array();
-      size_t i = 0;
-      for (const auto& item : v.list_value().values()) {
+      const auto& values = v.list_value().values();
+      for (int i = 0; i < values.size(); ++i) {
+        const Value& item = values[i];
         if (item.kind_case() == Value::KIND_NOT_SET) continue;  // printed as nothing
         json element;
-        if (auto st = ToJson(item, field, path.Element(i), depth + 1, element); !st) {
+        if (auto st = ToJson(item, field, path.Element(static_cast<size_t>(i)), depth + 1, element);
+            !st) {
           return st;
         }
         out.push_back(std::move(element));
-        ++i;
       }
       return OkStatus();
     }

@@ -23,9 +23,9 @@ constexpr size_t kMaxCommandIdBytes = 256;
 // (this trim and the age limit), so the seqs in the table are contiguous and exactly
 // max_entries stay; a wall clock stepped back can make the age limit leave a gap, and then
 // fewer stay, never more. (Issue 14: the trim was an ORDER BY … OFFSET max_entries that
-// walked every row on each Record, which took 8 % of the agent's CPU at 600 commands a
-// second.) Insertion order is also the right order when the wall clock steps back: ordered by
-// recorded_at_ms, the result just recorded was the first to go.
+// walked every row on each Record, which was 8 % of the agent's CPU with the rest of Record
+// at 600 commands a second.) Insertion order is also the right order when the wall clock steps
+// back: ordered by recorded_at_ms, the result just recorded was the first to go.
 constexpr const char* kTrimToMaxEntries =
     "DELETE FROM idempotency WHERE seq <= (SELECT MAX(seq) FROM idempotency) - ?";
 

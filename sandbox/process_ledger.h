@@ -5,8 +5,8 @@
 // One file, <state_dir>/process-ledger, of fixed kSlotBytes slots: a slot holds one record
 // (text, ended by a NUL) or starts with a NUL when free. Recording a group is one pwrite into
 // a file that stays open, and removing it one pwrite of a NUL, instead of creating and
-// unlinking a file per command (issue 14: that was 7 % of the agent's CPU at 600 commands a
-// second, ext4 allocating and freeing inodes, and two metadata writes per command on the
+// unlinking a file per command (issue 14: that was about 8 % of the agent's CPU at 600 commands
+// a second, ext4 allocating and freeing inodes, and two metadata writes per command on the
 // node's disk). Not synced: it guards against an agent that crashed, whose writes the page
 // cache keeps; a power cut ends the processes as well. A slot write is one pwrite within one
 // page, so a crash never leaves half a record.

@@ -504,7 +504,8 @@ void EdgeSession::PruneSettled(uint64_t gen) {
   if (!next || !*next) return;
   const milliseconds settle = outbox_->options().settle;
   const auto wait = std::chrono::ceil<milliseconds>(**next - deps_.clock.Now());
-  SchedulePrune(gen, std::clamp(wait, settle / 10, settle));
+  const milliseconds spacing = std::max(settle / 10, milliseconds(1));
+  SchedulePrune(gen, std::clamp(wait, spacing, std::max(settle, spacing)));
 }
 
 pb::EdgeCapabilities EdgeSession::CapabilitiesLocked() const {

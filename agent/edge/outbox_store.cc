@@ -140,10 +140,13 @@ Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResul
       }
     }
   }
-  // Written entries dropped early are summed into one line a minute: at a sustained rate
-  // above max_entries per settle window it would otherwise be a line per result.
+  // Not waited on to reach the disk (see Put in the header).
+  if (auto st = CommitCounted(*txn, *rows); !st) return std::unexpected(st.error());
+  // Written entries dropped early are summed into at most one line a minute: at a sustained
+  // rate above max_entries per settle window it would otherwise be a line per result.
   size_t early_to_log = 0;
   if (written_dropped > 0) {
+    std::lock_guard lock(drop_log_mu_);
     written_dropped_unlogged_ += written_dropped;
     const Clock::MonoTime now = clock_.Monotonic();
     if (!written_drop_logged_ || now - *written_drop_logged_ >= std::chrono::minutes(1)) {
@@ -151,12 +154,10 @@ Result<bool> OutboxStore::Put(const std::string& command_id, const pb::EdgeResul
       written_drop_logged_ = now;
     }
   }
-  // Not waited on to reach the disk (see Put in the header).
-  if (auto st = CommitCounted(*txn, *rows); !st) return std::unexpected(st.error());
   if (early_to_log > 0) {
     log::Get("edge")->info(
-        "outbox full ({} entries): {} delivered result(s) pruned before their settle window "
-        "ended, oldest first (summed over at most a minute)",
+        "outbox full ({} entries): {} written result(s) pruned before their settle window "
+        "ended, oldest first (since the last such line)",
         options_.max_entries, early_to_log);
   }
   for (const auto& id : dropped) {

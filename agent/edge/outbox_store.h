@@ -3,10 +3,11 @@
 // is still here is sent again; an entry is pruned once the stream it was written on has stayed
 // up for the settle window (30 s) after the write completed (there is no ack in the contract;
 // the controller de-duplicates by command_id). Bounded: past max_entries the oldest entries
-// already written go first (summed in an info line at most once a minute), then the oldest
-// never written (a warning each).
-// Every operation costs the same whatever the table holds (issue 14: the row count is kept in
-// memory, the settle lookups have an index).
+// already written go first (summed in an info line at most once a minute: the line counts
+// the drops since the one before), then the oldest never written (a warning each).
+// Put, MarkWritten, PruneSettled and NextSettle cost the same whatever the table holds (issue
+// 14: the row count is kept in memory, the settle lookups and the eviction have indexes);
+// All, TakeForResend, BlameStream and Size read the table.
 //
 // An entry that cannot be delivered never holds the others up (TakeForResend): entries go out
 // fewest failed attempts first, and an entry with max_attempts failed attempts — or too large
@@ -25,6 +26,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -116,10 +118,10 @@ class OutboxStore {
   // the connection's mutex), before its commit; reset to -1 when the commit fails. Only this
   // store writes the table (one agent per data_dir).
   std::atomic<int64_t> rows_{-1};
-  // Written entries dropped by the bound and not logged yet, and when that was last logged;
-  // touched only inside a transaction of db_.
-  size_t written_dropped_unlogged_ = 0;
-  std::optional<Clock::MonoTime> written_drop_logged_;
+  // Written entries dropped by the bound and not logged yet, and when that was last logged.
+  std::mutex drop_log_mu_;
+  size_t written_dropped_unlogged_ = 0;                 // drop_log_mu_
+  std::optional<Clock::MonoTime> written_drop_logged_;  // drop_log_mu_
 };
 
 }  // namespace edge::agentedge
