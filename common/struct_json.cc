@@ -127,6 +127,22 @@ Status ToValue(const json& j, std::string_view field, const Path& path, size_t d
   return std::unexpected(Invalid(field, path, "unknown JSON type"));
 }
 
+Status ToJson(const Value& v, std::string_view field, const Path& path, size_t depth, json& out);
+
+// The members of `s` (at `path`, `depth` arrays and objects deep) as a JSON object.
+Status FieldsToJson(const Struct& s, std::string_view field, const Path& path, size_t depth,
+                    json& out) {
+  out = json::object();
+  for (const auto& [key, item] : s.fields()) {
+    if (item.kind_case() == Value::KIND_NOT_SET) continue;  // printed as nothing
+    std::string name = Utf8Text(key);
+    json element;
+    if (auto st = ToJson(item, field, path.Member(name), depth + 1, element); !st) return st;
+    out[name] = std::move(element);
+  }
+  return OkStatus();
+}
+
 Status ToJson(const Value& v, std::string_view field, const Path& path, size_t depth, json& out) {
   if ((v.has_list_value() || v.has_struct_value()) && depth >= kMaxStructDepth) {
     return std::unexpected(TooDeep(field, path));
@@ -174,17 +190,8 @@ Status ToJson(const Value& v, std::string_view field, const Path& path, size_t d
       }
       return OkStatus();
     }
-    case Value::kStructValue: {
-      out = json::object();
-      for (const auto& [key, item] : v.struct_value().fields()) {
-        if (item.kind_case() == Value::KIND_NOT_SET) continue;  // printed as nothing
-        std::string name = Utf8Text(key);
-        json element;
-        if (auto st = ToJson(item, field, path.Member(name), depth + 1, element); !st) return st;
-        out[name] = std::move(element);
-      }
-      return OkStatus();
-    }
+    case Value::kStructValue:
+      return FieldsToJson(v.struct_value(), field, path, depth, out);
     case Value::KIND_NOT_SET:
       break;
   }
@@ -210,16 +217,8 @@ Result<Value> JsonToValue(const json& j, std::string_view field) {
 }
 
 Result<json> StructToJson(const Struct& s, std::string_view field) {
-  json out = json::object();
-  for (const auto& [key, item] : s.fields()) {
-    if (item.kind_case() == Value::KIND_NOT_SET) continue;  // printed as nothing
-    std::string name = Utf8Text(key);
-    json element;
-    if (auto st = ToJson(item, field, Path{}.Member(name), 1, element); !st) {
-      return std::unexpected(st.error());
-    }
-    out[name] = std::move(element);
-  }
+  json out;
+  if (auto st = FieldsToJson(s, field, Path{}, 0, out); !st) return std::unexpected(st.error());
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
+#include <string_view>
 
 #include "common/log.h"
 
@@ -20,6 +22,20 @@ std::string PathIn(const std::string& state_dir) {
 Error Failed(const std::string& what, const std::string& path, int err) {
   return Error{ErrorCode::kInternal,
                "process ledger " + path + ": " + what + ": " + std::strerror(err)};
+}
+
+// Calls `each(index, bytes)` for every slot of the ledger open as `fd`, in order; the last
+// one may be short (the file's end). Errors name the file.
+Status ForEachSlot(int fd, const std::string& path,
+                   const std::function<void(size_t, std::string_view)>& each) {
+  std::string slot(ProcessLedger::kSlotBytes, '\0');
+  for (size_t index = 0;; ++index) {
+    const ssize_t n = ::pread(fd, slot.data(), slot.size(),
+                              static_cast<off_t>(index * ProcessLedger::kSlotBytes));
+    if (n < 0) return std::unexpected(Failed("read", path, errno));
+    if (n == 0) return OkStatus();
+    each(index, std::string_view(slot.data(), static_cast<size_t>(n)));
+  }
 }
 
 }  // namespace
@@ -40,14 +56,11 @@ Result<std::unique_ptr<ProcessLedger>> ProcessLedger::Open(const std::string& st
   // Records an earlier runner left (not read by KillStaleGroups) keep their slots, for the
   // next KillStaleGroups; only free slots are used.
   std::unique_ptr<ProcessLedger> ledger(new ProcessLedger(fd, path));
-  std::string slot(kSlotBytes, '\0');
-  for (;; ++ledger->slots_) {
-    const ssize_t n =
-        ::pread(fd, slot.data(), slot.size(), static_cast<off_t>(ledger->slots_ * kSlotBytes));
-    if (n < 0) return std::unexpected(Failed("read", path, errno));
-    if (n == 0) break;
-    if (slot[0] == '\0') ledger->free_.push_back(ledger->slots_);
-  }
+  auto st = ForEachSlot(fd, path, [&](size_t index, std::string_view bytes) {
+    ledger->slots_ = index + 1;
+    if (bytes[0] == '\0') ledger->free_.push_back(index);
+  });
+  if (!st) return std::unexpected(st.error());
   return ledger;
 }
 
@@ -56,11 +69,17 @@ ProcessLedger::~ProcessLedger() {
 }
 
 Result<size_t> ProcessLedger::Add(std::string_view record) {
-  if (record.size() + 1 > kSlotBytes || record.find('\0') != std::string_view::npos) {
+  if (record.size() + 1 > kSlotBytes) {
     return MakeError(ErrorCode::kInvalidArgument,
                      "process ledger record of " + std::to_string(record.size()) +
                          " bytes does not fit a slot of " + std::to_string(kSlotBytes) +
-                         " bytes (with its NUL), or holds a NUL");
+                         " bytes with its closing NUL");
+  }
+  if (const size_t nul = record.find('\0'); nul != std::string_view::npos) {
+    return MakeError(ErrorCode::kInvalidArgument,
+                     "process ledger record holds a NUL at byte " + std::to_string(nul) + " of " +
+                         std::to_string(record.size()) +
+                         ": a NUL ends a record, so it cannot be inside one");
   }
   size_t slot;
   {
@@ -113,16 +132,13 @@ Status ProcessLedger::Drain(const std::string& state_dir,
     return std::unexpected(Failed("flock", path, errno));
   }
   std::vector<std::string> records;
-  std::string slot(kSlotBytes, '\0');
-  for (off_t offset = 0;; offset += static_cast<off_t>(kSlotBytes)) {
-    const ssize_t n = ::pread(fd, slot.data(), slot.size(), offset);
-    if (n < 0) return std::unexpected(Failed("read", path, errno));
-    if (n == 0) break;
+  auto st = ForEachSlot(fd, path, [&](size_t, std::string_view bytes) {
     // A record ends at its NUL; a slot cut short by the file's end (a record whose write
     // never finished) has none and is no record.
-    const size_t end = std::string_view(slot.data(), static_cast<size_t>(n)).find('\0');
-    if (end != std::string_view::npos && end > 0) records.emplace_back(slot.data(), end);
-  }
+    const size_t end = bytes.find('\0');
+    if (end != std::string_view::npos && end > 0) records.emplace_back(bytes.substr(0, end));
+  });
+  if (!st) return st;
   for (const auto& record : records)
     each(record);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
