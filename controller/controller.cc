@@ -28,9 +28,6 @@ Controller::~Controller() {
 
 namespace {
 
-// The largest TLS record the controller's gRPC server emits (see StartGrpc).
-constexpr int kControllerTlsFrameBytes = 4096;
-
 // Server reflection on one server, or not. Linking grpc++_reflection registers its plugin for
 // every server of the process (a static initializer), so this option first removes whatever
 // reflection plugin the builder has, then adds one back when it is wanted.

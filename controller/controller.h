@@ -47,6 +47,10 @@
 
 namespace edge::controller {
 
+// The largest TLS record the controller's gRPC server emits (see Controller::StartGrpc);
+// tests/bench/grpc_floor measures a bare gRPC server configured the same way.
+inline constexpr int kControllerTlsFrameBytes = 4096;
+
 class Controller {
  public:
   Controller(config::ControllerConfig config, std::string version, Clock& clock);

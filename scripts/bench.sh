@@ -62,9 +62,11 @@ have executor_bench && run executor "$bin/executor_bench" --runs "$((runs * 5))"
 run edge_vs_ssh "$root/tests/bench/edge/edge_vs_ssh.sh" "$bin" "$runs" "$mib"
 have stream_floor_bench && run stream_floor "$bin/stream_floor_bench" --mib "$mib" --runs 3 --json "$out/stream_floor.json"
 have dispatch_bench && run dispatch "$bin/dispatch_bench" --runs "$((runs * 5))" --commands "$calls" --cli-runs "$runs" --json "$out/dispatch.json"
+have dispatch_floor_bench && run dispatch_floor "$bin/dispatch_floor_bench" --commands "$((calls * 2))" --runs 5 --json "$out/dispatch_floor.json"
 run sync_count "$root/tests/bench/edge/sync_count.sh" "$bin" "$calls"
 [[ -x "$root/tests/bench/idle/idle_agent.sh" ]] &&
   run idle "$root/tests/bench/idle/idle_agent.sh" "$bin" $( ((quick)) && echo "20 200" || echo "300 10000")
+have grpc_floor_bench && run grpc_floor "$bin/grpc_floor_bench" $( ((quick)) && echo "--window 5 --connections 50" || echo "--window 120 --connections 1000") --json "$out/grpc_floor.json"
 have fleet_bench && run fleet "$bin/fleet_bench" --bin-dir "$bin" --nodes "$fleet_nodes" --heartbeat 30s --measure 60s --restart --fleet-command --json "$out/fleet.json"
 have worker_rpc_bench && run worker_rpc "$bin/worker_rpc_bench" --runs "$((runs * 5))" --mib "$rpc_mib" --file-mib "$file_mib" --json "$out/worker_rpc.json"
 run worker_rpc_ssh "$root/tests/bench/worker_rpc/ssh_baseline.sh" "$runs" "$rpc_mib"
