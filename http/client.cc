@@ -1,8 +1,5 @@
 #include "http/client.h"
 
-#include <sys/socket.h>
-#include <sys/time.h>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -20,49 +17,51 @@ namespace net = boost::asio;
 namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 
-void SetTimeouts(int fd, std::chrono::milliseconds t) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(t.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
-std::unexpected<Error> Unavailable(const std::string& what, const beast::error_code& ec) {
-  return MakeError(ErrorCode::kUnavailable, what + ": " + ec.message());
-}
-
 }  // namespace
 
+// Every wait is an asynchronous operation on the client's own io_context, run to completion on
+// the calling thread, with the tcp_stream's expiry set to `timeout` before it: a peer that
+// accepts and then says nothing (a stalled process, a half-open link) ends the wait with
+// UNAVAILABLE "... timed out after N ms" and the connection closed. (A socket receive timeout
+// cannot do this: Asio's blocking operations answer EAGAIN by polling again without limit.)
 struct Client::Impl {
   ClientOptions options;
   std::string host;
   net::io_context io;
   std::unique_ptr<ssl::context> ctx;
-  std::variant<std::monostate, tcp::socket, ssl::stream<tcp::socket>> stream;
+  std::variant<std::monostate, beast::tcp_stream, ssl::stream<beast::tcp_stream>> stream;
   beast::flat_buffer buffer;
 
-  tcp::socket& Lowest() {
-    if (auto* s = std::get_if<tcp::socket>(&stream)) return *s;
-    return std::get<ssl::stream<tcp::socket>>(stream).next_layer();
+  beast::tcp_stream& Lowest() {
+    if (auto* s = std::get_if<beast::tcp_stream>(&stream)) return *s;
+    return std::get<ssl::stream<beast::tcp_stream>>(stream).next_layer();
   }
 
   template <class Fn>
-  auto With(Fn&& fn) {
-    if (auto* s = std::get_if<tcp::socket>(&stream)) return fn(*s);
-    return fn(std::get<ssl::stream<tcp::socket>>(stream));
+  void With(Fn&& fn) {
+    if (auto* s = std::get_if<beast::tcp_stream>(&stream)) return fn(*s);
+    return fn(std::get<ssl::stream<beast::tcp_stream>>(stream));
   }
 
-  // Runs the read `fn` again while it fails with EINTR: the socket's receive timeout makes the
-  // kernel answer a signal that wakes this thread (a handler's, a stop and continue) with
-  // EINTR instead of restarting the call. The parser keeps what was read; the read goes on.
-  template <class Fn>
-  void ReadRetrying(beast::error_code& ec, Fn&& fn) {
-    for (int tries = 0; tries < 1000; ++tries) {
-      ec = {};
-      With(fn);
-      if (ec != net::error::interrupted) return;
+  // Starts one operation with `start(handler)` on `s` (the stream, or a layer of it), bounded
+  // by the timeout, and runs the io_context until it has completed. Returns its error.
+  template <class Start>
+  beast::error_code Await(Start&& start) {
+    beast::error_code result = net::error::would_block;
+    Lowest().expires_after(options.timeout);
+    start([&result](beast::error_code ec, auto&&...) { result = ec; });
+    io.restart();
+    io.run();
+    return result;
+  }
+
+  std::unexpected<Error> Failed(const std::string& what, const beast::error_code& ec) {
+    if (ec == beast::error::timeout) {
+      return MakeError(ErrorCode::kUnavailable, what + ": timed out after " +
+                                                    std::to_string(options.timeout.count()) +
+                                                    " ms without an answer from " + host);
     }
+    return MakeError(ErrorCode::kUnavailable, what + ": " + ec.message());
   }
 
   bhttp::request<bhttp::string_body> Build(Request& r) {
@@ -83,20 +82,22 @@ struct Client::Impl {
     if (std::holds_alternative<std::monostate>(stream)) {
       return MakeError(ErrorCode::kUnavailable, "the connection is closed");
     }
-    beast::error_code ec;
     auto req = Build(r);
-    With([&](auto& s) { bhttp::write(s, req, ec); });
+    beast::error_code ec;
+    With([&](auto& s) { ec = Await([&](auto h) { bhttp::async_write(s, req, std::move(h)); }); });
     if (ec) {
       Close();
-      return Unavailable("write failed", ec);
+      return Failed("write failed", ec);
     }
     bhttp::response_parser<bhttp::string_body> parser;
     parser.body_limit(options.max_response_bytes);
     parser.header_limit(64 << 10);
-    ReadRetrying(ec, [&](auto& s) { bhttp::read_header(s, buffer, parser, ec); });
+    With([&](auto& s) {
+      ec = Await([&](auto h) { bhttp::async_read_header(s, buffer, parser, std::move(h)); });
+    });
     if (ec) {
       Close();
-      return Unavailable("read failed", ec);
+      return Failed("read failed", ec);
     }
     Response out;
     const auto& h = parser.get();
@@ -106,10 +107,12 @@ struct Client::Impl {
     }
     out.content_type = std::string(h[bhttp::field::content_type]);
     while (!parser.is_done()) {
-      ReadRetrying(ec, [&](auto& s) { bhttp::read_some(s, buffer, parser, ec); });
+      With([&](auto& s) {
+        ec = Await([&](auto h) { bhttp::async_read_some(s, buffer, parser, std::move(h)); });
+      });
       if (ec) {
         Close();
-        return Unavailable("read failed", ec);
+        return Failed("read failed", ec);
       }
       if (on_data != nullptr) {
         auto& body = parser.get().body();
@@ -131,8 +134,8 @@ struct Client::Impl {
   void Close() {
     if (std::holds_alternative<std::monostate>(stream)) return;
     beast::error_code ignored;
-    Lowest().shutdown(tcp::socket::shutdown_both, ignored);
-    Lowest().close(ignored);
+    Lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    Lowest().close();
     stream = std::monostate{};
   }
 };
@@ -148,18 +151,16 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& host, uint16_
   impl->options = options;
   impl->host = host + ":" + std::to_string(port);
   beast::error_code ec;
+  // Name resolution is getaddrinfo's, bounded by resolv.conf (timeout x attempts, 5 s x 2 by
+  // default), not by `timeout`; an address given as digits resolves at once.
   tcp::resolver resolver(impl->io);
   auto results = resolver.resolve(host, std::to_string(port), ec);
-  if (ec) return Unavailable("cannot resolve " + host, ec);
-  tcp::socket sock(impl->io);
-  net::connect(sock, results, ec);
-  if (ec) return Unavailable("cannot connect to " + impl->host, ec);
-  sock.set_option(tcp::no_delay(true), ec);
-  SetTimeouts(sock.native_handle(), options.timeout);
-  if (!options.tls) {
-    impl->stream = std::move(sock);
-    return std::unique_ptr<Client>(new Client(std::move(impl)));
-  }
+  if (ec) return MakeError(ErrorCode::kUnavailable, "cannot resolve " + host + ": " + ec.message());
+  auto& sock = impl->stream.emplace<beast::tcp_stream>(impl->io);
+  ec = impl->Await([&](auto h) { sock.async_connect(results, std::move(h)); });
+  if (ec) return impl->Failed("cannot connect to " + impl->host, ec);
+  sock.socket().set_option(tcp::no_delay(true), ec);
+  if (!options.tls) return std::unique_ptr<Client>(new Client(std::move(impl)));
   try {
     impl->ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
     const auto& t = *options.tls;
@@ -179,15 +180,15 @@ Result<std::unique_ptr<Client>> Client::Connect(const std::string& host, uint16_
     return MakeError(ErrorCode::kInvalidArgument,
                      std::string("client TLS files could not be loaded: ") + e.what());
   }
-  impl->stream.emplace<ssl::stream<tcp::socket>>(std::move(sock), *impl->ctx);
-  auto& s = std::get<ssl::stream<tcp::socket>>(impl->stream);
+  beast::tcp_stream connected = std::move(sock);
+  auto& s = impl->stream.emplace<ssl::stream<beast::tcp_stream>>(std::move(connected), *impl->ctx);
   const auto& t = *options.tls;
   if (!t.server_name.empty()) {
     SSL_set_tlsext_host_name(s.native_handle(), t.server_name.c_str());
     s.set_verify_callback(ssl::host_name_verification(t.server_name));
   }
-  s.handshake(ssl::stream_base::client, ec);
-  if (ec) return Unavailable("TLS handshake with " + impl->host + " failed", ec);
+  ec = impl->Await([&](auto h) { s.async_handshake(ssl::stream_base::client, std::move(h)); });
+  if (ec) return impl->Failed("TLS handshake with " + impl->host + " failed", ec);
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 
