@@ -17,10 +17,13 @@ uint64_t SessionRelay::Attach(std::shared_ptr<RelaySocket> socket,
   const uint64_t oldest = replay_.empty() ? seq_ + 1 : replay_.front().seq;
   const uint64_t from = last_seq ? *last_seq + 1 : 1;
   if (last_seq && *last_seq > seq_) {
-    SendToLocked(s,
-                 SessionError(session_id_, "INVALID_ARGUMENT",
-                              "last_seq " + std::to_string(*last_seq) +
-                                  " is beyond the session's latest seq " + std::to_string(seq_)));
+    if (!SendToLocked(
+            id, s,
+            SessionError(session_id_, "INVALID_ARGUMENT",
+                         "last_seq " + std::to_string(*last_seq) +
+                             " is beyond the session's latest seq " + std::to_string(seq_)))) {
+      return id;
+    }
   } else if (from < oldest && from <= seq_) {
     OutFrame gap =
         SessionError(session_id_, "REPLAY_GAP",
@@ -28,7 +31,7 @@ uint64_t SessionRelay::Attach(std::shared_ptr<RelaySocket> socket,
                          " are no longer in the replay buffer");
     gap.payload["requested_from"] = from;
     gap.payload["available_from"] = oldest;
-    SendToLocked(s, gap);
+    if (!SendToLocked(id, s, gap)) return id;
   }
   if (!replay_.empty() && replay_.back().seq >= from) s.cursor = std::max(from, oldest);
   PumpLocked(s);
@@ -86,8 +89,8 @@ bool SessionRelay::EnqueueLocked(uint64_t id, Socket& s, Queued q) {
   return true;
 }
 
-void SessionRelay::PumpLocked(Socket& s) {
-  while (s.socket->pending_bytes() < settings_.socket_high_water) {
+void SessionRelay::PumpLocked(Socket& s, bool everything) {
+  while (everything || s.socket->pending_bytes() < settings_.socket_high_water) {
     if (s.dropped > 0) {
       OutFrame f = SessionError(session_id_, "FRAMES_DROPPED",
                                 std::to_string(s.dropped) +
@@ -122,17 +125,20 @@ void SessionRelay::PumpLocked(Socket& s) {
   }
 }
 
-void SessionRelay::SendToLocked(Socket& s, const OutFrame& frame) {
-  // Outside the numbered stream, but behind what is already queued for the socket.
-  s.queue.push_back(Queued{0, false, SerializeFrame(frame, 0, clock_)});
-  s.queued_bytes += s.queue.back().text.size();
+bool SessionRelay::SendToLocked(uint64_t id, Socket& s, const OutFrame& frame) {
+  // Outside the numbered stream, but behind what is already queued for the socket, and within
+  // the same bound: a socket that sends refused frames without reading the answers (each
+  // answer is larger than the frame that caused it) fills only its own queue, under its
+  // policy, like a reader that fell behind.
+  if (!EnqueueLocked(id, s, Queued{0, false, SerializeFrame(frame, 0, clock_)})) return false;
   PumpLocked(s);
+  return true;
 }
 
 void SessionRelay::SendTo(uint64_t socket_id, const OutFrame& frame) {
   std::lock_guard lock(mu_);
   auto it = sockets_.find(socket_id);
-  if (it != sockets_.end()) SendToLocked(it->second, frame);
+  if (it != sockets_.end()) (void)SendToLocked(socket_id, it->second, frame);
 }
 
 uint64_t SessionRelay::Publish(OutFrame frame) {
@@ -193,8 +199,16 @@ void SessionRelay::EvictedLocked(uint64_t seq) {
 
 void SessionRelay::CloseAll(uint16_t code, const std::string& reason) {
   std::lock_guard lock(mu_);
-  for (auto& [id, s] : sockets_)
+  for (auto& [id, s] : sockets_) {
+    // What the socket has not been given yet (its queue, the rest of its replay, a pending
+    // FRAMES_DROPPED) goes to the transport now, whatever it holds: the session's last frames
+    // (its final output, session.ended) are written before the close frame, and there is no
+    // replay to come back to once the session is gone. Bounded: a queue holds at most half
+    // the replay buffer, a replay at most the buffer; the transport's write timeout ends a
+    // reader that never reads.
+    PumpLocked(s, /*everything=*/true);
     s.socket->Close(code, reason);
+  }
   sockets_.clear();
 }
 
@@ -236,14 +250,16 @@ std::optional<ControlFrame> SessionRelay::OnText(uint64_t socket_id, std::string
   if (it == sockets_.end()) return std::nullopt;
   Socket& s = it->second;
   if (!RateAllowsLocked()) {
-    SendToLocked(s, SessionError(session_id_, "RATE_LIMITED",
-                                 "more than " + std::to_string(settings_.rate_limit) +
-                                     " frames per second on this session; frame dropped"));
+    (void)SendToLocked(socket_id, s,
+                       SessionError(session_id_, "RATE_LIMITED",
+                                    "more than " + std::to_string(settings_.rate_limit) +
+                                        " frames per second on this session; frame dropped"));
     return std::nullopt;
   }
   auto frame = ParseControlFrame(text, session_id_, settings_.max_frame_size);
   if (!frame) {
-    SendToLocked(s, SessionError(session_id_, "INVALID_ARGUMENT", frame.error().message));
+    (void)SendToLocked(socket_id, s,
+                       SessionError(session_id_, "INVALID_ARGUMENT", frame.error().message));
     return std::nullopt;
   }
   // Message ids compare in lower case: the same UUID in either case is the same frame.
@@ -257,13 +273,14 @@ std::optional<ControlFrame> SessionRelay::OnText(uint64_t socket_id, std::string
         const auto& name = t.get_ref<const std::string&>();
         const bool denied = settings_.denied_tools.count(name) > 0;
         if (denied || settings_.pinned_tools.count(name) == 0) {
-          SendToLocked(
-              s, SessionError(session_id_, "PERMISSION_DENIED",
-                              "tool \"" + name + "\" " +
-                                  (denied ? "is denied on the operator API (http.denied_tools)"
-                                          : "is not among the session's pinned tools") +
-                                  "; frame dropped",
-                              frame->message_id));
+          (void)SendToLocked(
+              socket_id, s,
+              SessionError(session_id_, "PERMISSION_DENIED",
+                           "tool \"" + name + "\" " +
+                               (denied ? "is denied on the operator API (http.denied_tools)"
+                                       : "is not among the session's pinned tools") +
+                               "; frame dropped",
+                           frame->message_id));
           return std::nullopt;
         }
       }

@@ -32,8 +32,13 @@
 //    seq) and returned for the caller to act on.
 //
 // Frames for one socket only (errors about its own frames, FRAMES_DROPPED, REPLAY_GAP) are
-// not part of the numbered stream and carry no seq. Frames and the relay's own errors are
-// built with rawp_frame.h.
+// not part of the numbered stream and carry no seq; they go through the socket's bounded
+// queue like the others, so a socket that floods refused frames without reading the answers
+// falls behind under its policy instead of growing the queue. Frames and the relay's own
+// errors are built with rawp_frame.h.
+//  - The end: CloseAll hands each socket everything it has not been given (queue, the rest of
+//    its replay) before its close frame, so the session's last output and session.ended reach
+//    a reader that was behind.
 //
 // Thread-safe: one mutex; RelaySocket::Send and Close are called with it held and must not
 // call back into the relay (the WebSocket adapter only queues). Owns its sockets'
@@ -108,7 +113,8 @@ class SessionRelay {
   uint64_t Publish(OutFrame frame);
   // A frame to one socket only, outside the numbered stream.
   void SendTo(uint64_t socket_id, const OutFrame& frame);
-  // Closes every socket (session ended, controller stopping).
+  // Closes every socket (session ended, controller stopping), each after what it had not yet
+  // been given: the rest of its queue and of its replay go to the transport first.
   void CloseAll(uint16_t code, const std::string& reason);
 
   size_t sockets() const;
@@ -134,13 +140,16 @@ class SessionRelay {
 
   // Queues `q` on `s`, applying the overflow policy; false when the socket was closed.
   bool EnqueueLocked(uint64_t id, Socket& s, Queued q);
-  void PumpLocked(Socket& s);
+  // Hands frames to the transport while it holds less than socket_high_water bytes; with
+  // `everything`, all the socket has not been given yet (CloseAll).
+  void PumpLocked(Socket& s, bool everything = false);
   // The replay buffer dropped its oldest frame, `seq`: replaying sockets that had not
   // reached it fell behind.
   void EvictedLocked(uint64_t seq);
   static void NoteDropped(Socket& s, uint64_t seq);
   uint64_t PublishLocked(const OutFrame& frame);
-  void SendToLocked(Socket& s, const OutFrame& frame);
+  // A frame for one socket, queued within its bound; false when the policy closed it.
+  bool SendToLocked(uint64_t id, Socket& s, const OutFrame& frame);
   bool RateAllowsLocked();
   bool SeenLocked(const std::string& message_id) const;
   void RememberLocked(const std::string& message_id);

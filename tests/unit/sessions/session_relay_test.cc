@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/support/manual_clock.h"
@@ -396,6 +398,62 @@ TEST(SessionRelayTest, CloseAllAndDetachForgetTheSockets) {
   relay.CloseAll(1000, "session ended");
   EXPECT_EQ(b->closed_code, 1000);
   EXPECT_EQ(relay.sockets(), 0u);
+}
+
+TEST(SessionRelayTest, AtTheEndAReaderThatWasBehindGetsEverythingBeforeTheClose) {
+  ManualClock clock;
+  auto s = Settings();
+  s.socket_high_water = 1;  // one frame in the transport at a time
+  SessionRelay relay(kSession, clock, s);
+  auto behind = std::make_shared<FakeSocket>();
+  behind->stalled = 1;
+  relay.Attach(behind, std::nullopt);
+  for (int i = 0; i < 30; ++i)
+    relay.Publish(Output("line " + std::to_string(i)));
+  // A late joiner mirroring the session: its replay is read from the buffer as it reads.
+  auto mirror = std::make_shared<FakeSocket>();
+  mirror->stalled = 1;
+  relay.Attach(mirror, std::nullopt);
+  OutFrame ended;
+  ended.type = "session.ended";
+  ended.session_id = kSession;
+  ended.payload = {{"exit_code", 0}, {"outcome", "ok"}, {"message", ""}};
+  relay.Publish(ended);
+  ASSERT_EQ(behind->sent.size(), 1u);  // the transport took one frame and stalled
+  ASSERT_EQ(mirror->sent.size(), 1u);
+  relay.CloseAll(kCloseNormal, "session ended");
+  std::vector<uint64_t> all(31);
+  std::iota(all.begin(), all.end(), 1);
+  for (const auto& sock : {behind, mirror}) {
+    EXPECT_EQ(sock->Seqs(), all);
+    EXPECT_EQ(sock->sent.back()["type"], "session.ended");
+    EXPECT_EQ(sock->closed_code, kCloseNormal);
+  }
+  EXPECT_EQ(relay.sockets(), 0u);
+}
+
+TEST(SessionRelayTest, RefusedFramesFromASocketThatDoesNotReadFillOnlyItsBoundedQueue) {
+  ManualClock clock;
+  auto s = Settings();
+  s.max_buffer_size = 20000;  // each socket's queue: 10 000 bytes
+  s.socket_high_water = 1;
+  SessionRelay relay(kSession, clock, s);
+  auto flooder = std::make_shared<FakeSocket>();
+  flooder->stalled = 1;
+  flooder->pending = 1;  // its transport is full: nothing more is handed over
+  auto id = relay.Attach(flooder, std::nullopt);
+  for (int i = 0; i < 10000; ++i) {
+    EXPECT_FALSE(relay.OnText(id, "x"));  // each refused: INVALID_ARGUMENT or RATE_LIMITED
+  }
+  flooder->stalled = 0;
+  flooder->pending = 0;
+  relay.OnWritable(id);
+  // What was kept fits the socket's queue (each answer is about 250 bytes), and the socket is
+  // told how many answers it missed.
+  EXPECT_LT(flooder->sent.size(), 60u);
+  ASSERT_FALSE(flooder->Errors("FRAMES_DROPPED").empty());
+  EXPECT_GT(flooder->Errors("FRAMES_DROPPED")[0]["payload"]["dropped"].get<uint64_t>(), 9900u);
+  EXPECT_EQ(flooder->closed_code, 0);
 }
 
 }  // namespace
