@@ -183,6 +183,11 @@ void OperatorApi::RegisterSessions(http::Router& router) {
                auto user = Authenticate(ex);
                if (!user) return;
                auto t = sessions_->IssueTicket(*user, p.at("id"));
+               // An ended session's ticket is refused as its upgrade would be: 410 (§5.3), so
+               // a client stops asking (the fleet page marks the session ended on 404/410).
+               if (!t && t.error().code == ErrorCode::kFailedPrecondition) {
+                 return http_.Refuse(ex, 410, "GONE", t.error().message);
+               }
                if (!t) return Fail(ex, t.error());
                http::RespondEchoingRequestId(
                    ex,
@@ -222,7 +227,8 @@ void OperatorApi::NodeMetrics(const std::shared_ptr<http::Exchange>& ex,
     return Fail(ex, {ErrorCode::kInvalidArgument, "unknown query parameter \"" + *bad + "\""});
   auto period = query->Unique("period");
   if (!period) return Fail(ex, period.error());
-  const std::string name = period->value_or("today");
+  // Absent or empty (`?period=`) is the default, and the answer names it.
+  const std::string name = period->value_or("").empty() ? "today" : **period;
   const auto now = clock_.Now();
   auto window = PeriodWindow(name, now);
   if (!window) return Fail(ex, window.error());

@@ -180,6 +180,13 @@ void SessionManager::Save(Live& live) {
         ->warn("session {}: cannot store: {}", live.rec.session_id, st.error().ToString());
 }
 
+void SessionManager::SaveLocking(Live& live) {
+  // Under the lock: the gRPC thread's MarkRunning writes rec (and stores it) meanwhile, and a
+  // copy stored after its RUNNING would put INIT back.
+  std::lock_guard lock(live.mu);
+  Save(live);
+}
+
 void SessionManager::Create(const TenantTokenClaims& who, const std::string& node_id,
                             const std::string& agent_name, const std::string& workspace_path,
                             CreatedCallback done) {
@@ -252,7 +259,7 @@ void SessionManager::Create(const TenantTokenClaims& who, const std::string& nod
     live_[rec.session_id] = live;
     caps_version_.try_emplace(node_id, rec.capabilities_version);
   }
-  Save(*live);
+  SaveLocking(*live);
 
   InvokeSpec spec;
   spec.node_id = node_id;
@@ -300,12 +307,12 @@ void SessionManager::Create(const TenantTokenClaims& who, const std::string& nod
       live_.erase(rec.session_id);
     }
     tickets_.RevokeSession(rec.session_id);
-    Save(*live);
+    SaveLocking(*live);
     for (auto& cb : waiters)
       cb(std::unexpected(id.error()));
     return;
   }
-  Save(*live);
+  SaveLocking(*live);
   ArmReattach(live);
   log::Get("sessions")
       ->info("session {} of {} on node {} ({}) created", rec.session_id, log::Escape(who.subject),

@@ -139,7 +139,11 @@ class SessionManager {
   // The caller's live-or-ended record, or NOT_FOUND alike for another tenant or user.
   Result<OperatorSessionRecord> Owned(const TenantTokenClaims& who,
                                       const std::string& session_id) const;
+  // Stores live.rec; the caller holds live.mu, so that writers of the record store it in the
+  // order they changed it.
   void Save(Live& live);
+  // Save, taking live.mu (for callers that do not hold it).
+  void SaveLocking(Live& live);
   void MarkRunning(const std::shared_ptr<Live>& live);
   void OnStartProgress(const std::shared_ptr<Live>& live, const aegis::cluster::v1::Chunk& chunk);
   void OnStartResult(const std::shared_ptr<Live>& live, const CommandRecord& command);

@@ -174,6 +174,10 @@ TEST_F(OperatorSessionTest, TwoSocketsMirrorOneSessionAndTheRelayRulesHold) {
   EXPECT_EQ(metrics["aggregated_usage"]["total_tool_invocations"], 3);
   EXPECT_GE(metrics["health"]["uptime_seconds"].get<int64_t>(), 0);
   EXPECT_EQ(Http("GET", "/v1/edge/nodes/edge-01/metrics?period=year", alice).status, 400u);
+  // `period=` with no value is the default, and the answer names it (it said "").
+  auto empty_period = Body(Http("GET", "/v1/edge/nodes/edge-01/metrics?period=", alice));
+  EXPECT_EQ(empty_period["period"], "today") << empty_period.dump();
+  EXPECT_EQ(empty_period["aggregated_usage"], metrics["aggregated_usage"]);
   auto list = Body(Http("GET", "/v1/edge/sessions", alice));
   ASSERT_EQ(list["sessions"].size(), 1u) << list.dump();
   EXPECT_EQ(list["sessions"][0]["session_id"], sid);
@@ -198,7 +202,7 @@ TEST_F(OperatorSessionTest, TwoSocketsMirrorOneSessionAndTheRelayRulesHold) {
   auto history = Body(Http("GET", "/v1/edge/sessions/" + sid + "/history", alice));
   EXPECT_EQ(history["status"], "TERMINATED") << history.dump();
   EXPECT_FALSE(history.value("end_reason", "").empty());
-  EXPECT_EQ(Http("POST", "/v1/edge/sessions/" + sid + "/tickets", alice).status, 409u);
+  EXPECT_EQ(Http("POST", "/v1/edge/sessions/" + sid + "/tickets", alice).status, 410u);
   WsClient late;
   EXPECT_EQ(late.Open(http_port_, Target(ticket, sid)), 410u) << "an ended session is gone";
   EXPECT_EQ(Body(Http("GET", "/v1/edge/sessions", alice))["sessions"], json::array());
