@@ -103,7 +103,7 @@ std::expected<AuthOk, AuthFailure> WorkerAuthenticator::Check(std::string_view w
     o.revoked_jtis = revoked_;
     auto claims = WorkerToken::Verify(token, o, clock_->Now());
     if (!claims) return Refuse(claims.error().message);
-    return AuthOk{id, "signed", claims->jti};
+    return AuthOk{id, "signed", claims->jti, std::move(claims->scopes)};
   }
   if (auto it = per_worker_.find(worker_id); it != per_worker_.end()) {
     if (ConstantTimeEquals(token, it->second)) return AuthOk{id, "per-worker", ""};

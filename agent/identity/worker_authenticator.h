@@ -38,6 +38,9 @@ struct AuthOk {
   std::string worker_id;  // the authenticated id
   std::string kind;       // "signed", "per-worker", "shared"
   std::string jti;        // signed tokens
+  // A signed token's `scopes` claim as given; empty (absent, or a token that is not signed)
+  // means no restriction. The door decides what each scope allows.
+  std::vector<std::string> scopes;
 };
 
 struct AuthFailure {

@@ -1,5 +1,7 @@
 #include "agent/worker_rpc/worker_rpc_handler.h"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "agent/identity/worker_token.h"
@@ -156,11 +158,28 @@ void WorkerRpcHandler::Handle(std::shared_ptr<http::Exchange> exchange) {
     return plain(ok.error().status, ok.error().status == 401 ? "UNAUTHORIZED" : "FORBIDDEN",
                  ok.error().message);
   }
-  HandleRpc(exchange, std::move(headers));
+  HandleRpc(exchange, std::move(headers), std::move(ok->scopes));
 }
 
+namespace {
+
+// The token scope a method needs (the header's table); "" for a method with none (an unknown
+// one, refused later as such).
+std::string_view RequiredScope(std::string_view method) {
+  if (method == "worker.spawn") return "worker:spawn";
+  if (method == "worker.destroy" || method == "worker.shutdown") return "worker:destroy";
+  if (method == "worker.status") return "worker:status";
+  if (method == "worker.exec" || method == "worker.exec_stream") return "worker:exec";
+  if (method.starts_with("worker.file_")) return "worker:files";
+  if (method == "worker.logs") return "worker:logs";
+  if (method == "worker.renew_lease") return "worker:lease";
+  return "";
+}
+
+}  // namespace
+
 void WorkerRpcHandler::HandleRpc(const std::shared_ptr<http::Exchange>& exchange,
-                                 http::Headers headers) {
+                                 http::Headers headers, std::vector<std::string> scopes) {
   auto call = std::make_shared<Call>();
   call->exchange = exchange;
   call->headers = std::move(headers);
@@ -183,6 +202,18 @@ void WorkerRpcHandler::HandleRpc(const std::shared_ptr<http::Exchange>& exchange
                            {ErrorCode::kPermissionDenied,
                             "request worker_id \"" + log::Escape(call->request.worker_id, 64) +
                                 "\" is not this worker (\"" + options_.worker_id + "\")"}));
+  }
+  if (const auto need = RequiredScope(call->request.method);
+      !scopes.empty() && !need.empty() &&
+      std::find(scopes.begin(), scopes.end(), need) == scopes.end()) {
+    std::string granted;
+    for (const auto& sc : scopes)
+      granted += (granted.empty() ? "" : ", ") + log::Escape(sc, 64);
+    return call->Send(
+        403, ErrorEnvelope(call->request.id, options_.worker_id,
+                           {ErrorCode::kPermissionDenied,
+                            call->request.method + " needs the token scope " + std::string(need) +
+                                "; this token's scopes are [" + granted + "]"}));
   }
   Dispatch(call);
 }
@@ -424,7 +455,9 @@ Result<json> WorkerRpcHandler::Spawn(const Call& call) {
   if (auto it = p.find("ttl"); it != p.end() && !it->is_null()) {
     auto ttl = sandbox::ParseDurationArg(*it, "params.ttl");
     if (!ttl) return std::unexpected(ttl.error());
-    s.ttl = std::chrono::duration_cast<std::chrono::seconds>(*ttl);
+    // Rounded up to whole seconds (the registry keeps seconds): a positive ttl under a second
+    // is one second, never 0, which means "no ttl".
+    s.ttl = std::chrono::ceil<std::chrono::seconds>(*ttl);
   }
   if (auto it = p.find("metadata"); it != p.end() && !it->is_null()) {
     if (!it->is_object()) {

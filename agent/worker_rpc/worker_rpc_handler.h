@@ -11,6 +11,13 @@
 // `X-Worker-Stream: ndjson`), file_write, file_read, file_list, file_delete, file_move,
 // file_chmod, file_stat, file_glob, logs, renew_lease, shutdown; worker.heartbeat is
 // answered 400 (it is sent to the control plane, not served).
+//
+// Token scopes (the contract's worker:* list): a signed token that lists scopes may call only
+// the methods they grant — spawn: worker:spawn; destroy and shutdown (draining the worker):
+// worker:destroy; status: worker:status; exec, exec_stream: worker:exec; file_*:
+// worker:files; logs: worker:logs; renew_lease: worker:lease. Other scopes in the list grant
+// nothing. A token that lists none, and the static tokens, are not restricted. Refused: 403
+// naming the method, the scope it needs and the token's scopes.
 #pragma once
 
 #include <atomic>
@@ -20,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
@@ -63,7 +71,8 @@ class WorkerRpcHandler final : public http::Handler {
 
  private:
   struct Call;
-  void HandleRpc(const std::shared_ptr<http::Exchange>& exchange, http::Headers headers);
+  void HandleRpc(const std::shared_ptr<http::Exchange>& exchange, http::Headers headers,
+                 std::vector<std::string> scopes);
   // Sends a call to its method: the synchronous sandbox calls below, a file tool, exec.
   void Dispatch(const std::shared_ptr<Call>& call);
   // The synchronous methods (run on the door's pool, never on an HTTP thread).

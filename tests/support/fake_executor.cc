@@ -147,6 +147,7 @@ edge::Status FakeExecutor::Reconfigure(
 Result<sandbox::SandboxInfo> FakeExecutor::Spawn(const sandbox::SpawnRequest& request,
                                                  const sandbox::Lease* lease) {
   std::lock_guard lock(mu_);
+  spawns_.push_back(request);
   if (lease != nullptr) leases_.push_back(*lease);
   if (draining_ || spawns_draining_) {
     return MakeError(ErrorCode::kDraining, "the agent is draining");
@@ -269,6 +270,11 @@ std::vector<std::pair<std::string, std::string>> FakeExecutor::cancels() const {
 size_t FakeExecutor::reconfigures() const {
   std::lock_guard lock(mu_);
   return reconfigures_;
+}
+
+std::vector<sandbox::SpawnRequest> FakeExecutor::spawns() const {
+  std::lock_guard lock(mu_);
+  return spawns_;
 }
 
 std::vector<sandbox::Lease> FakeExecutor::leases() const {

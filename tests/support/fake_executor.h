@@ -95,6 +95,8 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   size_t reconfigures() const;
   // Leases given to Spawn/Destroy/RenewLease, in order.
   std::vector<sandbox::Lease> leases() const;
+  // Every request Spawn received, in order.
+  std::vector<sandbox::SpawnRequest> spawns() const;
 
  private:
   std::optional<Call> Take(const std::string& command_id);
@@ -102,6 +104,7 @@ class FakeExecutor final : public sandbox::ExecutorApi {
   std::vector<std::string> tools_;
   mutable std::mutex mu_;
   std::vector<sandbox::InvokeRequest> requests_;
+  std::vector<sandbox::SpawnRequest> spawns_;
   std::vector<Call> pending_;
   std::map<std::string, sandbox::InvokeResult> stored_;
   std::map<std::string, std::vector<sandbox::InvokeResult>> interrupted_;

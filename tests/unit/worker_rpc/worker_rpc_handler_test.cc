@@ -320,6 +320,64 @@ TEST_F(WorkerRpcHandlerTest, AcceptedCredentials) {
   EXPECT_EQ(ok(Auth(Signed(c, "old-key-cccccccccccccccc"))), 400u);
 }
 
+TEST_F(WorkerRpcHandlerTest, ASignedTokensScopesLimitItsMethods) {
+  auto scoped = [&](std::vector<std::string> scopes) {
+    return Auth(Signed(identity::WorkerToken::NewClaims(
+        "worker-a", std::chrono::minutes(5), clock_.Now(), "worker:rpc", std::move(scopes))));
+  };
+  auto call = [&](const std::string& method, http::Headers h) {
+    json env = {{"id", "req-1"},
+                {"method", method},
+                {"worker_id", "worker-a"},
+                {"params", {{"sandbox_id", "sb-1"}, {"command", "true"}, {"path", "f"}}}};
+    return Rpc(env, std::move(h));
+  };
+  // A monitoring token: worker.status only.
+  const auto status_only = scoped({"worker:status"});
+  auto st = call("worker.status", status_only);
+  AwaitAnswer(st);
+  EXPECT_EQ(st->response().status, 404u) << st->response().body;  // past the scope: no sandbox
+  const std::vector<std::pair<std::string, std::string>> needs = {
+      {"worker.exec", "worker:exec"},        {"worker.exec_stream", "worker:exec"},
+      {"worker.spawn", "worker:spawn"},      {"worker.destroy", "worker:destroy"},
+      {"worker.shutdown", "worker:destroy"}, {"worker.file_read", "worker:files"},
+      {"worker.file_write", "worker:files"}, {"worker.logs", "worker:logs"},
+      {"worker.renew_lease", "worker:lease"}};
+  for (const auto& [method, need] : needs) {
+    auto ex = call(method, status_only);
+    AwaitAnswer(ex);
+    EXPECT_EQ(ex->response().status, 403u) << method;
+    const std::string& body = ex->response().body;
+    EXPECT_NE(body.find(method + " needs the token scope " + need +
+                        "; this token's scopes are [worker:status]"),
+              std::string::npos)
+        << body;
+  }
+  EXPECT_EQ(exec_.fake.requests().size(), 0u);  // nothing reached the executor
+  EXPECT_FALSE(exec_.spawns_draining());        // the refused shutdown did not drain
+  // Scopes that are not the worker's grant nothing.
+  auto other = call("worker.status", scoped({"admin", "worker:unknown"}));
+  AwaitAnswer(other);
+  EXPECT_EQ(other->response().status, 403u);
+  // The scope that grants it, and a token that lists no scopes, run the command.
+  call("worker.exec", scoped({"worker:status", "worker:exec"}));
+  EXPECT_EQ(exec_.fake.requests().size(), 1u);
+  call("worker.exec", scoped({}));
+  EXPECT_EQ(exec_.fake.requests().size(), 2u);
+}
+
+TEST_F(WorkerRpcHandlerTest, ASpawnTtlIsRoundedUpToWholeSecondsSoAShortOneStillExpires) {
+  const std::vector<std::pair<std::string, int64_t>> cases = {
+      {"500ms", 1}, {"1500ms", 2}, {"2s", 2}, {"0s", 0}};
+  for (const auto& [ttl, secs] : cases) {
+    auto sp = Call("worker.spawn", {{"sandbox_id", "sb-" + ttl}, {"ttl", ttl}}, Lease("sb-" + ttl));
+    AwaitAnswer(sp);
+    ASSERT_EQ(sp->response().status, 200u) << sp->response().body;
+    ASSERT_FALSE(exec_.fake.spawns().empty());
+    EXPECT_EQ(exec_.fake.spawns().back().ttl.count(), secs) << ttl;  // "500ms" was 0: no ttl
+  }
+}
+
 TEST_F(WorkerRpcHandlerTest, PerWorkerTokenTakesPrecedenceOverTheSharedOne) {
   auth_ = std::make_unique<WorkerAuthenticator>("worker-b", cfg_, clock_);
   handler_ =
