@@ -443,6 +443,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void OnHeader() {
     auto& req = parser_->get();
+    if (auto refusal = Screen(req)) {
+      return Answer(std::move(*refusal), req.method() == bhttp::verb::head);
+    }
     if (bhttp::token_list(req[bhttp::field::expect]).exists("100-continue")) {
       auto data = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       net::async_write(stream_, net::buffer(*data),
@@ -486,14 +489,37 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void Refuse(unsigned status, std::string_view code, const std::string& message) {
-    // Nothing more is read from this connection: answer and close.
+    Answer({.status = status, .body = ErrorBody(code, message)});
+  }
+  // Answers `r` without reading anything more from this connection, then closes it (after a
+  // linger that drops the rest of the request). A HEAD request gets the headers only.
+  void Answer(Response r, bool head = false) {
     keep_alive_ = false;
     exchange_.reset();
     ++gen_;
     tcp().expires_never();
-    std::string body = ErrorBody(code, message);
-    Queue(Head(status, {}, "application/json", body.size(), false, true, false) + body, nullptr,
-          After::kClose);
+    Queue(Head(r.status, r.headers, r.content_type, r.body.size(), false, true, false) +
+              (head ? std::string() : r.body),
+          nullptr, After::kClose);
+  }
+
+  // The handler's look at the request line and headers (Handler::Screen).
+  std::optional<Response> Screen(const bhttp::request<bhttp::string_body>& msg) {
+    Request head;
+    head.method = std::string(msg.method_string());
+    head.target = std::string(msg.target());
+    for (const auto& f : msg.base()) {
+      head.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+    head.keep_alive = msg.keep_alive();
+    head.version = msg.version() < 11 ? 10 : 11;
+    head.remote = remote_;
+    try {
+      return server_->handler.Screen(head);
+    } catch (const std::exception& e) {
+      server_->log->error("handler's screen threw: {}", e.what());
+      return Response{.status = 500, .body = ErrorBody("INTERNAL", "internal error")};
+    }
   }
 
   void Dispatch() {

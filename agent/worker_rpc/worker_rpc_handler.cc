@@ -121,30 +121,36 @@ void WorkerRpcHandler::CancelAll(const std::string& reason) {
     source.Cancel(reason);
 }
 
-void WorkerRpcHandler::Handle(std::shared_ptr<http::Exchange> exchange) {
-  const auto& req = exchange->request();
+namespace {
+
+// X-Request-ID, when usable, to echo on every answer.
+http::Headers EchoHeaders(const http::Request& req) {
   http::Headers headers;
   if (auto rid = req.Header("X-Request-ID"); rid && UsableRequestId(*rid)) {
     headers.emplace_back("X-Request-ID", std::string(*rid));
   }
+  return headers;
+}
+
+}  // namespace
+
+std::optional<http::Response> WorkerRpcHandler::Gate(const http::Request& req,
+                                                     const http::Headers& headers,
+                                                     identity::AuthOk& auth) const {
   auto plain = [&](unsigned status, std::string_view code, std::string message,
                    http::Headers extra = {}) {
     http::Headers h = headers;
     h.insert(h.end(), extra.begin(), extra.end());
-    exchange->Respond({.status = status,
-                       .headers = std::move(h),
-                       .body = Dump({{"code", code}, {"message", std::move(message)}})});
+    return http::Response{.status = status,
+                          .headers = std::move(h),
+                          .body = Dump({{"code", code}, {"message", std::move(message)}})};
   };
   const std::string_view path = req.Path();
   if (path == "/health") {
     if (req.method != "GET") {
       return plain(405, "METHOD_NOT_ALLOWED", "use GET for /health", {{"Allow", "GET"}});
     }
-    exchange->Respond({.status = 200,
-                       .headers = headers,
-                       .body = Dump({{"status", executor_.spawns_draining() ? "draining" : "ok"},
-                                     {"worker_id", options_.worker_id}})});
-    return;
+    return std::nullopt;
   }
   if (path != "/rpc") return plain(404, "NOT_FOUND", "no such path (use POST /rpc)");
   if (req.method != "POST") {
@@ -158,7 +164,28 @@ void WorkerRpcHandler::Handle(std::shared_ptr<http::Exchange> exchange) {
     return plain(ok.error().status, ok.error().status == 401 ? "UNAUTHORIZED" : "FORBIDDEN",
                  ok.error().message);
   }
-  HandleRpc(exchange, std::move(headers), std::move(ok->scopes));
+  auth = std::move(*ok);
+  return std::nullopt;
+}
+
+std::optional<http::Response> WorkerRpcHandler::Screen(const http::Request& head) {
+  identity::AuthOk auth;
+  return Gate(head, EchoHeaders(head), auth);
+}
+
+void WorkerRpcHandler::Handle(std::shared_ptr<http::Exchange> exchange) {
+  const auto& req = exchange->request();
+  http::Headers headers = EchoHeaders(req);
+  identity::AuthOk auth;
+  if (auto refusal = Gate(req, headers, auth)) return exchange->Respond(std::move(*refusal));
+  if (req.Path() == "/health") {
+    exchange->Respond({.status = 200,
+                       .headers = headers,
+                       .body = Dump({{"status", executor_.spawns_draining() ? "draining" : "ok"},
+                                     {"worker_id", options_.worker_id}})});
+    return;
+  }
+  HandleRpc(exchange, std::move(headers), std::move(auth.scopes));
 }
 
 namespace {

@@ -63,6 +63,9 @@ class WorkerRpcHandler final : public http::Handler {
   ~WorkerRpcHandler() override;
 
   void Handle(std::shared_ptr<http::Exchange> exchange) override;
+  // Path, method and credential, from the headers alone: a caller without a valid credential
+  // is answered before its body (up to worker.max_body_bytes) is read.
+  std::optional<http::Response> Screen(const http::Request& head) override;
 
   // Cancels every command this door started (reason is logged and put in their results).
   void CancelAll(const std::string& reason);
@@ -71,6 +74,11 @@ class WorkerRpcHandler final : public http::Handler {
 
  private:
   struct Call;
+  // The answer to a request that does not reach an envelope (a wrong path or method, a refused
+  // credential: logged); nullopt for GET /health and for POST /rpc whose credential passed
+  // (`auth` is then set).
+  std::optional<http::Response> Gate(const http::Request& req, const http::Headers& headers,
+                                     identity::AuthOk& auth) const;
   void HandleRpc(const std::shared_ptr<http::Exchange>& exchange, http::Headers headers,
                  std::vector<std::string> scopes);
   // Sends a call to its method: the synchronous sandbox calls below, a file tool, exec.

@@ -30,7 +30,11 @@ using namespace std::chrono_literals;
 class FnHandler : public Handler {
  public:
   std::function<void(std::shared_ptr<Exchange>)> fn;
+  std::function<std::optional<Response>(const Request&)> screen;
   void Handle(std::shared_ptr<Exchange> ex) override { fn(std::move(ex)); }
+  std::optional<Response> Screen(const Request& head) override {
+    return screen ? screen(head) : std::nullopt;
+  }
 };
 
 class HttpServerTest : public ::testing::Test {
@@ -82,6 +86,46 @@ class HttpServerTest : public ::testing::Test {
   FnHandler handler_;
   std::unique_ptr<Server> server_;
 };
+
+TEST_F(HttpServerTest, AScreenedRequestIsAnsweredFromItsHeadersBeforeItsBodyIsRead) {
+  std::atomic<int> calls{0};
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    ++calls;
+    ex->Respond({.status = 200, .body = "in:" + ex->request().body, .content_type = "text/plain"});
+  };
+  handler_.screen = [&](const Request& head) -> std::optional<Response> {
+    EXPECT_TRUE(head.body.empty());
+    EXPECT_FALSE(head.remote.empty());
+    if (head.Header("X-Key") == "good") return std::nullopt;
+    return Response{.status = 401,
+                    .headers = {{"WWW-Authenticate", "Key"}},
+                    .body = R"({"code":"UNAUTHORIZED"})"};
+  };
+  ServerOptions o;
+  o.read_timeout = 3s;  // without the screen: a 408 after 3 s, waiting for the body
+  Start(o);
+  // A megabyte announced and not a byte of it sent: the answer comes from the headers alone.
+  std::string out =
+      RawExchange("POST /rpc HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n", false);
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 401")) << out;
+  EXPECT_NE(out.find("WWW-Authenticate: Key"), std::string::npos) << out;
+  // With Expect: 100-continue the refusal comes instead of the 100 Continue.
+  out = RawExchange(
+      "POST /rpc HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+      "Content-Length: 1000000\r\n\r\n",
+      false);
+  EXPECT_TRUE(out.starts_with("HTTP/1.1 401")) << out;
+  EXPECT_EQ(calls.load(), 0);
+  // Let through: the body is read and the handler answers.
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  auto r =
+      c->Send({.method = "POST", .target = "/rpc", .headers = {{"X-Key", "good"}}, .body = "x"});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_EQ(r->body, "in:x");
+  EXPECT_EQ(calls.load(), 1);
+}
 
 TEST_F(HttpServerTest, AnswersAndKeepsTheConnectionAlive) {
   std::atomic<int> calls{0};

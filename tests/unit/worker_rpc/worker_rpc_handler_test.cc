@@ -378,6 +378,31 @@ TEST_F(WorkerRpcHandlerTest, ASpawnTtlIsRoundedUpToWholeSecondsSoAShortOneStillE
   }
 }
 
+TEST_F(WorkerRpcHandlerTest, TheScreenRefusesFromTheHeadersAloneBeforeAnyBody) {
+  http::Request head;
+  head.method = "POST";
+  head.target = "/rpc";
+  head.remote = "127.0.0.1:40000";
+  head.headers = {{"X-Request-ID", "r-1"}};
+  auto r = handler_->Screen(head);  // no credential: answered before its body is read
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401u);
+  EXPECT_NE(r->body.find("missing"), std::string::npos) << r->body;
+  EXPECT_EQ(http::FindHeader(r->headers, "X-Request-ID"), "r-1");
+  head.headers = Auth(Signed(identity::WorkerToken::NewClaims("worker-a", std::chrono::minutes(5),
+                                                              clock_.Now(), "worker:rpc")));
+  EXPECT_FALSE(handler_->Screen(head));  // a good credential: the body is read, then Handle
+  head.target = "/other";
+  ASSERT_TRUE(handler_->Screen(head));
+  EXPECT_EQ(handler_->Screen(head)->status, 404u);
+  head.target = "/rpc";
+  head.method = "PUT";
+  EXPECT_EQ(handler_->Screen(head)->status, 405u);
+  head = http::Request{.method = "GET", .target = "/health"};
+  EXPECT_FALSE(handler_->Screen(head));  // answered by Handle
+  EXPECT_EQ(exec_.fake.requests().size(), 0u);
+}
+
 TEST_F(WorkerRpcHandlerTest, PerWorkerTokenTakesPrecedenceOverTheSharedOne) {
   auth_ = std::make_unique<WorkerAuthenticator>("worker-b", cfg_, clock_);
   handler_ =
