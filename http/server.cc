@@ -344,9 +344,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     counted_ = false;
     --server_->connections;
     server_->Unregister(id_);
-    const auto target = upgrade_request_->target();
-    server_->log->debug("GET {} from {}: upgrading to a WebSocket",
-                        log::Escape(std::string_view(target.data(), target.size()), 200), remote_);
+    // The path only: the query may carry a credential (the operator API's one-time ticket).
+    std::string_view target(upgrade_request_->target().data(), upgrade_request_->target().size());
+    target = target.substr(0, target.find('?'));
+    server_->log->debug("GET {} from {}: upgrading to a WebSocket", log::Escape(target, 200),
+                        remote_);
     ws->Begin(std::move(stream_), std::move(*upgrade_request_), tls_);
     upgrade_request_.reset();
   }

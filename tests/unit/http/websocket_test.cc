@@ -23,7 +23,9 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
+#include "common/log.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "http/websocket.h"
@@ -374,6 +376,37 @@ TEST_F(WebSocketTest, ACloseCodeThatMayNotBeSentIsSentAs1011) {
   EXPECT_EQ(client->close_code(), close_code::kInternalError);
   ASSERT_TRUE(WaitUntil([&] { return rec->closes() == 1; }));
   EXPECT_EQ(rec->code(), close_code::kInternalError);
+}
+
+TEST_F(WebSocketTest, TheUpgradeIsLoggedWithoutItsQueryWhereATicketTravels) {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  log::Init({.level = spdlog::level::debug, .writer = [&](std::string_view l) {
+               std::lock_guard lock(mu);
+               lines.emplace_back(l);
+             }});
+  Start();
+  auto client = Open("/echo?ticket=s3cr3t-t1cket-value&session_id=s-1");
+  ASSERT_TRUE(client);
+  const bool logged = WaitUntil([&] {
+    std::lock_guard lock(mu);
+    for (const auto& l : lines)
+      if (l.find("upgrading to a WebSocket") != std::string::npos) return true;
+    return false;
+  });
+  std::vector<std::string> seen;
+  {
+    std::lock_guard lock(mu);
+    seen = lines;
+  }
+  log::Init({});
+  EXPECT_TRUE(logged);
+  for (const auto& l : seen) {
+    EXPECT_EQ(l.find("s3cr3t-t1cket-value"), std::string::npos) << l;
+    if (l.find("upgrading") != std::string::npos) {
+      EXPECT_NE(l.find("GET /echo from"), std::string::npos) << l;
+    }
+  }
 }
 
 TEST_F(WebSocketTest, ARefusalBeforeTheUpgradeIsAnHttpStatus) {
