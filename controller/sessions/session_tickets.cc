@@ -1,5 +1,7 @@
 #include "controller/sessions/session_tickets.h"
 
+#include <algorithm>
+
 #include "agent/identity/encoding.h"
 #include "common/random.h"
 
@@ -8,13 +10,30 @@ namespace {
 constexpr size_t kTicketBytes = 32;
 }  // namespace
 
-void SessionTickets::SweepLocked(Clock::MonoTime now) {
-  for (auto it = by_hash_.begin(); it != by_hash_.end();) {
-    if (it->second.expires <= now) {
-      it = by_hash_.erase(it);
-    } else {
-      ++it;
+void SessionTickets::ForgetLocked(Table::iterator it) {
+  if (auto s = by_session_.find(it->second.grant.session_id); s != by_session_.end()) {
+    auto& hashes = s->second;
+    if (auto h = std::find(hashes.begin(), hashes.end(), it->first); h != hashes.end()) {
+      hashes.erase(h);
     }
+    if (hashes.empty()) by_session_.erase(s);
+  }
+  by_hash_.erase(it);
+}
+
+void SessionTickets::SweepLocked(Clock::MonoTime now) {
+  while (!expiries_.empty() && expiries_.front().first <= now) {
+    auto it = by_hash_.find(expiries_.front().second);
+    if (it != by_hash_.end() && it->second.expires <= now) ForgetLocked(it);
+    expiries_.pop_front();
+  }
+  // Spent tickets leave their expiry behind until it passes: keep the list within twice what is
+  // live, so a caller who issues and spends in a loop cannot grow it.
+  if (expiries_.size() > 2 * by_hash_.size() + 64) {
+    std::deque<std::pair<Clock::MonoTime, std::string>> kept;
+    for (auto& e : expiries_)
+      if (by_hash_.count(e.second) > 0) kept.push_back(std::move(e));
+    expiries_.swap(kept);
   }
 }
 
@@ -23,11 +42,21 @@ Result<std::string> SessionTickets::Issue(const TicketGrant& grant) {
   std::lock_guard lock(mu_);
   const auto now = clock_.Monotonic();
   SweepLocked(now);
+  // The session's own oldest ticket makes room for its newest.
+  if (auto s = by_session_.find(grant.session_id); s != by_session_.end()) {
+    while (!s->second.empty() && s->second.size() >= max_per_session_) {
+      by_hash_.erase(s->second.front());
+      s->second.pop_front();
+    }
+  }
   if (by_hash_.size() >= max_live_)
     return MakeError(ErrorCode::kResourceExhausted, "too many outstanding session tickets (" +
                                                         std::to_string(max_live_) +
                                                         "); try again in a minute");
-  by_hash_[identity::Sha256(bytes)] = Entry{grant, now + ttl_};
+  std::string hash = identity::Sha256(bytes);
+  by_hash_[hash] = Entry{grant, now + ttl_};
+  by_session_[grant.session_id].push_back(hash);
+  expiries_.emplace_back(now + ttl_, std::move(hash));
   return identity::Base64UrlEncode(bytes);
 }
 
@@ -46,8 +75,8 @@ SessionTickets::Redeemed SessionTickets::Consume(std::string_view ticket,
     SweepLocked(now);
     return r;
   }
-  Entry e = std::move(it->second);
-  by_hash_.erase(it);
+  Entry e = it->second;
+  ForgetLocked(it);
   SweepLocked(now);
   if (e.expires <= now) {
     r.verdict = Verdict::kExpired;
@@ -60,13 +89,11 @@ SessionTickets::Redeemed SessionTickets::Consume(std::string_view ticket,
 
 void SessionTickets::RevokeSession(std::string_view session_id) {
   std::lock_guard lock(mu_);
-  for (auto it = by_hash_.begin(); it != by_hash_.end();) {
-    if (it->second.grant.session_id == session_id) {
-      it = by_hash_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  auto s = by_session_.find(session_id);
+  if (s == by_session_.end()) return;
+  for (const auto& hash : s->second)
+    by_hash_.erase(hash);
+  by_session_.erase(s);
 }
 
 size_t SessionTickets::live() const {

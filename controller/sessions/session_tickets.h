@@ -3,17 +3,22 @@
 // SHA-256, bound to one session and the user (and tenant) it was issued to, valid `ttl`
 // (60 s). Consume removes it under the lock whatever the verdict, so of two upgrades racing
 // with one ticket exactly one can win, and a ticket shown once — even to the wrong session —
-// is spent. Expired entries are swept on every call; at most `max_live` tickets are
-// outstanding (RESOURCE_EXHAUSTED beyond, so a caller cannot fill memory).
+// is spent. At most `max_per_session` (8) tickets of one session are outstanding: issuing one
+// more spends that session's oldest, so a user who asks in a loop keeps replacing their own
+// tickets and never fills the table others need; at most `max_live` in all (RESOURCE_EXHAUSTED
+// beyond). Expired entries are swept in expiry order on every call (the cost is the number
+// that expired, not the table's size).
 // Thread-safe; borrows the clock.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -29,8 +34,8 @@ struct TicketGrant {
 class SessionTickets {
  public:
   explicit SessionTickets(Clock& clock, std::chrono::seconds ttl = std::chrono::seconds(60),
-                          size_t max_live = 100'000)
-      : clock_(clock), ttl_(ttl), max_live_(max_live) {}
+                          size_t max_live = 100'000, size_t max_per_session = 8)
+      : clock_(clock), ttl_(ttl), max_live_(max_live), max_per_session_(max_per_session) {}
 
   // A fresh ticket for `grant`.
   Result<std::string> Issue(const TicketGrant& grant);
@@ -53,17 +58,27 @@ class SessionTickets {
   size_t live() const;
 
  private:
-  void SweepLocked(Clock::MonoTime now);
-
-  Clock& clock_;
-  const std::chrono::seconds ttl_;
-  const size_t max_live_;
-  mutable std::mutex mu_;
   struct Entry {
     TicketGrant grant;
     Clock::MonoTime expires;
   };
-  std::map<std::string, Entry, std::less<>> by_hash_;  // SHA-256 of the ticket bytes → entry
+  using Table = std::map<std::string, Entry, std::less<>>;
+
+  void SweepLocked(Clock::MonoTime now);
+  // Removes the entry and its place in its session's list.
+  void ForgetLocked(Table::iterator it);
+
+  Clock& clock_;
+  const std::chrono::seconds ttl_;
+  const size_t max_live_;
+  const size_t max_per_session_;
+  mutable std::mutex mu_;
+  Table by_hash_;  // SHA-256 of the ticket bytes → entry
+  // Each session's outstanding tickets (hashes), oldest first.
+  std::map<std::string, std::deque<std::string>, std::less<>> by_session_;
+  // (expiry, hash) in issue order, which is expiry order (one ttl); entries already consumed
+  // or revoked stay until their expiry passes or the list is compacted.
+  std::deque<std::pair<Clock::MonoTime, std::string>> expiries_;
 };
 
 }  // namespace edge::controller

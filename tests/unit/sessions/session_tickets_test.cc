@@ -112,5 +112,45 @@ TEST(SessionTicketsTest, EndedSessionsLoseTheirTicketsAndTheCountIsBounded) {
   EXPECT_TRUE(tickets.Issue({"s4", "bob", "t1"}));
 }
 
+TEST(SessionTicketsTest, AUserAskingInALoopReplacesTheirOwnTicketsAndBlocksNoOne) {
+  ManualClock clock;
+  SessionTickets tickets(clock, std::chrono::seconds(60), /*max_live=*/100, /*per_session=*/8);
+  auto first = tickets.Issue({"m", "mallory", "t-a"});
+  ASSERT_TRUE(first);
+  std::string last;
+  for (int i = 0; i < 100000; ++i) {
+    auto t = tickets.Issue({"m", "mallory", "t-a"});
+    ASSERT_TRUE(t) << i;
+    last = *t;
+  }
+  EXPECT_EQ(tickets.live(), 8u);  // the session's newest eight
+  // Another tenant's user still gets tickets.
+  auto other = tickets.Issue({"a", "alice", "t-b"});
+  ASSERT_TRUE(other) << other.error().message;
+  EXPECT_EQ(tickets.Consume(*other, "a").verdict, V::kGranted);
+  // The newest works; the oldest was spent by the ones after it.
+  EXPECT_EQ(tickets.Consume(last, "m").verdict, V::kGranted);
+  EXPECT_EQ(tickets.Consume(*first, "m").verdict, V::kUnknown);
+  EXPECT_EQ(tickets.live(), 7u);
+  tickets.RevokeSession("m");
+  EXPECT_EQ(tickets.live(), 0u);
+}
+
+TEST(SessionTicketsTest, ExpiredTicketsLeaveTheTableAtTheNextCall) {
+  ManualClock clock;
+  SessionTickets tickets(clock);
+  for (int s = 0; s < 50; ++s)
+    ASSERT_TRUE(tickets.Issue({"s" + std::to_string(s), "alice", "t1"}));
+  clock.Advance(std::chrono::seconds(30));
+  auto later = tickets.Issue({"late", "alice", "t1"});
+  ASSERT_TRUE(later);
+  EXPECT_EQ(tickets.live(), 51u);
+  clock.Advance(std::chrono::seconds(30));  // the first fifty expire, the late one not
+  EXPECT_EQ(tickets.live(), 51u);           // swept by the next Issue or Consume
+  EXPECT_TRUE(tickets.Issue({"s0", "alice", "t1"}));
+  EXPECT_EQ(tickets.live(), 2u);
+  EXPECT_EQ(tickets.Consume(*later, "late").verdict, V::kGranted);
+}
+
 }  // namespace
 }  // namespace edge::controller
