@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -111,6 +112,7 @@ Server::Impl::Impl(net::io_context& io_, ServerOptions options_, Handler& handle
       handler(handler_),
       clock(options.clock ? *options.clock : SystemClock::Instance()),
       acceptor(net::make_strand(io_)),
+      accept_retry(acceptor.get_executor()),
       log(log::Get(options.name)) {}
 
 Server::Impl::~Impl() {
@@ -678,8 +680,23 @@ void Server::Impl::Accept() {
         if (self->stopped) return;
         if (ec) {
           if (ec == net::error::operation_aborted) return;
-          self->log->warn("accept failed: {}", ec.message());
-          return self->Accept();
+          // Out of descriptors (EMFILE, ENFILE) or memory: the connection stays queued and an
+          // immediate retry fails again at once. Wait 100 ms, doubling to 1 s, and say so
+          // once per run of failures instead of spinning and logging in a loop.
+          const int failures = ++self->accept_failures;
+          if (failures == 1) {
+            self->log->warn("accept failed: {}; retrying, every second at most", ec.message());
+          }
+          self->accept_retry.expires_after(
+              std::chrono::milliseconds(std::min(1000, 100 << std::min(failures - 1, 4))));
+          self->accept_retry.async_wait([self](Clean e) {
+            if (!e && !self->stopped) self->Accept();
+          });
+          return;
+        }
+        if (self->accept_failures > 0) {
+          self->log->info("accepting again after {} failed accept(s)", self->accept_failures);
+          self->accept_failures = 0;
         }
         std::string remote;
         Clean rec;
@@ -768,6 +785,7 @@ void Server::Stop() {
   net::post(impl_->acceptor.get_executor(), [impl = impl_] {
     Clean ignored;
     impl->acceptor.close(ignored);
+    impl->accept_retry.cancel();
   });
   std::vector<std::shared_ptr<Connection>> live;
   {

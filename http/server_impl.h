@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -69,6 +70,10 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   Handler& handler;
   Clock& clock;
   boost::asio::ip::tcp::acceptor acceptor;
+  // Accept's wait after a failure (EMFILE and the like leave the connection queued, so an
+  // immediate retry fails again at once): on the acceptor's strand, like accept_failures.
+  boost::asio::steady_timer accept_retry;
+  int accept_failures = 0;
   std::shared_ptr<spdlog::logger> log;
   std::mutex mu;
   std::shared_ptr<boost::asio::ssl::context> tls;

@@ -2,8 +2,11 @@
 // a client going away, and bad input (oversized headers and bodies, malformed requests,
 // slowloris and idle connections).
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -15,6 +18,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/log.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "tests/support/wait_until.h"
@@ -125,6 +129,57 @@ TEST_F(HttpServerTest, AScreenedRequestIsAnsweredFromItsHeadersBeforeItsBodyIsRe
   EXPECT_EQ(r->status, 200u);
   EXPECT_EQ(r->body, "in:x");
   EXPECT_EQ(calls.load(), 1);
+}
+
+TEST_F(HttpServerTest, OutOfDescriptorsTheServerWaitsInsteadOfSpinningThenAcceptsAgain) {
+  std::mutex mu;
+  int failed_lines = 0;
+  log::Init({.level = spdlog::level::debug, .writer = [&](std::string_view l) {
+               std::lock_guard lock(mu);
+               if (l.find("accept failed") != std::string_view::npos) ++failed_lines;
+             }});
+  handler_.fn = [](std::shared_ptr<Exchange> ex) {
+    ex->Respond({.status = 200, .body = "up", .content_type = "text/plain"});
+  };
+  Start();
+  // The client's socket exists before the limit drops (connect needs no new descriptor).
+  net::io_context io;
+  tcp::socket s(io);
+  s.open(tcp::v4());
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
+  const int lowest_free = ::dup(0);
+  ASSERT_GE(lowest_free, 0);
+  ::close(lowest_free);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(lowest_free);  // every new descriptor: EMFILE
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  boost::system::error_code ec;
+  s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()), ec);
+  std::this_thread::sleep_for(1500ms);  // the server's accept fails meanwhile
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &old), 0);
+  int failures_seen;
+  {
+    std::lock_guard lock(mu);
+    failures_seen = failed_lines;
+  }
+  ASSERT_FALSE(ec) << ec.message();
+  // The queued connection is accepted once descriptors are free again, and answered.
+  const std::string req = "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(s.native_handle(), req.data(), req.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(req.size()));
+  std::string got;
+  pollfd p{s.native_handle(), POLLIN, 0};
+  char buf[512];
+  while (got.find("up") == std::string::npos && ::poll(&p, 1, 5000) == 1) {
+    const ssize_t n = ::recv(s.native_handle(), buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  log::Init({});
+  EXPECT_EQ(failures_seen, 1) << "said once per run of failures (it was a line per retry, "
+                                 "thousands a second)";
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 200")) << got;
 }
 
 TEST_F(HttpServerTest, AnswersAndKeepsTheConnectionAlive) {
