@@ -117,14 +117,11 @@ Result<NodeActivity> SqliteStore::GetNodeActivity(const std::string& node_id, in
       {node_id, since_ms, until_ms});
   if (!commands) return std::unexpected(commands.error());
   if (!commands->empty()) a.commands = commands->front().Int(0);
-  // The latest failure: a command that ended in an error or a timeout, or ended ok with a
-  // non-zero exit. A cancelled one is not a failure of the node: it is what someone asked for
-  // (a DELETE of a session, a closed session, a cancelled search, a cancel), whatever exit
-  // code its killed process left.
+  // The latest failure: a command that did not end ok (or ended ok with a non-zero exit), or
+  // a session that ended with an error reason.
   auto failed = db_->Query(
       "SELECT completed_at_ms, tool, outcome, exit_code, error_code, message FROM commands "
-      "WHERE node_id = ? AND state = 'completed' AND "
-      "(outcome NOT IN ('ok', 'cancelled') OR (outcome = 'ok' AND exit_code <> 0)) "
+      "WHERE node_id = ? AND state = 'completed' AND (outcome <> 'ok' OR exit_code <> 0) "
       "AND completed_at_ms >= ? AND completed_at_ms < ? ORDER BY completed_at_ms DESC LIMIT 1",
       {node_id, since_ms, until_ms});
   if (!failed) return std::unexpected(failed.error());
