@@ -84,7 +84,14 @@ struct Client::Impl {
     }
     auto req = Build(r);
     beast::error_code ec;
-    With([&](auto& s) { ec = Await([&](auto h) { bhttp::async_write(s, req, std::move(h)); }); });
+    // Written piece by piece, each piece its own wait: a large body on a slow link may take
+    // longer than `timeout` as long as it keeps moving.
+    bhttp::request_serializer<bhttp::string_body> sr{req};
+    while (!ec && !sr.is_done()) {
+      With([&](auto& s) {
+        ec = Await([&](auto h) { bhttp::async_write_some(s, sr, std::move(h)); });
+      });
+    }
     if (ec) {
       Close();
       return Failed("write failed", ec);

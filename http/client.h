@@ -2,8 +2,9 @@
 // one request at a time (the integration tests, `edge-controller worker call`, the worker's
 // heartbeat and lease renewal). Keep-alive: requests reuse the connection. Optional TLS with
 // a CA to verify the server and a client certificate (mTLS). Every wait — connect, TLS
-// handshake, each write and each read — is bounded by `timeout` (the wait, not the whole
-// exchange: a streamed body may last longer as long as it keeps coming); past it the call is
+// handshake, each piece written and each read — is bounded by `timeout` (the wait, not the
+// whole exchange: a large request or a streamed answer may last longer as long as it keeps
+// moving); past it the call is
 // UNAVAILABLE "... timed out after N ms ..." and the connection is closed. A streamed body is
 // handed over as it arrives.
 #pragma once

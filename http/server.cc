@@ -447,9 +447,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void OnHeader() {
     auto& req = parser_->get();
-    if (auto refusal = Screen(req)) {
-      return Answer(std::move(*refusal), req.method() == bhttp::verb::head);
-    }
+    // Bracketed like Handle: once Stop began, no handler is called (the connection closes).
+    if (!server_->EnterHandler()) return Close();
+    auto refusal = Screen(req);
+    server_->LeaveHandler();
+    if (refusal) return Answer(std::move(*refusal), req.method() == bhttp::verb::head);
     if (bhttp::token_list(req[bhttp::field::expect]).exists("100-continue")) {
       auto data = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       net::async_write(stream_, net::buffer(*data),

@@ -1093,8 +1093,9 @@ EDGE_CHILD_CODE int ChildMain(void* setup) {
 // blocked across the clone so none of the agent's handlers runs in the child before it resets
 // them. SIGCHLD stays open while it has no handler (the agent observes exits through pidfds):
 // a quick child can exit before this thread unblocks, and a SIGCHLD its parent thread blocks
-// is not dropped but offered to another thread (at first the main thread), which wakes, and a
-// blocking receive with SO_RCVTIMEO there (http::Client) fails with EINTR.
+// is not dropped but offered to another thread (at first the main thread), which wakes: a
+// blocking call there can fail with EINTR (the agent's own clients wait in epoll, which asio
+// restarts).
 //
 // A child that changes user is forked instead: the kernel marks the memory image of a task
 // whose credentials change non-dumpable, and with CLONE_VM that image is the agent's own (no

@@ -64,7 +64,9 @@ class WorkerRpcHandler final : public http::Handler {
 
   void Handle(std::shared_ptr<http::Exchange> exchange) override;
   // Path, method and credential, from the headers alone: a caller without a valid credential
-  // is answered before its body (up to worker.max_body_bytes) is read.
+  // is answered before its body (up to worker.max_body_bytes) is read. Handle runs the same
+  // Gate again for the request that passed (an HMAC and a look at the key files: a few
+  // microseconds), rather than carry the result across the server.
   std::optional<http::Response> Screen(const http::Request& head) override;
 
   // Cancels every command this door started (reason is logged and put in their results).

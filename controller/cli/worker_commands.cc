@@ -347,7 +347,9 @@ edge::cli::CommandRunner AddWorkerCommands(CLI::App& app, const edge::cli::Globa
                    "acquire the lease on this resource (sandbox id) for the worker and present "
                    "it");
   call->add_option("--ttl", s->ttl, "the lease's lifetime (default worker.lease_ttl)");
-  call->add_option("--timeout", s->timeout, "how long to wait for the answer")
+  call->add_option("--timeout", s->timeout,
+                   "how long to wait for each part of the answer (a stream may last longer "
+                   "while it keeps coming)")
       ->capture_default_str();
   call->add_flag("--stream", s->stream,
                  "ask for NDJSON (X-Worker-Stream) and print each line as it arrives");

@@ -353,8 +353,11 @@ TEST_F(WorkerRpcHandlerTest, ASignedTokensScopesLimitItsMethods) {
               std::string::npos)
         << body;
   }
-  EXPECT_EQ(exec_.fake.requests().size(), 0u);  // nothing reached the executor
-  EXPECT_FALSE(exec_.spawns_draining());        // the refused shutdown did not drain
+  // Nothing reached the executor: no command, no spawn, no lease given to it.
+  EXPECT_EQ(exec_.fake.requests().size(), 0u);
+  EXPECT_TRUE(exec_.fake.spawns().empty());
+  EXPECT_TRUE(exec_.fake.leases().empty());
+  EXPECT_FALSE(exec_.spawns_draining());  // the refused shutdown did not drain
   // Scopes that are not the worker's grant nothing.
   auto other = call("worker.status", scoped({"admin", "worker:unknown"}));
   AwaitAnswer(other);
