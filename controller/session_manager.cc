@@ -413,7 +413,7 @@ void SessionManager::OnStartResult(const std::shared_ptr<Live>& live,
       } else {
         live->rec.end_reason = "session.start ended " + Describe(r);
       }
-      live->relay->CloseAll(kCloseNormal, "session ended");
+      live->relay->CloseAll(kCloseNormal, "session ended", /*flush_first=*/true);
       if (live->start_timer) timers_.Cancel(live->start_timer);
       if (live->reattach_timer) timers_.Cancel(live->reattach_timer);
       live->start_timer = live->reattach_timer = 0;

@@ -197,7 +197,7 @@ void SessionRelay::EvictedLocked(uint64_t seq) {
   }
 }
 
-void SessionRelay::CloseAll(uint16_t code, const std::string& reason) {
+void SessionRelay::CloseAll(uint16_t code, const std::string& reason, bool flush_first) {
   std::lock_guard lock(mu_);
   for (auto& [id, s] : sockets_) {
     // What the socket has not been given yet (its queue, the rest of its replay, a pending
@@ -206,7 +206,7 @@ void SessionRelay::CloseAll(uint16_t code, const std::string& reason) {
     // replay to come back to once the session is gone. Bounded: a queue holds at most half
     // the replay buffer, a replay at most the buffer; the transport's write timeout ends a
     // reader that never reads.
-    PumpLocked(s, /*everything=*/true);
+    if (flush_first) PumpLocked(s, /*everything=*/true);
     s.socket->Close(code, reason);
   }
   sockets_.clear();

@@ -36,9 +36,9 @@
 // queue like the others, so a socket that floods refused frames without reading the answers
 // falls behind under its policy instead of growing the queue. Frames and the relay's own
 // errors are built with rawp_frame.h.
-//  - The end: CloseAll hands each socket everything it has not been given (queue, the rest of
-//    its replay) before its close frame, so the session's last output and session.ended reach
-//    a reader that was behind.
+//  - The end: when the session ends, CloseAll hands each socket everything it has not been
+//    given (queue, the rest of its replay) before its close frame, so the session's last
+//    output and session.ended reach a reader that was behind.
 //
 // Thread-safe: one mutex; RelaySocket::Send and Close are called with it held and must not
 // call back into the relay (the WebSocket adapter only queues). Owns its sockets'
@@ -113,9 +113,11 @@ class SessionRelay {
   uint64_t Publish(OutFrame frame);
   // A frame to one socket only, outside the numbered stream.
   void SendTo(uint64_t socket_id, const OutFrame& frame);
-  // Closes every socket (session ended, controller stopping), each after what it had not yet
-  // been given: the rest of its queue and of its replay go to the transport first.
-  void CloseAll(uint16_t code, const std::string& reason);
+  // Closes every socket (session ended, controller stopping). With `flush_first` (the session
+  // ended) each socket is first handed what it had not yet been given — the rest of its queue
+  // and of its replay — so its last frames go out before the close frame; without (the
+  // controller stopping: its server drops what is queued anyway) nothing more is handed over.
+  void CloseAll(uint16_t code, const std::string& reason, bool flush_first = false);
 
   size_t sockets() const;
   uint64_t last_seq() const;

@@ -42,17 +42,19 @@ Result<std::string> SessionTickets::Issue(const TicketGrant& grant) {
   std::lock_guard lock(mu_);
   const auto now = clock_.Monotonic();
   SweepLocked(now);
-  // The session's own oldest ticket makes room for its newest.
-  if (auto s = by_session_.find(grant.session_id); s != by_session_.end()) {
-    while (!s->second.empty() && s->second.size() >= max_per_session_) {
-      by_hash_.erase(s->second.front());
-      s->second.pop_front();
-    }
-  }
-  if (by_hash_.size() >= max_live_)
+  // The session's own oldest ticket makes room for its newest — only when the new one will be
+  // issued: a full table refuses without spending anything.
+  auto mine = by_session_.find(grant.session_id);
+  const size_t held = mine == by_session_.end() ? 0 : mine->second.size();
+  const size_t freed = held >= max_per_session_ ? held - max_per_session_ + 1 : 0;
+  if (by_hash_.size() - freed >= max_live_)
     return MakeError(ErrorCode::kResourceExhausted, "too many outstanding session tickets (" +
                                                         std::to_string(max_live_) +
                                                         "); try again in a minute");
+  for (size_t i = 0; i < freed; ++i) {
+    by_hash_.erase(mine->second.front());
+    mine->second.pop_front();
+  }
   std::string hash = identity::Sha256(bytes);
   by_hash_[hash] = Entry{grant, now + ttl_};
   by_session_[grant.session_id].push_back(hash);

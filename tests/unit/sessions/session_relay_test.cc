@@ -421,7 +421,7 @@ TEST(SessionRelayTest, AtTheEndAReaderThatWasBehindGetsEverythingBeforeTheClose)
   relay.Publish(ended);
   ASSERT_EQ(behind->sent.size(), 1u);  // the transport took one frame and stalled
   ASSERT_EQ(mirror->sent.size(), 1u);
-  relay.CloseAll(kCloseNormal, "session ended");
+  relay.CloseAll(kCloseNormal, "session ended", /*flush_first=*/true);
   std::vector<uint64_t> all(31);
   std::iota(all.begin(), all.end(), 1);
   for (const auto& sock : {behind, mirror}) {

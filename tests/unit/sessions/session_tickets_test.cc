@@ -136,6 +136,24 @@ TEST(SessionTicketsTest, AUserAskingInALoopReplacesTheirOwnTicketsAndBlocksNoOne
   EXPECT_EQ(tickets.live(), 0u);
 }
 
+TEST(SessionTicketsTest, AFullTableRefusesWithoutSpendingTheSessionsTickets) {
+  ManualClock clock;
+  SessionTickets tickets(clock, std::chrono::seconds(60), /*max_live=*/3, /*per_session=*/2);
+  auto m1 = tickets.Issue({"m", "mallory", "t1"});
+  auto m2 = tickets.Issue({"m", "mallory", "t1"});
+  ASSERT_TRUE(tickets.Issue({"a", "alice", "t1"}));
+  // Full, but "m" is at its own cap: its oldest makes room, the table stays at 3.
+  auto m3 = tickets.Issue({"m", "mallory", "t1"});
+  ASSERT_TRUE(m3);
+  EXPECT_EQ(tickets.Consume(*m1, "m").verdict, V::kUnknown);
+  // Full, and "b" has none to give: refused, and nobody's ticket was spent.
+  auto b = tickets.Issue({"b", "bob", "t1"});
+  ASSERT_FALSE(b);
+  EXPECT_EQ(b.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(tickets.live(), 3u);
+  EXPECT_EQ(tickets.Consume(*m2, "m").verdict, V::kGranted);
+}
+
 TEST(SessionTicketsTest, ExpiredTicketsLeaveTheTableAtTheNextCall) {
   ManualClock clock;
   SessionTickets tickets(clock);
