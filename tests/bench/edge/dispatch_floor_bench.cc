@@ -11,10 +11,10 @@
 //   - the result's envelope: EnvelopeCodec::SealEvent on the agent and VerifyEvent on the
 //     controller (SHA-256 of the inner and an Ed25519 signature);
 //   - the durable writes: a synced SQLite commit of one small row (common/SqliteDb, WAL, group
-//     commit, 16 writer threads so that syncs are shared) times the four a command must make
-//     before its result is safe (the controller's insert and completion, the agent's journal
-//     admission and outbox row; docs/performance.md, stop 26), plus a relaxed one times the
-//     three that need not wait (idempotency record, MarkWritten, journal removal);
+//     commit, 16 writer threads so that syncs are shared) times the three a command makes
+//     before its result is safe (the controller's insert and its result, the agent's journal
+//     admission; docs/performance.md, stops 26 and 27), plus a relaxed one times the four
+//     that need not wait (idempotency record, outbox row, MarkWritten, journal removal);
 //   - the two gRPC hops, with this build's gRPC, 16 calls at a time: a unary call on a unix
 //     socket without TLS (the operator's Invoke on the admin socket), and one message each way
 //     on an open bidi stream over mTLS on loopback TCP (the InvokeTool down, the CommandResult
@@ -23,7 +23,7 @@
 //
 // Then the same pieces one at a time, as wall-clock time on one command's path (target 2's
 // latency: Invoke at concurrency 1 <= 1.5 x (A + B), A a unary round trip, B fork/exec/wait):
-// A + B + the token's mint and check + the envelope's seal and check + four synced commits,
+// A + B + the token's mint and check + the envelope's seal and check + three synced commits,
 // each waiting for its own sync + the edge hop's round. That is the latency floor; its ratio to
 // A + B is printed beside the target's 1.5.
 //
@@ -492,8 +492,8 @@ int main(int argc, char** argv) {
     s["admin"].push_back(h.admin_unary_us);
     s["edge"].push_back(h.edge_round_us);
     const double contract = s["mint"].back() + s["verify_token"].back() + s["seal"].back() +
-                            s["verify_event"].back() + 4 * s["synced"].back() +
-                            3 * s["relaxed"].back() + h.admin_unary_us + h.edge_round_us;
+                            s["verify_event"].back() + 3 * s["synced"].back() +
+                            4 * s["relaxed"].back() + h.admin_unary_us + h.edge_round_us;
     s["contract"].push_back(contract);
     s["floor"].push_back(contract + spawn_us);
     s["ceiling"].push_back(cores * 1e6 / (contract + spawn_us));
@@ -501,7 +501,7 @@ int main(int argc, char** argv) {
     s["budget"].push_back(cores * 1e6 / (0.6 * s["spawn_rate"].back()) - spawn_us);
     s["over"].push_back(contract / s["budget"].back());
     // Latency at concurrency 1: everything on one command's path runs one after another —
-    // the operator's call (A), the process (B), the token, the envelope, four synced commits
+    // the operator's call (A), the process (B), the token, the envelope, three synced commits
     // and the edge hop. Target 2: at most 1.5 x (A + B).
     s["admin_wall"].push_back(h.admin_wall_us);
     s["edge_wall"].push_back(h.edge_wall_us);
@@ -509,7 +509,7 @@ int main(int argc, char** argv) {
     s["a_plus_b"].push_back(a_plus_b);
     s["latency_floor"].push_back(a_plus_b + s["mint"].back() + s["verify_token"].back() +
                                  s["seal"].back() + s["verify_event"].back() +
-                                 4 * s["synced_wall"].back() + h.edge_wall_us);
+                                 3 * s["synced_wall"].back() + h.edge_wall_us);
     s["latency_ratio"].push_back(s["latency_floor"].back() / a_plus_b);
   }
   std::error_code ec;
@@ -526,8 +526,8 @@ int main(int argc, char** argv) {
   report.Add("agent: ES256 invoke token verified", "us", s["verify_token"]);
   report.Add("agent: result envelope sealed (Ed25519)", "us", s["seal"]);
   report.Add("controller: result envelope verified", "us", s["verify_event"]);
-  report.Add("a synced SQLite commit (x4 a command)", "us", s["synced"]);
-  report.Add("a relaxed SQLite commit (x3 a command)", "us", s["relaxed"]);
+  report.Add("a synced SQLite commit (x3 a command)", "us", s["synced"]);
+  report.Add("a relaxed SQLite commit (x4 a command)", "us", s["relaxed"]);
   report.Add("admin hop: unary call on a unix socket", "us", s["admin"]);
   report.Add("edge hop: a message each way, mTLS stream", "us", s["edge"]);
   report.Add("the contract's work per command", "us", s["contract"]);
@@ -539,7 +539,7 @@ int main(int argc, char** argv) {
   std::printf("\nOne command at a time: wall-clock microseconds on its path\n");
   report.Add("A: unary call on a unix socket, one at a time", "us", s["admin_wall"]);
   report.Add("B: fork/exec/wait of /bin/true, one at a time", "us", s["spawn1_wall"]);
-  report.Add("a synced SQLite commit, one writer (x4)", "us", s["synced_wall"]);
+  report.Add("a synced SQLite commit, one writer (x3)", "us", s["synced_wall"]);
   report.Add("edge hop: a message each way, one stream", "us", s["edge_wall"]);
   report.Add("A + B", "us", s["a_plus_b"]);
   report.Add("latency floor: A + B + crypto + commits + hop", "us", s["latency_floor"]);
