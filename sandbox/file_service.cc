@@ -216,7 +216,7 @@ Result<FileInfo> FileService::Stat(std::string_view path) const {
   return InfoFrom(st, RelPath(path));
 }
 
-Result<std::vector<FileInfo>> FileService::List(std::string_view path) const {
+Result<std::vector<FileInfo>> FileService::List(std::string_view path, size_t max_entries) const {
   // Resolved O_PATH first: that is how the walk resolver tells a symlink (PATH_OUTSIDE_ROOT)
   // from a file that is not a directory; the directory itself is then opened for reading.
   auto fd = root_.OpenBeneath(path, O_PATH | O_DIRECTORY);
@@ -236,6 +236,13 @@ Result<std::vector<FileInfo>> FileService::List(std::string_view path) const {
     }
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
+    if (out.size() >= max_entries) {
+      ::closedir(d);
+      return MakeError(ErrorCode::kResourceExhausted,
+                       "directory '" + std::string(path) + "' holds more than " +
+                           std::to_string(max_entries) +
+                           " entries: list a narrower directory, or match with file_glob");
+    }
     struct stat st {};
     if (::fstatat(fd->get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     out.push_back(InfoFrom(st, JoinRel(base, n)));

@@ -53,8 +53,13 @@ class FileService {
   Result<std::string> Read(std::string_view path, uint64_t offset = 0,
                            std::optional<uint64_t> length = std::nullopt) const;
   Result<FileInfo> Stat(std::string_view path) const;
-  // Entries of a directory, sorted by name (symlinks are reported, not followed).
-  Result<std::vector<FileInfo>> List(std::string_view path) const;
+  // Entries of a directory, sorted by name (symlinks are reported, not followed). A directory
+  // with more than `max_entries` is RESOURCE_EXHAUSTED naming the limit, not a partial list:
+  // the workload decides what a directory holds, and an answer for two million entries would
+  // be gigabytes in the agent (Glob and Search have their own bounds).
+  static constexpr size_t kMaxListEntries = 100000;
+  Result<std::vector<FileInfo>> List(std::string_view path,
+                                     size_t max_entries = kMaxListEntries) const;
   // A non-empty directory needs `recursive`; the root itself cannot be deleted.
   Status Delete(std::string_view path, bool recursive);
   Status Move(std::string_view from, std::string_view to);

@@ -151,6 +151,21 @@ TEST_P(FileServiceTest, StatAndListDescribeEntries) {
   EXPECT_EQ(root_list->size(), 2u) << "d and the symlink out (reported, not followed)";
 }
 
+TEST_P(FileServiceTest, ADirectoryWithMoreEntriesThanTheBoundIsRefusedNotCut) {
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(files_->Write("many/f" + std::to_string(i), "x"));
+  auto at_bound = files_->List("many", 5);
+  ASSERT_TRUE(at_bound) << at_bound.error().ToString();
+  EXPECT_EQ(at_bound->size(), 5u);
+  auto over = files_->List("many", 4);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(over.error().message.find("directory 'many' holds more than 4 entries"),
+            std::string::npos)
+      << over.error().message;
+  EXPECT_EQ(FileService::kMaxListEntries, 100000u);
+}
+
 TEST_P(FileServiceTest, DeleteNeedsRecursiveForNonEmptyDirsAndNeverTheRoot) {
   ASSERT_TRUE(files_->Write("d/e/f", "x"));
   auto st = files_->Delete("d", false);
