@@ -94,9 +94,10 @@ class Handler {
   virtual void Handle(std::shared_ptr<Exchange> exchange) = 0;
   // Called on a server thread once a request's line and headers have arrived, before its body
   // is read and before any `100 Continue`: `head` has no body. A Response returned here is the
-  // answer (the connection then closes, dropping whatever body follows), so a caller refused
-  // for its credentials or its path never gets the server to buffer a body of up to
-  // max_body_bytes. nullopt (the default) reads the body and calls Handle. Must not block.
+  // answer: to a request that announces a body the connection then closes, dropping the body
+  // unread, so a caller refused for its credentials or its path never gets the server to buffer
+  // up to max_body_bytes; a request without one is answered in turn on its kept-alive
+  // connection. nullopt (the default) reads the body and calls Handle. Must not block.
   virtual std::optional<Response> Screen(const Request& head) {
     (void)head;
     return std::nullopt;

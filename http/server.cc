@@ -451,7 +451,13 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (!server_->EnterHandler()) return Close();
     auto refusal = Screen(req);
     server_->LeaveHandler();
-    if (refusal) return Answer(std::move(*refusal), req.method() == bhttp::verb::head);
+    if (refusal) {
+      // A request with a body is answered without reading it, and the connection closes; one
+      // without (a GET to a wrong path) is answered in turn and the connection kept.
+      const bool has_body = parser_->chunked() || parser_->content_length().value_or(0) > 0;
+      if (has_body) return Answer(std::move(*refusal), req.method() == bhttp::verb::head);
+      screened_refusal_ = std::move(*refusal);
+    }
     if (bhttp::token_list(req[bhttp::field::expect]).exists("100-continue")) {
       auto data = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
       net::async_write(stream_, net::buffer(*data),
@@ -551,6 +557,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     ++gen_;
     auto ex = std::make_shared<ExchangeImpl>(std::move(req), this->shared_from_this(), gen_);
     exchange_ = ex;
+    if (screened_refusal_) {  // refused by Screen, with no body: answered like any response
+      Response r = std::move(*screened_refusal_);
+      screened_refusal_.reset();
+      ex->Respond(std::move(r));
+      return;
+    }
     if (!server_->EnterHandler()) return Close();
     WatchClient(gen_);
     try {
@@ -663,6 +675,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::optional<bhttp::request<bhttp::string_body>> upgrade_request_;
+  std::optional<Response> screened_refusal_;  // Screen's answer to a request without a body
   std::shared_ptr<ExchangeImpl> exchange_;
   uint64_t gen_ = 0;
   bool keep_alive_ = true;

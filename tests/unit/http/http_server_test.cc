@@ -119,9 +119,13 @@ TEST_F(HttpServerTest, AScreenedRequestIsAnsweredFromItsHeadersBeforeItsBodyIsRe
       false);
   EXPECT_TRUE(out.starts_with("HTTP/1.1 401")) << out;
   EXPECT_EQ(calls.load(), 0);
-  // Let through: the body is read and the handler answers.
+  // Let through: the body is read and the handler answers; a refused request without a body
+  // is answered on the same kept-alive connection.
   auto c = Connect();
   ASSERT_TRUE(c);
+  auto refused = c->Send({.method = "GET", .target = "/rpc"});
+  ASSERT_TRUE(refused) << refused.error().message;
+  EXPECT_EQ(refused->status, 401u);
   auto r =
       c->Send({.method = "POST", .target = "/rpc", .headers = {{"X-Key", "good"}}, .body = "x"});
   ASSERT_TRUE(r) << r.error().message;
@@ -145,6 +149,12 @@ TEST_F(HttpServerTest, OutOfDescriptorsTheServerWaitsInsteadOfSpinningThenAccept
   net::io_context io;
   tcp::socket s(io);
   s.open(tcp::v4());
+  // Under UBSan a virtual call's type check that misses its cache asks whether the memory is
+  // readable through a pipe, which needs descriptors this test takes away: the server's own
+  // log line and error message are made once first, so their checks are cached.
+  log::Get("http")->warn(
+      "before the limit: {}",
+      boost::system::error_code(EMFILE, boost::system::system_category()).message());
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
   const int lowest_free = ::dup(0);
