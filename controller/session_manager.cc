@@ -628,7 +628,15 @@ Status SessionManager::End(const TenantTokenClaims& who, const std::string& sess
 
 Result<TicketGrant> SessionManager::AdmitSocket(const std::string& ticket,
                                                 const std::string& session_id) {
-  if (!Find(session_id)) {
+  // An ended session is gone (410) from the moment it ended, also while its entry is still
+  // being taken out of the live table.
+  auto live = Find(session_id);
+  bool ended = !live;
+  if (live) {
+    std::lock_guard lock(live->mu);
+    ended = live->ended;
+  }
+  if (ended) {
     auto rec = store_.GetSession(session_id);
     if (!rec) return std::unexpected(rec.error());
     if (!*rec) return MakeError(ErrorCode::kNotFound, "session " + session_id + " not found");
