@@ -135,6 +135,14 @@ TEST_F(HttpServerTest, AScreenedRequestIsAnsweredFromItsHeadersBeforeItsBodyIsRe
 }
 
 TEST_F(HttpServerTest, OutOfDescriptorsTheServerWaitsInsteadOfSpinningThenAcceptsAgain) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizers' runtime needs descriptors this test takes from the whole process: UBSan's
+  // check of a virtual call reads memory through a pipe, cannot open it, and reports a false
+  // "invalid vptr" (seen in CI, in fmt and in shared_ptr; a suppression cannot help, the type
+  // is unreadable). The test runs in the builds without sanitizers (build-release); the
+  // sanitized suite skips it, saying so.
+  GTEST_SKIP() << "needs a build without sanitizers (it exhausts the process's descriptors)";
+#endif
   std::mutex mu;
   int failed_lines = 0;
   log::Init({.level = spdlog::level::debug, .writer = [&](std::string_view l) {
@@ -149,12 +157,6 @@ TEST_F(HttpServerTest, OutOfDescriptorsTheServerWaitsInsteadOfSpinningThenAccept
   net::io_context io;
   tcp::socket s(io);
   s.open(tcp::v4());
-  // Under UBSan a virtual call's type check that misses its cache asks whether the memory is
-  // readable through a pipe, which needs descriptors this test takes away: the server's own
-  // log line and error message are made once first, so their checks are cached.
-  log::Get("http")->warn(
-      "before the limit: {}",
-      boost::system::error_code(EMFILE, boost::system::system_category()).message());
   rlimit old{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &old), 0);
   const int lowest_free = ::dup(0);
