@@ -515,8 +515,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
           nullptr, After::kClose);
   }
 
-  // The handler's look at the request line and headers (Handler::Screen).
-  std::optional<Response> Screen(const bhttp::request<bhttp::string_body>& msg) {
+  // The request line, headers, version and peer of `msg` as a Request, without its body.
+  Request HeadOf(const bhttp::request<bhttp::string_body>& msg) const {
     Request head;
     head.method = std::string(msg.method_string());
     head.target = std::string(msg.target());
@@ -526,6 +526,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     head.keep_alive = msg.keep_alive();
     head.version = msg.version() < 11 ? 10 : 11;
     head.remote = remote_;
+    return head;
+  }
+
+  // The handler's look at the request line and headers (Handler::Screen).
+  std::optional<Response> Screen(const bhttp::request<bhttp::string_body>& msg) {
+    const Request head = HeadOf(msg);
     try {
       return server_->handler.Screen(head);
     } catch (const std::exception& e) {
@@ -538,16 +544,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     tcp().expires_never();
     auto msg = parser_->release();
     parser_.reset();
-    Request req;
-    req.method = std::string(msg.method_string());
-    req.target = std::string(msg.target());
-    for (const auto& f : msg.base()) {
-      req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
-    }
+    Request req = HeadOf(msg);
     req.body = std::move(msg.body());
-    req.keep_alive = msg.keep_alive();
-    req.version = msg.version() < 11 ? 10 : 11;
-    req.remote = remote_;
     keep_alive_ = req.keep_alive;
     http10_ = msg.version() < 11;
     // Kept (without its body) for the handshake, in case the handler accepts the upgrade.
@@ -700,7 +698,10 @@ void Server::Impl::Accept() {
           // once per run of failures instead of spinning and logging in a loop.
           const int failures = ++self->accept_failures;
           if (failures == 1) {
-            self->log->warn("accept failed: {}; retrying, every second at most", ec.message());
+            self->log->warn(
+                "accept failed: {}; retrying in 100 ms, then less often (at most a second apart) "
+                "until it succeeds",
+                ec.message());
           }
           self->accept_retry.expires_after(
               std::chrono::milliseconds(std::min(1000, 100 << std::min(failures - 1, 4))));
