@@ -125,18 +125,20 @@ Result<SandboxInfo> SandboxRegistry::Spawn(const SpawnRequest& req) {
                                                       "s of sandbox " + Quote(req.id) +
                                                       " is negative; use 0 for no expiry");
   }
+  // spawn_mu_ serializes every change of a sandbox's existence (Spawn, Destroy), so the checks
+  // below still hold at the INSERT. No transaction is open meanwhile: the directory work can
+  // take long (a leftover tree), and a transaction would hold the agent's one connection —
+  // every command's journal row and result — for all of it.
   std::lock_guard lock(spawn_mu_);
-  auto txn = db_.Begin();
-  if (!txn) return std::unexpected(txn.error());
-  auto existing = txn->Query("SELECT state FROM sandboxes WHERE id = ?", {req.id});
+  auto existing = db_.Query("SELECT state FROM sandboxes WHERE id = ?", {req.id});
   if (!existing) return std::unexpected(existing.error());
   if (!existing->empty() && (*existing)[0].Text(0) != SandboxStateName(SandboxState::kDestroyed)) {
     return MakeError(
         ErrorCode::kAlreadyExists,
         "sandbox_id " + Quote(req.id) + " already exists in state " + (*existing)[0].Text(0));
   }
-  auto count = txn->Query("SELECT COUNT(*) FROM sandboxes WHERE state != ?",
-                          {std::string(SandboxStateName(SandboxState::kDestroyed))});
+  auto count = db_.Query("SELECT COUNT(*) FROM sandboxes WHERE state != ?",
+                         {std::string(SandboxStateName(SandboxState::kDestroyed))});
   if (!count) return std::unexpected(count.error());
   if (static_cast<size_t>((*count)[0].Int(0)) >= options_.max_sandboxes) {
     return MakeError(ErrorCode::kResourceExhausted,
@@ -175,13 +177,12 @@ Result<SandboxInfo> SandboxRegistry::Spawn(const SpawnRequest& req) {
   if (auto st = MakeDirs(info.root_dir, 0700); !st) return std::unexpected(st.error());
   ::chmod(SandboxDir(req.id).c_str(), 0700);
   auto st =
-      txn->Exec("INSERT OR REPLACE INTO sandboxes (" + std::string(kColumns) +
-                    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                {info.id, info.provider, info.runtime_id, std::string(SandboxStateName(info.state)),
-                 info.owner, static_cast<int64_t>(info.ttl.count()),
-                 info.expires_at ? SqlParam(ToEpochMillis(*info.expires_at)) : SqlParam(nullptr),
-                 meta_text, ToEpochMillis(info.created_at)});
-  if (st) st = txn->Commit();
+      db_.Exec("INSERT OR REPLACE INTO sandboxes (" + std::string(kColumns) +
+                   ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               {info.id, info.provider, info.runtime_id, std::string(SandboxStateName(info.state)),
+                info.owner, static_cast<int64_t>(info.ttl.count()),
+                info.expires_at ? SqlParam(ToEpochMillis(*info.expires_at)) : SqlParam(nullptr),
+                meta_text, ToEpochMillis(info.created_at)});
   if (!st) {
     (void)RemoveSandboxDir(options_.sandboxes_dir, req.id);
     return std::unexpected(st.error());
@@ -191,25 +192,25 @@ Result<SandboxInfo> SandboxRegistry::Spawn(const SpawnRequest& req) {
 
 Result<SandboxInfo> SandboxRegistry::Destroy(std::string_view id) {
   if (auto st = ValidateId(id); !st) return std::unexpected(st.error());
+  // Under spawn_mu_, without a transaction, as Spawn: the tree's removal can take long.
   std::lock_guard lock(spawn_mu_);
-  auto txn = db_.Begin();
-  if (!txn) return std::unexpected(txn.error());
-  auto rows = txn->Query("SELECT " + std::string(kColumns) + " FROM sandboxes WHERE id = ?",
-                         {std::string(id)});
+  auto rows = db_.Query("SELECT " + std::string(kColumns) + " FROM sandboxes WHERE id = ?",
+                        {std::string(id)});
   if (!rows) return std::unexpected(rows.error());
   if (rows->empty()) return std::unexpected(NotFound(id));
   SandboxInfo info = FromRow((*rows)[0]);
   if (info.state != SandboxState::kDestroyed) {
+    // The directory goes first: a failure or a crash halfway leaves the record as it was, and
+    // the next Destroy finishes the removal.
     if (auto st = RemoveSandboxDir(options_.sandboxes_dir, id); !st) {
       return std::unexpected(st.error());
     }
     info.state = SandboxState::kDestroyed;
-    if (auto st = txn->Exec("UPDATE sandboxes SET state = ? WHERE id = ?",
-                            {std::string(SandboxStateName(info.state)), std::string(id)});
+    if (auto st = db_.Exec("UPDATE sandboxes SET state = ? WHERE id = ?",
+                           {std::string(SandboxStateName(info.state)), std::string(id)});
         !st) {
       return std::unexpected(st.error());
     }
-    if (auto st = txn->Commit(); !st) return std::unexpected(st.error());
   }
   return info;
 }
