@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <algorithm>
 
 #include <boost/asio/post.hpp>
 #include <filesystem>
@@ -229,10 +230,25 @@ Executor::~Executor() {
   }
   if (blocking) blocking->join();  // file work in progress ends; its callbacks run first
   runner_.reset();                 // kills and reaps every child
+  // A destroy still waiting for its commands is answered (its timer will not fire now).
+  std::map<std::string, std::map<uint64_t, DestroyCallback>, std::less<>> waiting;
+  {
+    std::lock_guard lock(mu_);
+    waiting.swap(destroy_waiters_);
+  }
+  for (auto& [id, tickets] : waiting) {
+    for (auto& [ticket, done] : tickets)
+      done(MakeError(ErrorCode::kUnavailable,
+                     "sandbox '" + id + "' was not destroyed: the agent is stopping"));
+  }
 }
 
 boost::asio::thread_pool& Executor::Blocking() {
   std::lock_guard lock(blocking_mu_);
+  return BlockingLocked();
+}
+
+boost::asio::thread_pool& Executor::BlockingLocked() {
   if (!blocking_) {
     const ScopedThreadName name("edge-files");  // the pool's threads inherit it
     blocking_ = std::make_unique<boost::asio::thread_pool>(2);
@@ -891,6 +907,7 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
   if (job->control) job->control->Close("session '" + job->session_id + "' has ended");
   DoneCallback done = std::move(job->done);
   std::vector<std::function<void()>> waiters;
+  std::vector<DestroyCallback> destroy_ready;
   {
     std::lock_guard lock(mu_);
     if (!job->session_id.empty()) {
@@ -898,11 +915,25 @@ void Executor::Finish(const std::shared_ptr<Inflight>& job, InvokeResult result)
       if (it != sessions_.end() && it->second.job_id == job->id) sessions_.erase(it);
     }
     inflight_.erase(job->id);
+    // The last command of a sandbox being destroyed: the destroys waiting for it go on.
+    if (destroying_.contains(job->resource) && RunningForLocked(job->resource) == 0) {
+      if (auto it = destroy_waiters_.find(job->resource); it != destroy_waiters_.end()) {
+        for (auto& [ticket, cb] : it->second)
+          destroy_ready.push_back(std::move(cb));
+        destroy_waiters_.erase(it);
+        ++destroy_finishing_[job->resource];
+      }
+    }
     if (!job->command_id.empty()) running_ids_.erase(job->command_id);
     if (--per_context_[job->context] <= 0) per_context_.erase(job->context);
     if (!job->door.empty() && --per_door_[job->door] == 0) per_door_.erase(job->door);
     if (sync_mark) ++pending_deliveries_;  // counted until delivered (DeliverAfterSync)
     if (shutting_down_ && IdleLocked()) waiters.swap(idle_waiters_);
+  }
+  if (!destroy_ready.empty()) {
+    PostBlocking([this, id = job->resource, ready = std::move(destroy_ready)]() mutable {
+      FinishDestroy(id, std::move(ready));
+    });
   }
   // `done` may let the executor's owner destroy it (a waiter on the result): nothing of `this`
   // is used after it. The journal and the database it writes to (the journal holds only a
@@ -1053,6 +1084,14 @@ edge::Status Executor::ConfirmInterrupted(const std::string& command_id) {
 
 Result<std::string> Executor::Workspace(std::string_view sandbox_id) const {
   if (sandbox_id.empty()) return default_workspace_;
+  {
+    std::lock_guard lock(mu_);
+    if (destroying_.contains(sandbox_id)) {
+      return MakeError(
+          ErrorCode::kFailedPrecondition,
+          "sandbox '" + std::string(sandbox_id) + "' is being destroyed: it takes no new work");
+    }
+  }
   auto info = registry_->Get(sandbox_id);
   if (!info) return std::unexpected(info.error());
   if (info->state == SandboxState::kDestroyed) {
@@ -1106,36 +1145,122 @@ Result<SandboxInfo> Executor::Spawn(const SpawnRequest& request, const Lease* le
                                                       std::string(provider_->name()) + "'");
   }
   if (auto st = AcceptLease(lease, req.id); !st) return std::unexpected(st.error());
+  {
+    std::lock_guard lock(mu_);
+    if (destroying_.contains(req.id)) {
+      return MakeError(ErrorCode::kAlreadyExists,
+                       "sandbox_id '" + req.id +
+                           "' is being destroyed; spawn it again once its destroy has answered");
+    }
+  }
   if (req.runtime_id.empty()) req.runtime_id = req.provider + "-" + req.id;
   auto spawned = registry_->Spawn(req);
   if (spawned && spawned->expires_at && tick_listener_) tick_listener_();  // a TTL to watch
   return spawned;
 }
 
-Result<SandboxInfo> Executor::Destroy(std::string_view sandbox_id, const Lease* lease) {
-  if (auto st = SandboxRegistry::ValidateId(sandbox_id); !st) return std::unexpected(st.error());
-  if (auto info = registry_->Get(sandbox_id); !info) return std::unexpected(info.error());
-  if (auto st = AcceptLease(lease, sandbox_id); !st) return std::unexpected(st.error());
-  return DestroyNow(sandbox_id, "destroyed");
+void Executor::Destroy(std::string_view sandbox_id, const Lease* lease, DestroyCallback done) {
+  if (auto st = SandboxRegistry::ValidateId(sandbox_id); !st)
+    return done(std::unexpected(st.error()));
+  if (auto info = registry_->Get(sandbox_id); !info) return done(std::unexpected(info.error()));
+  if (auto st = AcceptLease(lease, sandbox_id); !st) return done(std::unexpected(st.error()));
+  BeginDestroy(std::string(sandbox_id), "destroyed", DestroyWait(), std::move(done));
 }
 
-Result<SandboxInfo> Executor::DestroyNow(std::string_view sandbox_id, std::string_view why) {
-  std::vector<std::shared_ptr<Inflight>> victims;
+std::chrono::milliseconds Executor::DestroyWait() const {
+  return options_.destroy_wait.value_or(options_.kill_grace + std::chrono::seconds(5));
+}
+
+size_t Executor::RunningForLocked(std::string_view resource) const {
+  return static_cast<size_t>(std::count_if(inflight_.begin(), inflight_.end(), [&](const auto& e) {
+    return e.second->resource == resource;
+  }));
+}
+
+void Executor::PostBlocking(std::function<void()> work) {
   {
-    std::lock_guard lock(mu_);
-    for (auto& [id, job] : inflight_) {
-      if (job->resource == sandbox_id) victims.push_back(job);
+    std::lock_guard lock(blocking_mu_);
+    if (!closing_) {
+      boost::asio::post(BlockingLocked(), std::move(work));
+      return;
     }
   }
+  work();  // the destructor has joined (or is joining) the pool
+}
+
+void Executor::BeginDestroy(const std::string& sandbox_id, std::string_view why,
+                            std::chrono::milliseconds wait, DestroyCallback done) {
+  std::vector<std::shared_ptr<Inflight>> victims;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard lock(mu_);
+    // Set in the same section that reads inflight_: a command admitted after it finds the
+    // mark in Start (Workspace) and is refused; one admitted before is a victim here.
+    destroying_.insert(sandbox_id);
+    for (auto& [job_id, job] : inflight_) {
+      if (job->resource == sandbox_id) victims.push_back(job);
+    }
+    if (!victims.empty()) {
+      ticket = next_destroy_ticket_++;
+      destroy_waiters_[sandbox_id].emplace(ticket, std::move(done));
+    } else {
+      ++destroy_finishing_[sandbox_id];
+    }
+  }
+  if (victims.empty()) {
+    std::vector<DestroyCallback> now;
+    now.push_back(std::move(done));
+    return PostBlocking([this, sandbox_id, now = std::move(now)]() mutable {
+      FinishDestroy(sandbox_id, std::move(now));
+    });
+  }
   for (auto& j : victims)
-    j->source.Cancel("sandbox '" + std::string(sandbox_id) + "' " + std::string(why));
+    j->source.Cancel("sandbox '" + sandbox_id + "' " + std::string(why));
+  // Past `wait` on the clock, a waiter still here is answered UNAVAILABLE (the runner's
+  // SIGKILL comes after kill_grace, so only a process it cannot end outlasts the default).
+  std::weak_ptr<int> alive = alive_;
+  timers_->After(wait, [this, alive, sandbox_id, ticket, wait] {
+    if (alive.expired()) return;
+    DestroyCallback late;
+    size_t still = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = destroy_waiters_.find(sandbox_id);
+      if (it == destroy_waiters_.end()) return;
+      auto w = it->second.find(ticket);
+      if (w == it->second.end()) return;  // answered already
+      late = std::move(w->second);
+      it->second.erase(w);
+      if (it->second.empty()) destroy_waiters_.erase(it);
+      still = RunningForLocked(sandbox_id);
+    }
+    late(MakeError(ErrorCode::kUnavailable,
+                   "sandbox '" + sandbox_id + "': " + std::to_string(still) +
+                       " of its commands still running " + std::to_string(wait.count()) +
+                       " ms after they were cancelled; its workspace is kept and it takes no new "
+                       "work; destroy it again"));
+    // An expired sandbox is watched by the tick again (NextTick skipped it while it waited).
+    if (tick_listener_) tick_listener_();
+  });
+}
+
+void Executor::FinishDestroy(const std::string& sandbox_id, std::vector<DestroyCallback> waiters) {
   {
     std::lock_guard lock(logs_mu_);
-    logs_.erase(std::string(sandbox_id));
+    logs_.erase(sandbox_id);
   }
-  auto info = registry_->Destroy(sandbox_id);
+  auto info = registry_->Destroy(sandbox_id);  // on failure still marked: a destroy retries
   if (info) (void)leases_->Release(sandbox_id, options_.own_id);
-  return info;
+  {
+    std::lock_guard lock(mu_);
+    auto it = destroy_finishing_.find(sandbox_id);
+    if (it != destroy_finishing_.end() && --it->second == 0) destroy_finishing_.erase(it);
+    // Work is taken again once no other destroy of the id is waiting or finishing.
+    if (info && !destroy_waiters_.contains(sandbox_id) && !destroy_finishing_.contains(sandbox_id))
+      destroying_.erase(sandbox_id);
+  }
+  for (auto& done : waiters)
+    done(info);
 }
 
 Result<SandboxInfo> Executor::Status(std::string_view sandbox_id) const {
@@ -1345,14 +1470,21 @@ size_t Executor::Tick(Clock::WallTime now) {
   // cancelled, the workspace removed, the lease released.
   if (auto sandboxes = registry_->Expired(now); sandboxes) {
     for (const auto& sb : *sandboxes) {
-      if (auto gone = DestroyNow(sb.id, "expired (ttl)"); gone) {
-        log::Get("sandbox")->info("sandbox {} expired (ttl) and was destroyed", sb.id);
-      } else {
-        log::Get("sandbox")->warn(
-            "sandbox {} expired (ttl) but could not be destroyed: {}; "
-            "retried on the next tick",
-            sb.id, gone.error().ToString());
+      {
+        std::lock_guard lock(mu_);
+        // Already waiting for its commands, or being removed.
+        if (destroy_waiters_.contains(sb.id) || destroy_finishing_.contains(sb.id)) continue;
       }
+      BeginDestroy(sb.id, "expired (ttl)", DestroyWait(), [id = sb.id](Result<SandboxInfo> gone) {
+        if (gone) {
+          log::Get("sandbox")->info("sandbox {} expired (ttl) and was destroyed", id);
+        } else {
+          log::Get("sandbox")->warn(
+              "sandbox {} expired (ttl) but could not be destroyed: {}; "
+              "retried on the next tick",
+              id, gone.error().ToString());
+        }
+      });
     }
   }
   (void)idempotency_->Prune();
@@ -1375,7 +1507,10 @@ Executor::TickPlan Executor::NextTick() const {
     plan.sandbox_expiry = clock_.Now();  // look again at the next tick_interval
     return plan;
   }
+  std::lock_guard lock(mu_);
   for (const auto& sb : *live) {
+    // A destroy under way ends by itself (when its commands end): no tick needs to watch it.
+    if (destroy_waiters_.contains(sb.id) || destroy_finishing_.contains(sb.id)) continue;
     if (sb.expires_at && (!plan.sandbox_expiry || *sb.expires_at < *plan.sandbox_expiry)) {
       plan.sandbox_expiry = sb.expires_at;
     }

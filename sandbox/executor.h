@@ -102,9 +102,9 @@ class Executor final : public ExecutorApi {
             std::string command_id, CancelToken cancel, ChunkSink on_chunk, DoneCallback done);
 
   // Sandboxes. Spawn and Destroy need a lease for the sandbox id, accepted before anything
-  // is created or removed.
+  // is created or removed. Destroy waits up to ExecutorOptions::destroy_wait (BeginDestroy).
   Result<SandboxInfo> Spawn(const SpawnRequest& request, const Lease* lease) override;
-  Result<SandboxInfo> Destroy(std::string_view sandbox_id, const Lease* lease) override;
+  void Destroy(std::string_view sandbox_id, const Lease* lease, DestroyCallback done) override;
   Result<SandboxInfo> Status(std::string_view sandbox_id) const override;
   Result<std::vector<SandboxInfo>> List() const override;
   // A renewed lease from the control plane replaces the current one (LeaseTable::Renew).
@@ -220,8 +220,25 @@ class Executor final : public ExecutorApi {
   template <typename Fn>
   auto OnFiles(std::string_view sandbox_id, const Lease* lease, Fn&& fn) const
       -> std::invoke_result_t<Fn, FileService&>;
-  // Destroy without a lease check (explicit destroys check first; TTL expiry has none).
-  Result<SandboxInfo> DestroyNow(std::string_view sandbox_id, std::string_view why);
+  // Destroy without a lease check (explicit destroys check first; TTL expiry has none). From
+  // the call on, the sandbox takes no new work (Workspace refuses it) and its running commands
+  // are cancelled; its directory is removed and its record marked destroyed only once the
+  // last of them has ended (Finish hands the waiters to FinishDestroy), so no process of it
+  // outlives its workspace or writes into a sandbox spawned again under the same id. No
+  // thread waits meanwhile. After `wait` on the clock with commands still running, `done`
+  // gets UNAVAILABLE naming how many: the workspace is untouched and the sandbox still
+  // refuses work until a destroy succeeds.
+  void BeginDestroy(const std::string& sandbox_id, std::string_view why,
+                    std::chrono::milliseconds wait, DestroyCallback done);
+  // On the blocking pool: removes the sandbox (registry), releases its lease and answers
+  // every waiter with the outcome.
+  void FinishDestroy(const std::string& sandbox_id, std::vector<DestroyCallback> waiters);
+  // ExecutorOptions::destroy_wait, or its default.
+  std::chrono::milliseconds DestroyWait() const;
+  // Commands in flight for `resource` (mu_ held).
+  size_t RunningForLocked(std::string_view resource) const;
+  // Posts `work` to the blocking pool, or runs it here once the destructor has begun.
+  void PostBlocking(std::function<void()> work);
   // Shared: a command still writing keeps the log alive after a destroy drops it here.
   std::shared_ptr<LogBuffer> ConsoleLog(const std::string& sandbox_id);
   // Runs exec, a config tool, or (tool.interactive, job->session set) a session's process.
@@ -273,6 +290,7 @@ class Executor final : public ExecutorApi {
   // commands' journal rows (one for every row written meanwhile) and starts them in order.
   boost::asio::thread_pool& Admissions();
   boost::asio::thread_pool& AdmissionsLocked();  // blocking_mu_ held
+  boost::asio::thread_pool& BlockingLocked();    // blocking_mu_ held
   // Runs `deliver` (the door's done callback and what follows it) once the database is synced
   // up to `mark`: on the admission thread, so the thread that ends commands never waits for
   // the disk and one sync serves every result recorded meanwhile; here, once the destructor
@@ -304,6 +322,13 @@ class Executor final : public ExecutorApi {
   bool spawns_draining_ = false;
   bool shutting_down_ = false;
   std::vector<std::function<void()>> idle_waiters_;
+  // Sandboxes a destroy was asked for and has not finished (BeginDestroy), and the destroys
+  // waiting for their commands to end: id → (ticket, done). Finish hands them on when the
+  // last command of the sandbox ends; a waiter's timer answers it UNAVAILABLE first.
+  std::set<std::string, std::less<>> destroying_;
+  std::map<std::string, std::map<uint64_t, DestroyCallback>, std::less<>> destroy_waiters_;
+  std::map<std::string, int, std::less<>> destroy_finishing_;  // FinishDestroy posted, not done
+  uint64_t next_destroy_ticket_ = 1;
   size_t pending_deliveries_ = 0;  // results waiting for their record's sync (DeliverAfterSync)
   // Nothing in flight and no answer waiting for its sync: what a Shutdown waits for (mu_ held).
   bool IdleLocked() const;

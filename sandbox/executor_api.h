@@ -80,7 +80,12 @@ class ExecutorApi {
   // Sandboxes (the worker door). Spawn and Destroy accept the lease for the sandbox id
   // before anything is created or removed; RenewLease replaces the current lease.
   virtual Result<SandboxInfo> Spawn(const SpawnRequest& request, const Lease* lease) = 0;
-  virtual Result<SandboxInfo> Destroy(std::string_view sandbox_id, const Lease* lease) = 0;
+  // Destroy answers through `done`, exactly once, when the sandbox's commands have ended and
+  // its workspace is gone (the control plane releases the lease on that answer), or with
+  // UNAVAILABLE when they have not ended in time. A refusal (unknown id, lease) is answered
+  // before the call returns; otherwise `done` runs on an executor thread and must not block.
+  using DestroyCallback = std::function<void(Result<SandboxInfo>)>;
+  virtual void Destroy(std::string_view sandbox_id, const Lease* lease, DestroyCallback done) = 0;
   virtual Result<SandboxInfo> Status(std::string_view sandbox_id) const = 0;
   virtual Result<std::vector<SandboxInfo>> List() const = 0;
   virtual Result<Lease> RenewLease(const Lease& renewed) = 0;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct ExecutorOptions {
   std::chrono::milliseconds default_timeout{std::chrono::seconds(60)};
   uint64_t max_output_bytes = 64ull << 20;
   std::chrono::milliseconds kill_grace{std::chrono::seconds(10)};
+  // How long an explicit Destroy waits for the sandbox's cancelled commands to end before it
+  // answers UNAVAILABLE (unset: kill_grace + 5 s, time for SIGKILL and the pipes' drain).
+  std::optional<std::chrono::milliseconds> destroy_wait;
   std::string own_id;                  // node / worker id: the lease holder this agent accepts
   std::string agent_version;           // reported by sysinfo
   std::vector<std::string> env_allow;  // agent variables passed to every command

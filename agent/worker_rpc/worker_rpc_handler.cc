@@ -290,6 +290,9 @@ void WorkerRpcHandler::RunTool(const std::shared_ptr<Call>& call, const std::str
     running_.emplace(key, source);
   }
   ++in_flight_;
+  // As exec: a client that goes away cancels the file method (a recursive delete, a glob's or
+  // a search's walk stop at their next check; a write not yet renamed into place leaves nothing).
+  call->exchange->OnClientGone([source]() mutable { source.Cancel("the client disconnected"); });
   executor_.Invoke(
       std::move(req), source.token(), nullptr,
       [this, call, key, shape = std::move(shape), sid = *sandbox_id](sandbox::InvokeResult r) {
@@ -502,13 +505,24 @@ Result<json> WorkerRpcHandler::Spawn(const Call& call) {
   return SandboxJson(*info, options_.worker_id);
 }
 
-Result<json> WorkerRpcHandler::Destroy(const Call& call) {
-  auto id = Str(call.request.params, "sandbox_id", true);
-  if (!id) return std::unexpected(id.error());
-  const sandbox::Lease* lease = call.request.lease ? &*call.request.lease : nullptr;
-  auto info = executor_.Destroy(*id, lease);
-  if (!info) return std::unexpected(info.error());
-  return SandboxJson(*info, options_.worker_id);
+void WorkerRpcHandler::Destroy(const std::shared_ptr<Call>& call) {
+  auto id = Str(call->request.params, "sandbox_id", true);
+  if (!id) return call->Fail(id.error());
+  // The lease check and the registry read are database work: on the pool, as the other
+  // sandbox methods. The answer comes once the sandbox's commands have ended and its
+  // workspace is gone; no thread of the door waits for that.
+  ++in_flight_;
+  boost::asio::post(pool_, [this, call, id = std::move(*id)] {
+    const sandbox::Lease* lease = call->request.lease ? &*call->request.lease : nullptr;
+    executor_.Destroy(id, lease, [this, call](Result<sandbox::SandboxInfo> info) {
+      if (info) {
+        call->Ok(SandboxJson(*info, options_.worker_id));
+      } else {
+        call->Fail(info.error());
+      }
+      --in_flight_;
+    });
+  });
 }
 
 Result<json> WorkerRpcHandler::SandboxStatus(const Call& call) {
@@ -622,7 +636,6 @@ void WorkerRpcHandler::Dispatch(const std::shared_ptr<Call>& call) {
   using Sync = Result<json> (WorkerRpcHandler::*)(const Call&);
   static const std::map<std::string, Sync, std::less<>> kSync = {
       {"worker.spawn", &WorkerRpcHandler::Spawn},
-      {"worker.destroy", &WorkerRpcHandler::Destroy},
       {"worker.status", &WorkerRpcHandler::SandboxStatus},
       {"worker.logs", &WorkerRpcHandler::Logs},
       {"worker.renew_lease", &WorkerRpcHandler::RenewLease},
@@ -639,6 +652,7 @@ void WorkerRpcHandler::Dispatch(const std::shared_ptr<Call>& call) {
     }
     return RunTool(call, f->tool, Pick(call->request.params, f->params), std::move(shape));
   }
+  if (m == "worker.destroy") return Destroy(call);
   if (m == "worker.exec") return RunExec(call, false, false);
   if (m == "worker.exec_stream") {
     auto mode = call->exchange->request().Header("X-Worker-Stream");

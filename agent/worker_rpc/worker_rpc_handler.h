@@ -87,7 +87,6 @@ class WorkerRpcHandler final : public http::Handler {
   void Dispatch(const std::shared_ptr<Call>& call);
   // The synchronous methods (run on the door's pool, never on an HTTP thread).
   Result<nlohmann::json> Spawn(const Call& call);
-  Result<nlohmann::json> Destroy(const Call& call);
   Result<nlohmann::json> SandboxStatus(const Call& call);
   Result<nlohmann::json> Logs(const Call& call);
   Result<nlohmann::json> RenewLease(const Call& call);
@@ -97,6 +96,8 @@ class WorkerRpcHandler final : public http::Handler {
   void RunTool(const std::shared_ptr<Call>& call, const std::string& tool, nlohmann::json args,
                std::function<nlohmann::json(nlohmann::json payload)> shape);
   void RunExec(const std::shared_ptr<Call>& call, bool stream, bool ndjson);
+  // worker.destroy: asks on the pool, answers when the executor does (its commands ended).
+  void Destroy(const std::shared_ptr<Call>& call);
 
   sandbox::ExecutorApi& executor_;
   const identity::WorkerAuthenticator& auth_;

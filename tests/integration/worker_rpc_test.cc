@@ -7,9 +7,11 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <regex>
@@ -546,6 +548,46 @@ TEST_F(WorkerRpcTest, ClientVanishingMidStreamKillsTheCommand) {
   // The process is gone (killed, and reaped by the agent) within the kill grace.
   EXPECT_TRUE(WaitUntil([&] { return ::kill(pid, 0) != 0 && errno == ESRCH; }, 20s))
       << "pid " << pid << " still exists";
+}
+
+TEST_F(WorkerRpcTest, DestroyAnswersOnlyOnceTheSandboxsCommandsAreGone) {
+  Spawn("sb-d");
+  // Ignores SIGTERM (and so does every child it starts) and keeps writing into its workspace
+  // by absolute path until the kill grace (1 s) ends it with SIGKILL.
+  const std::string command =
+      "trap '' TERM; echo $$; while :; do echo x >> \"$PWD/out\"; sleep 0.05; done";
+  std::atomic<pid_t> pid{0};
+  std::string all;
+  std::thread streamer([&] {
+    auto c = Connect();
+    if (!c) return;
+    (void)ExecStreamNdjson(*c, "d-1", {{"sandbox_id", "sb-d"}, {"command", command}},
+                           [&](std::string_view d) {
+                             all += d;
+                             if (pid == 0 && all.find('\n') != std::string::npos) {
+                               auto first = json::parse(all.substr(0, all.find('\n')));
+                               pid = std::stoi(first["result"]["data"].get<std::string>());
+                             }
+                             return true;
+                           });
+  });
+  ASSERT_TRUE(WaitUntil([&] { return pid.load() > 1; }, 30s));
+  const std::string sandbox_dir = dir_.path() + "/data/sandboxes/sb-d";
+  ASSERT_TRUE(std::filesystem::exists(sandbox_dir + "/root/out"));
+  auto [st, b] = Call("worker.destroy", {{"sandbox_id", "sb-d"}}, Lease("sb-d", 1));
+  ASSERT_EQ(st, 200u) << b.dump();
+  EXPECT_EQ(b["result"]["state"], "destroyed") << b.dump();
+  errno = 0;
+  EXPECT_EQ(::kill(pid, 0), -1) << "pid " << pid << " outlived the destroy's answer";
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_FALSE(std::filesystem::exists(sandbox_dir));
+  streamer.join();
+  EXPECT_NE(all.find("\"CANCELLED\""), std::string::npos) << all.substr(0, 2000);
+  // Spawned again under the id, the sandbox starts empty and stays so.
+  auto [st2, b2] = Call("worker.spawn", {{"sandbox_id", "sb-d"}}, Lease("sb-d", 2));
+  ASSERT_EQ(st2, 200u) << b2.dump();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(std::filesystem::is_empty(sandbox_dir + "/root"));
 }
 
 TEST_F(WorkerRpcTest, ShutdownDrains) {

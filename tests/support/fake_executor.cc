@@ -163,18 +163,21 @@ Result<sandbox::SandboxInfo> FakeExecutor::Spawn(const sandbox::SpawnRequest& re
   return info;
 }
 
-Result<sandbox::SandboxInfo> FakeExecutor::Destroy(std::string_view sandbox_id,
-                                                   const sandbox::Lease* lease) {
-  std::lock_guard lock(mu_);
-  if (lease != nullptr) leases_.push_back(*lease);
-  const auto it = sandboxes_.find(std::string(sandbox_id));
-  if (it == sandboxes_.end()) {
-    return MakeError(ErrorCode::kNotFound, "sandbox '" + std::string(sandbox_id) + "' not found");
-  }
-  sandbox::SandboxInfo info = it->second;
-  info.state = sandbox::SandboxState::kDestroyed;
-  sandboxes_.erase(it);
-  return info;
+void FakeExecutor::Destroy(std::string_view sandbox_id, const sandbox::Lease* lease,
+                           DestroyCallback done) {
+  // Answered at once, outside the lock (as the executor's refusals are).
+  done([&]() -> Result<sandbox::SandboxInfo> {
+    std::lock_guard lock(mu_);
+    if (lease != nullptr) leases_.push_back(*lease);
+    const auto it = sandboxes_.find(std::string(sandbox_id));
+    if (it == sandboxes_.end()) {
+      return MakeError(ErrorCode::kNotFound, "sandbox '" + std::string(sandbox_id) + "' not found");
+    }
+    sandbox::SandboxInfo info = it->second;
+    info.state = sandbox::SandboxState::kDestroyed;
+    sandboxes_.erase(it);
+    return info;
+  }());
 }
 
 Result<sandbox::SandboxInfo> FakeExecutor::Status(std::string_view sandbox_id) const {

@@ -56,8 +56,8 @@ class FakeExecutor final : public sandbox::ExecutorApi {
       const std::map<std::string, sandbox::SecurityContextConfig>& security_contexts) override;
   Result<sandbox::SandboxInfo> Spawn(const sandbox::SpawnRequest& request,
                                      const sandbox::Lease* lease) override;
-  Result<sandbox::SandboxInfo> Destroy(std::string_view sandbox_id,
-                                       const sandbox::Lease* lease) override;
+  void Destroy(std::string_view sandbox_id, const sandbox::Lease* lease,
+               DestroyCallback done) override;
   Result<sandbox::SandboxInfo> Status(std::string_view sandbox_id) const override;
   Result<std::vector<sandbox::SandboxInfo>> List() const override;
   Result<sandbox::Lease> RenewLease(const sandbox::Lease& renewed) override;

@@ -83,6 +83,21 @@ class ExecutorTest : public ::testing::Test {
       return false;
     });
   }
+  // Destroy's answer: it comes on an executor thread once the sandbox's commands have ended.
+  std::future<Result<SandboxInfo>> DestroyAsync(const std::string& id, const Lease* lease) {
+    auto p = std::make_shared<std::promise<Result<SandboxInfo>>>();
+    auto f = p->get_future();
+    ex_->Destroy(id, lease, [p](Result<SandboxInfo> r) { p->set_value(std::move(r)); });
+    return f;
+  }
+  Result<SandboxInfo> Destroy(const std::string& id, const Lease* lease) {
+    auto f = DestroyAsync(id, lease);
+    if (f.wait_for(60s) != std::future_status::ready) {
+      ADD_FAILURE() << "destroy of " << id << " not answered in 60 s";
+      return MakeError(ErrorCode::kTimedOut, "no answer");
+    }
+    return f.get();
+  }
   InvokeResult CallAdvancing(InvokeRequest req) {
     auto f = Start(std::move(req));
     EXPECT_TRUE(AdvanceUntilReady(f)) << "no result while the clock moved";
@@ -1142,17 +1157,17 @@ TEST_F(ExecutorTest, LeaseIsCheckedBeforeAnySandboxMutation) {
   ASSERT_FALSE(w.has_value());
   EXPECT_EQ(w.error().code, ErrorCode::kLeaseRejected);
   EXPECT_FALSE(fs::exists(sb_dir + "/root/f.txt"));
-  EXPECT_EQ(ex_->Destroy("sb1", &gen4).error().code, ErrorCode::kLeaseRejected);
+  EXPECT_EQ(Destroy("sb1", &gen4).error().code, ErrorCode::kLeaseRejected);
   EXPECT_TRUE(fs::is_directory(sb_dir + "/root"));
 
   // Generations persist across a restart of the executor.
   ex_.reset();
   Open();
-  EXPECT_EQ(ex_->Destroy("sb1", &gen4).error().code, ErrorCode::kLeaseRejected);
+  EXPECT_EQ(Destroy("sb1", &gen4).error().code, ErrorCode::kLeaseRejected);
   EXPECT_TRUE(ex_->WriteFile("sb1", "f.txt", "data", "", &gen5).has_value());
   EXPECT_EQ(*ex_->ReadFile("sb1", "f.txt"), "data");
   Lease gen6 = MakeLease("sb1", 6);
-  ASSERT_TRUE(ex_->Destroy("sb1", &gen6).has_value());
+  ASSERT_TRUE(Destroy("sb1", &gen6).has_value());
   EXPECT_FALSE(fs::exists(sb_dir));
   EXPECT_EQ(ex_->Status("sb1")->state, SandboxState::kDestroyed);
   auto gone = ex_->ReadFile("sb1", "f.txt");
@@ -1236,7 +1251,22 @@ TEST_F(ExecutorTest, WorkStopsWhenItsLeaseExpiresUnrenewed) {
   EXPECT_EQ(again.error.code, ErrorCode::kLeaseRejected);
 }
 
-TEST_F(ExecutorTest, SandboxWhoseTtlRunsOutIsDestroyedOnTick) {
+// A command that ignores SIGTERM (so does everything it starts: an ignored signal stays ignored
+// across exec) and keeps writing into its sandbox until SIGKILL, which comes kill_grace after a
+// cancel on the injected clock. It writes its pid first.
+constexpr const char* kStubbornWriter =
+    "trap '' TERM; echo $$ > pid; while :; do echo x >> \"$PWD/out\"; sleep 0.02; done";
+
+pid_t ReadPid(const std::string& path) {
+  pid_t pid = 0;
+  EXPECT_TRUE(edge::testing::WaitUntil([&] {
+    std::ifstream in(path);
+    return static_cast<bool>(in >> pid) && pid > 0;
+  })) << path;
+  return pid;
+}
+
+TEST_F(ExecutorTest, SandboxWhoseTtlRunsOutIsDestroyedOnTickOnceItsCommandsHaveEnded) {
   Open();
   SpawnRequest sp;
   sp.id = "short";
@@ -1248,22 +1278,119 @@ TEST_F(ExecutorTest, SandboxWhoseTtlRunsOutIsDestroyedOnTick) {
   Lease lease2 = MakeLease("forever", 1);
   ASSERT_TRUE(ex_->Spawn(forever, &lease2).has_value());
   const std::string root = ex_->Status("short")->root_dir;
-  InvokeRequest req = Exec("sleep 30");
+  InvokeRequest req = Exec(kStubbornWriter);
   req.sandbox_id = "short";
+  req.timeout = std::chrono::hours(1);
   auto running = Start(req);
   WaitRunning(1);
+  const pid_t pid = ReadPid(root + "/pid");
   clock_.Advance(29s);
   ex_->Tick(clock_.Now());
   EXPECT_EQ(ex_->Status("short")->state, SandboxState::kRunning);
   clock_.Advance(2s);
+  // Expired: its command is cancelled, but it still runs (SIGKILL comes after the kill grace),
+  // so the tick, which never waits, leaves the workspace where the process still is.
   ex_->Tick(clock_.Now());
+  EXPECT_EQ(::kill(pid, 0), 0) << "the command still runs until the kill grace has passed";
+  EXPECT_TRUE(fs::exists(root)) << "the workspace stays while a command of it runs";
+  EXPECT_EQ(ex_->Status("short")->state, SandboxState::kRunning);
+  InvokeRequest late = Exec("true");
+  late.sandbox_id = "short";
+  ExpectError(Call(late), ErrorCode::kFailedPrecondition, "being destroyed");
+  ASSERT_TRUE(AdvanceUntilReady(running));
   InvokeResult r = running.get();
   EXPECT_EQ(r.outcome, Outcome::kCancelled) << r.error.message;
   EXPECT_NE(r.reason.find("expired"), std::string::npos) << r.reason;
-  auto gone = ex_->Status("short");
-  EXPECT_TRUE(!gone.has_value() || gone->state == SandboxState::kDestroyed);
+  // Its end lets the destroy go on, without another tick.
+  EXPECT_TRUE(edge::testing::WaitUntil([&] {
+    auto gone = ex_->Status("short");
+    return !gone.has_value() || gone->state == SandboxState::kDestroyed;
+  }));
   EXPECT_FALSE(fs::exists(root));
   EXPECT_EQ(ex_->Status("forever")->state, SandboxState::kRunning) << "no ttl, no expiry";
+}
+
+TEST_F(ExecutorTest, DestroyAnswersOnlyOnceTheSandboxsCommandsHaveEndedAndItsWorkspaceIsGone) {
+  Open();
+  SpawnRequest sp;
+  sp.id = "sb";
+  Lease lease = MakeLease("sb", 1);
+  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
+  const std::string root = ex_->Status("sb")->root_dir;
+  InvokeRequest req = Exec(kStubbornWriter);
+  req.sandbox_id = "sb";
+  req.timeout = std::chrono::hours(1);
+  auto running = Start(req);
+  WaitRunning(1);
+  const pid_t pid = ReadPid(root + "/pid");
+  auto destroyed = DestroyAsync("sb", &lease);
+  EXPECT_EQ(destroyed.wait_for(100ms), std::future_status::timeout)
+      << "answered while the command still runs";
+  // The answer waits for the SIGKILL, which the clock's kill grace brings.
+  ASSERT_TRUE(AdvanceUntilReady(destroyed));
+  auto info = destroyed.get();
+  ASSERT_TRUE(info.has_value()) << info.error().ToString();
+  EXPECT_EQ(info->state, SandboxState::kDestroyed);
+  EXPECT_EQ(running.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(running.get().outcome, Outcome::kCancelled);
+  errno = 0;
+  EXPECT_EQ(::kill(pid, 0), -1) << "the command's process outlived the destroy";
+  EXPECT_EQ(errno, ESRCH);
+  EXPECT_FALSE(fs::exists(fs::path(root).parent_path())) << "workspace and console log go";
+  // A sandbox spawned again under the id starts empty, and nothing of the old one writes in it.
+  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(fs::is_empty(root));
+}
+
+TEST_F(ExecutorTest, ADestroyThatOutwaitsItsBoundKeepsTheWorkspaceRefusesNewWorkAndCanBeRepeated) {
+  options_.destroy_wait = 100ms;
+  options_.kill_grace = 5s;
+  Open();
+  SpawnRequest sp;
+  sp.id = "sb";
+  Lease lease = MakeLease("sb", 1);
+  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
+  const std::string root = ex_->Status("sb")->root_dir;
+  ASSERT_TRUE(ex_->WriteFile("sb", "keep.txt", "data", "", &lease).has_value());
+  InvokeRequest req = Exec(kStubbornWriter);
+  req.sandbox_id = "sb";
+  req.timeout = std::chrono::hours(1);
+  auto running = Start(req);
+  WaitRunning(1);
+  (void)ReadPid(root + "/pid");
+  // SIGKILL comes 5 s after the cancel on the clock: the command outlives the 100 ms wait.
+  auto answer = DestroyAsync("sb", &lease);
+  ASSERT_TRUE(AdvanceUntilReady(answer));
+  auto first = answer.get();
+  ASSERT_FALSE(first.has_value());
+  EXPECT_EQ(first.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(first.error().message.find("1 of its commands still running"), std::string::npos)
+      << first.error().message;
+  EXPECT_TRUE(fs::exists(root + "/keep.txt")) << "nothing of the workspace is removed";
+  EXPECT_EQ(ex_->Status("sb")->state, SandboxState::kRunning);
+  // Until a destroy succeeds the sandbox takes no new work and cannot be spawned anew.
+  InvokeRequest more = Exec("true");
+  more.sandbox_id = "sb";
+  ExpectError(Call(more), ErrorCode::kFailedPrecondition, "being destroyed");
+  auto write = ex_->WriteFile("sb", "new.txt", "x", "", &lease);
+  ASSERT_FALSE(write.has_value());
+  EXPECT_EQ(write.error().code, ErrorCode::kFailedPrecondition);
+  auto read = ex_->ReadFile("sb", "keep.txt");
+  ASSERT_FALSE(read.has_value());
+  EXPECT_NE(read.error().message.find("being destroyed"), std::string::npos);
+  auto again = ex_->Spawn(sp, &lease);
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.error().code, ErrorCode::kAlreadyExists);
+  EXPECT_NE(again.error().message.find("being destroyed"), std::string::npos);
+  // Once the command has ended, destroying again finishes the job.
+  ASSERT_TRUE(AdvanceUntilReady(running));
+  EXPECT_EQ(running.get().outcome, Outcome::kCancelled);
+  auto second = Destroy("sb", &lease);
+  ASSERT_TRUE(second.has_value()) << second.error().ToString();
+  EXPECT_FALSE(fs::exists(root));
+  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value()) << "the id is free again";
+  EXPECT_TRUE(fs::is_empty(root));
 }
 
 TEST_F(ExecutorTest, ConcurrentLeaseChecksWithMixedGenerations) {

@@ -158,8 +158,8 @@ class RecordingExecutor final : public sandbox::ExecutorApi {
                                      const sandbox::Lease* l) override {
     return fake.Spawn(r, l);
   }
-  Result<sandbox::SandboxInfo> Destroy(std::string_view id, const sandbox::Lease* l) override {
-    return fake.Destroy(id, l);
+  void Destroy(std::string_view id, const sandbox::Lease* l, DestroyCallback done) override {
+    fake.Destroy(id, l, std::move(done));
   }
   Result<sandbox::SandboxInfo> Status(std::string_view id) const override {
     return fake.Status(id);
@@ -753,6 +753,28 @@ TEST_F(WorkerRpcHandlerTest, ClientGoingAwayCancelsTheCommand) {
                  {"method", "worker.exec_stream"},
                  {"params", {{"sandbox_id", "sb-1"}, {"command", "sleep 100"}}}},
                 h);
+  sandbox::CancelToken token;
+  {
+    std::lock_guard lock(exec_.mu);
+    ASSERT_EQ(exec_.tokens.size(), 1u);
+    token = exec_.tokens[0];
+  }
+  EXPECT_FALSE(token.cancelled());
+  ex->Disconnect();
+  EXPECT_TRUE(token.cancelled());
+  EXPECT_EQ(token.reason(), "the client disconnected");
+  InvokeResult r;
+  r.outcome = Outcome::kCancelled;
+  r.error = {ErrorCode::kCancelled, "cancelled: the client disconnected"};
+  exec_.fake.Finish("", r);
+  EXPECT_EQ(handler_->in_flight(), 0u);
+}
+
+TEST_F(WorkerRpcHandlerTest, ClientGoingAwayCancelsAFileMethod) {
+  auto ex = Rpc({{"id", "f1"},
+                 {"method", "worker.file_delete"},
+                 {"params", {{"sandbox_id", "sb-1"}, {"path", "big"}, {"recursive", true}}}},
+                Auth());
   sandbox::CancelToken token;
   {
     std::lock_guard lock(exec_.mu);
