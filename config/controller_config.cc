@@ -92,6 +92,19 @@ void ParseEdgeApi(const YAML::Node& edge_api, YamlReader& r, ControllerConfig::E
         r.Issue(el["buffer_overflow_policy"], "edge_api.limits.buffer_overflow_policy",
                 a.buffer_overflow_policy, "must be drop_oldest or disconnect");
       }
+      // Each socket's queue is half the replay buffer (SessionRelay): a frame larger than
+      // that reaches no socket at all. Judged on the values in force when this document sets
+      // either one, so that a delta changing one is checked against the other.
+      const bool buffer_set = static_cast<bool>(el["max_buffer_size"]);
+      if ((buffer_set || el["max_frame_size"]) && a.max_buffer_size < 2 * a.max_frame_size) {
+        const std::string key = buffer_set ? "max_buffer_size" : "max_frame_size";
+        r.Issue(el[key], "edge_api.limits." + key,
+                std::to_string(buffer_set ? a.max_buffer_size : a.max_frame_size),
+                "max_buffer_size (" + std::to_string(a.max_buffer_size) +
+                    ") must be at least twice max_frame_size (" + std::to_string(a.max_frame_size) +
+                    "): each session socket's queue is half the buffer and must hold a "
+                    "whole frame");
+      }
     }
   }
 }

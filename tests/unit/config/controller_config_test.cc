@@ -148,6 +148,10 @@ TEST(ControllerConfig, SessionLimitsAndAllowedOriginsDefaultAndValidate) {
            {"edge_api: { limits: { reattach_window: 999999999 } }",
             "edge_api.limits.reattach_window"},
            {"edge_api: { limits: { max_buffer_size: 10 } }", "edge_api.limits.max_buffer_size"},
+           {"edge_api: { limits: { max_buffer_size: 1MiB } }",
+            "edge_api.limits.max_buffer_size: value \"1048576\": max_buffer_size (1048576) must be "
+            "at least "
+            "twice max_frame_size (1048576)"},
            {"edge_api: { limits: { window: 3 } }", "window"},
            {"edge_api: { limit: {} }", "limit"},
            {"http: { allowed_origins: [\"dash.example\"] }", "http.allowed_origins[0]"},
@@ -261,7 +265,7 @@ TEST(ControllerConfig, APushConfigDeltaIsSplitIntoTheControllersLimitsAndTheNode
 
   // Both (JSON too): the node part is the rest, without edge_api.
   auto both = SplitPushConfigDelta(
-      R"({"labels":{"zone":"b"},"edge_api":{"limits":{"max_buffer_size":"64KiB",
+      R"({"labels":{"zone":"b"},"edge_api":{"limits":{"max_buffer_size":"64KiB","max_frame_size":"32KiB",
           "buffer_overflow_policy":"disconnect"}}})",
       current, "delta");
   ASSERT_TRUE(both) << both.error().ToString();
@@ -277,6 +281,9 @@ TEST(ControllerConfig, APushConfigDeltaIsSplitIntoTheControllersLimitsAndTheNode
   } cases[] = {
       {"edge_api: {limits: {rate_limit: 0}}", "edge_api.limits.rate_limit"},
       {"edge_api: {limits: {max_frame_size: 10}}", "edge_api.limits.max_frame_size"},
+      // Over the buffer in force (4 MiB): a frame of 4 MiB would reach no socket.
+      {"edge_api: {limits: {max_frame_size: 4MiB}}", "must be at least twice max_frame_size"},
+      {"edge_api: {limits: {max_buffer_size: 64KiB}}", "edge_api.limits.max_buffer_size"},
       {"edge_api: {limits: {buffer_overflow_policy: keep}}", "must be drop_oldest or disconnect"},
       {"edge_api: {limits: {rate_limt: 3}}", "rate_limt"},
       {"edge_api: {limit: {}}", "edge_api.limit"},
