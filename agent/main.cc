@@ -93,9 +93,10 @@ int Enroll(const edge::cli::GlobalOptions& opts, const std::string& token,
 int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
   edge::daemon::LimitMallocArenas();  // before any thread (agent/daemon/memory_trim.h)
   edge::BlockTerminationSignals();
-  // Before any gRPC object, after the mask and arenas its threads inherit: gRPC's callback
-  // queue then outlives every channel and server (common/grpc_lifetime.h).
-  const edge::CallbackQueuePin callback_queue_pin;
+  // No CallbackQueuePin (common/grpc_lifetime.h): the agent makes no callback-API call (its
+  // streams run on ClientCallQueues, its unary calls are blocking), so gRPC's callback queue and
+  // its two polling `nexting_thread`s never exist in it. A callback-API call added to the agent
+  // must bring the pin back, before any gRPC object.
   auto cfg = LoadConfig(opts);
   if (!cfg) return kExitUsage;
   if (!edge::cli::InitLogging(opts, cfg->log.level, cfg->log.format)) return kExitUsage;

@@ -1,10 +1,16 @@
-// ClientStream<Req, Resp>: one client-side bidirectional gRPC call as a callback-API
-// ClientBidiReactor (design.md §4) — the agent's edge stream (ConnectEdge, agent/edge/
-// edge_stream.h) and its compute-member stream (startStreaming, agent/compute/
-// compute_stream.h) are this template with their own types, method and log lines. No thread
-// of its own, one outbound queue with one write in flight (WriteQueue, common/
-// grpc_write_queue.h), and a read always pending that hands each message to the owner in
-// arrival order.
+// ClientStream<Req, Resp>: one client-side bidirectional gRPC call, driven through gRPC's
+// asynchronous API on a ClientCallQueue (common/grpc_call_queue.h) — the agent's edge stream
+// (ConnectEdge, agent/edge/edge_stream.h) and its compute-member stream (startStreaming,
+// agent/compute/compute_stream.h) are this template with their own types, method and log
+// lines. No thread of its own (its events run on the queue's), one outbound queue with one
+// write in flight (WriteQueue, common/grpc_write_queue.h), and a read always pending that
+// hands each message to the owner in arrival order.
+//
+// Why not the callback API (design.md §4 names it): gRPC 1.51 on Linux runs callback
+// reactions on two `nexting_thread`s that poll every 100–200 ms whether or not anything
+// happens; an idle agent's two streams cost two threads and ~340 wake-ups a minute that way.
+// A queue thread blocked in Next() without a deadline costs neither. The semantics are the
+// callback API's: on_read per message in order, each write's callback once, on_done last.
 //
 // What differs between the streams is a parameter: the RPC that starts the call (a callable
 // given to Start), an optional seal run on each message just before it is written (so its
@@ -12,13 +18,13 @@
 //
 // A write's callback reports whether it reached the transport (false when the stream ended
 // first); it is called exactly once, never under the stream's lock. The stream keeps itself
-// alive until gRPC calls OnDone; the owner holds a shared_ptr to Send, Finish (half-close once
-// the queue is written) or Cancel it, and borrows nothing to it but its callbacks.
-// Thread-safe. Header-only; needs gRPC++'s client callback API.
+// alive until on_done has run; the owner holds a shared_ptr to Send, Finish (half-close once
+// the queue is written) or Cancel it, and borrows nothing to it but its callbacks. The queue
+// must outlive the call: until on_done has returned. Thread-safe. Header-only; needs gRPC++.
 #pragma once
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/support/client_callback.h>
+#include <grpcpp/support/async_stream.h>
 #include <grpcpp/support/status.h>
 
 #include <exception>
@@ -31,6 +37,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/grpc_call_queue.h"
 #include "common/grpc_write_queue.h"
 #include "common/log.h"
 
@@ -45,9 +52,9 @@ struct ClientStreamNames {
 };
 
 template <typename Req, typename Resp>
-class ClientStream final : public grpc::ClientBidiReactor<Req, Resp> {
+class ClientStream final {
  public:
-  using Reactor = grpc::ClientBidiReactor<Req, Resp>;
+  using Rpc = grpc::ClientAsyncReaderWriter<Req, Resp>;
   using WriteCallback = std::function<void(bool ok)>;
   struct Callbacks {
     // Fills the message's envelope as its turn to be written comes; an error drops it (its
@@ -60,47 +67,47 @@ class ClientStream final : public grpc::ClientBidiReactor<Req, Resp> {
     // Once, when the call is over (after every write callback).
     std::function<void(const grpc::Status&)> on_done;
   };
-  // Starts the RPC on the context and reactor, e.g. stub.async()->Method(context, reactor).
-  using StartRpc = std::function<void(grpc::ClientContext*, Reactor*)>;
+  // Prepares the RPC on the context and queue, e.g. stub.PrepareAsyncMethod(context, cq).
+  using StartRpc =
+      std::function<std::unique_ptr<Rpc>(grpc::ClientContext*, grpc::CompletionQueue*)>;
 
-  // Starts the call with metadata `authorization: Bearer <bearer_token>`.
+  // Starts the call on `queue` with metadata `authorization: Bearer <bearer_token>`.
   static std::shared_ptr<ClientStream> Start(const StartRpc& start_rpc,
                                              const std::string& bearer_token, Callbacks callbacks,
-                                             const ClientStreamNames& names) {
+                                             const ClientStreamNames& names,
+                                             ClientCallQueue& queue) {
     std::shared_ptr<ClientStream> s(new ClientStream(std::move(callbacks), names));
     s->self_ = s;
     s->context_.AddMetadata("authorization", "Bearer " + bearer_token);
-    start_rpc(&s->context_, s.get());
-    // The hold lets Send start writes from outside reactions until the read side has ended.
-    s->AddHold();
-    s->StartRead(&s->in_);
-    s->StartCall();
+    s->rpc_ = start_rpc(&s->context_, queue.cq());
+    std::lock_guard lock(s->mu_);  // a tag may complete on a queue thread before this returns
+    s->pending_ = 2;
+    s->rpc_->StartCall(&s->start_tag_);
+    s->rpc_->Read(&s->in_, &s->read_tag_);
     return s;
   }
-  ~ClientStream() override = default;
+  ~ClientStream() = default;
 
   // Queues `msg`; false (and `done` is not called) when the stream is closed or finishing.
   bool Send(Req msg, WriteCallback done = {}) {
     Calls calls;
-    bool release = false;
     {
       std::lock_guard lock(mu_);
-      if (closed_ || read_closed_ || finishing_ || hold_released_) return false;
-      release = ApplyLocked(writes_.Push(Pending{std::move(msg), std::move(done)}), false, calls);
+      if (closed_ || read_closed_ || finishing_ || finish_started_) return false;
+      ApplyLocked(writes_.Push(Pending{std::move(msg), std::move(done)}), false, calls);
     }
-    Complete(release, calls);
+    Run(calls);
     return true;
   }
   // Half-closes the stream (WritesDone) once every queued message is written.
   void Finish() {
     Calls calls;
-    bool release = false;
     {
       std::lock_guard lock(mu_);
       finishing_ = true;
-      release = ApplyLocked(writes_.Check(), false, calls);
+      ApplyLocked(writes_.Check(), false, calls);
     }
-    Complete(release, calls);
+    Run(calls);
   }
   // Ends the call at once (the server sees CANCELLED).
   void Cancel() { context_.TryCancel(); }
@@ -110,8 +117,42 @@ class ClientStream final : public grpc::ClientBidiReactor<Req, Resp> {
   }
   size_t queued() const { return writes_.size(); }
 
-  // grpc::ClientBidiReactor
-  void OnReadDone(bool ok) override {
+ private:
+  struct Pending {
+    Req msg;
+    WriteCallback done;
+  };
+  using Queue = WriteQueue<Pending>;
+  // Write callbacks to run once the lock is let go, with their ok.
+  using Calls = std::vector<std::pair<WriteCallback, bool>>;
+  // A queue event of this call: runs `handler` with Next()'s ok.
+  struct OpTag final : ClientCallQueue::Tag {
+    OpTag(ClientStream* s, void (ClientStream::*h)(bool)) : stream(s), handler(h) {}
+    void Done(bool ok) override { (stream->*handler)(ok); }
+    ClientStream* stream;
+    void (ClientStream::*handler)(bool);
+  };
+
+  ClientStream(Callbacks callbacks, const ClientStreamNames& names)
+      : callbacks_(std::move(callbacks)),
+        names_(names),
+        writes_([this](Pending& p) { return Seal(p); }) {}
+
+  // gRPC's async stream sends the start through the same operation set as a write, so no
+  // write (nor WritesDone) may begin before the start's tag is back: what came meanwhile
+  // begins here. A failed start fails the read, which ends the call.
+  void OnStarted(bool /*ok*/) {
+    {
+      std::lock_guard lock(mu_);
+      started_ = true;
+      if (deferred_write_ != nullptr) rpc_->Write(*deferred_write_, &write_tag_);
+      if (deferred_writes_done_) rpc_->WritesDone(&writes_done_tag_);
+      deferred_write_ = nullptr;
+      deferred_writes_done_ = false;
+    }
+    OpEnded();
+  }
+  void OnReadDone(bool ok) {
     if (ok) {
       Resp msg = std::move(in_);
       in_.Clear();
@@ -128,57 +169,62 @@ class ClientStream final : public grpc::ClientBidiReactor<Req, Resp> {
         log::Get(names_.logger)->error("{}", names_.cancelled);
         context_.TryCancel();
       }
-      this->StartRead(&in_);  // completes (not ok) after a cancel, which closes the read side
-      return;
+      {
+        std::lock_guard lock(mu_);
+        ++pending_;
+        rpc_->Read(&in_, &read_tag_);  // completes (not ok) after a cancel
+      }
+      return OpEnded();
     }
     Calls calls;
-    bool release = false;
     {
       std::lock_guard lock(mu_);
-      // What is queued is still written; the hold goes once no write is in flight.
+      // What is queued is still written; the call is finished once no write is in flight.
       read_closed_ = true;
-      release = ApplyLocked(writes_.Check(), false, calls);
+      ApplyLocked(writes_.Check(), false, calls);
     }
-    Complete(release, calls);
+    Run(calls);
+    OpEnded();
   }
-  void OnWriteDone(bool ok) override {
+  void OnWriteDone(bool ok) {
     Calls calls;
-    bool release = false;
     {
       std::lock_guard lock(mu_);
       // A failed write means the stream is broken: nothing queued behind it can be written.
       if (!ok) closed_ = true;
-      release = ApplyLocked(writes_.WriteDone(ok), ok, calls);
+      ApplyLocked(writes_.WriteDone(ok), ok, calls);
     }
-    Complete(release, calls);
+    Run(calls);
+    OpEnded();
   }
-  void OnDone(const grpc::Status& status) override {
+  void OnWritesDoneDone(bool /*ok*/) { OpEnded(); }
+  void OnFinished(bool /*ok*/) {
+    {
+      std::lock_guard lock(mu_);
+      finished_ = true;
+    }
+    OpEnded();
+  }
+  // Last in every handler: once the status is in and no operation is outstanding, the call is
+  // over (no handler of it runs any more) and on_done runs, here.
+  void OpEnded() {
+    {
+      std::lock_guard lock(mu_);
+      if (--pending_ > 0 || !finished_ || done_) return;
+      done_ = true;
+      closed_ = true;
+    }
     Calls calls;
     {
       std::lock_guard lock(mu_);
-      closed_ = true;
       for (auto& d : writes_.Close().dropped)
         calls.emplace_back(std::move(d.done), false);
     }
-    Complete(false, calls);
-    if (callbacks_.on_done) callbacks_.on_done(status);
+    Run(calls);
+    if (callbacks_.on_done) callbacks_.on_done(status_);
     // Last: may destroy this object when the owner already let go of it.
     auto self = std::move(self_);
   }
-
- private:
-  struct Pending {
-    Req msg;
-    WriteCallback done;
-  };
-  using Queue = WriteQueue<Pending>;
-  // Write callbacks to run once the lock is let go, with their ok.
-  using Calls = std::vector<std::pair<WriteCallback, bool>>;
-
-  ClientStream(Callbacks callbacks, const ClientStreamNames& names)
-      : callbacks_(std::move(callbacks)),
-        names_(names),
-        writes_([this](Pending& p) { return Seal(p); }) {}
 
   // Seals a message as its turn to be written comes (the queue's Prepare); false drops it.
   bool Seal(Pending& pending) {
@@ -190,26 +236,37 @@ class ClientStream final : public grpc::ClientBidiReactor<Req, Resp> {
     return true;
   }
   // mu_ held: does what `step` says (start a write; collect the callbacks of the written
-  // message, with `ok`, and of the dropped ones), sends WritesDone once finishing and idle.
-  // Returns true when the hold may be released (read side over, no write in flight).
-  bool ApplyLocked(typename Queue::Step step, bool ok, Calls& calls) {
-    if (step.write != nullptr) this->StartWrite(&step.write->msg);
+  // message, with `ok`, and of the dropped ones), sends WritesDone once finishing and idle,
+  // and asks for the status once the read side is over and no write is in flight.
+  void ApplyLocked(typename Queue::Step step, bool ok, Calls& calls) {
+    if (step.write != nullptr) {
+      ++pending_;
+      if (started_) {
+        rpc_->Write(step.write->msg, &write_tag_);
+      } else {
+        deferred_write_ = &step.write->msg;  // stays in the queue until its write is done
+      }
+    }
     if (step.completed) calls.emplace_back(std::move(step.completed->done), ok);
     for (auto& d : step.dropped)
       calls.emplace_back(std::move(d.done), false);
     if (step.idle && finishing_ && !writes_done_sent_ && !closed_ && !read_closed_) {
       writes_done_sent_ = true;
-      this->StartWritesDone();
+      ++pending_;
+      if (started_) {
+        rpc_->WritesDone(&writes_done_tag_);
+      } else {
+        deferred_writes_done_ = true;
+      }
     }
-    if (read_closed_ && !writes_.writing() && !hold_released_) {
-      hold_released_ = true;
-      return true;
+    if (read_closed_ && !writes_.writing() && !finish_started_) {
+      finish_started_ = true;
+      ++pending_;
+      rpc_->Finish(&status_, &finish_tag_);
     }
-    return false;
   }
-  // Outside the lock: releases the hold and runs the callbacks.
-  void Complete(bool release, Calls& calls) {
-    if (release) this->RemoveHold();
+  // Outside the lock: runs the write callbacks.
+  static void Run(Calls& calls) {
     for (auto& [cb, ok] : calls)
       if (cb) cb(ok);
   }
@@ -217,15 +274,28 @@ class ClientStream final : public grpc::ClientBidiReactor<Req, Resp> {
   Callbacks callbacks_;
   const ClientStreamNames names_;
   grpc::ClientContext context_;
+  std::unique_ptr<Rpc> rpc_;  // after context_: destroyed before it
   Resp in_;
-  mutable std::mutex mu_;  // guards the flags below; every writes_ call is made under it
+  grpc::Status status_;  // set by Finish's completion
+  OpTag start_tag_{this, &ClientStream::OnStarted};
+  OpTag read_tag_{this, &ClientStream::OnReadDone};
+  OpTag write_tag_{this, &ClientStream::OnWriteDone};
+  OpTag writes_done_tag_{this, &ClientStream::OnWritesDoneDone};
+  OpTag finish_tag_{this, &ClientStream::OnFinished};
+  mutable std::mutex mu_;  // guards the flags below; every writes_ and rpc_ call is made under it
   Queue writes_;
+  int pending_ = 0;                      // operations started whose tag has not come back
+  bool started_ = false;                 // StartCall's tag is back
+  const Req* deferred_write_ = nullptr;  // the write that waits for it
+  bool deferred_writes_done_ = false;
   bool finishing_ = false;
   bool writes_done_sent_ = false;
   bool read_closed_ = false;
   bool closed_ = false;
-  bool hold_released_ = false;
-  std::shared_ptr<ClientStream> self_;  // keeps the reactor alive until OnDone
+  bool finish_started_ = false;
+  bool finished_ = false;
+  bool done_ = false;
+  std::shared_ptr<ClientStream> self_;  // keeps the call alive until on_done has run
 };
 
 }  // namespace edge

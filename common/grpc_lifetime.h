@@ -13,8 +13,9 @@
 // first in main, before anything else touches OpenSSL): the process exits with OpenSSL's
 // state intact, as it would without sanitizers; the kernel reclaims it.
 //
-// CallbackQueuePin: see below; held by every process that uses gRPC's callback API (the
-// agent daemon, `edge-controller serve`, every test binary, the fleet bench).
+// CallbackQueuePin: see below; held by every process that uses gRPC's callback API
+// (`edge-controller serve`, every test binary, the fleet bench). The agent daemon does not:
+// since its streams moved to ClientCallQueue it makes no callback-API call at all.
 #pragma once
 
 #include <grpc/grpc.h>

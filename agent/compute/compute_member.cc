@@ -176,7 +176,7 @@ void ComputeMember::OpenStreamLocked(const std::string& token) {
     }
     cv_.notify_all();
   };
-  stream_ = StartComputeStream(*stub_, token, std::move(cb));
+  stream_ = StartComputeStream(*stub_, token, std::move(cb), calls_);
   ++status_.attempts;
   SetStateLocked("connecting");
 

@@ -135,6 +135,9 @@ class ComputeMember {
   MemberOptions options_;
   CallMapper mapper_;
   TimerQueue timers_;
+  // The stream's events run on its thread; declared before loop_, so it is joined after the
+  // loop's thread, which returns only once the stream's on_done has run.
+  ClientCallQueue calls_{"compute-stream"};
   ReconnectLoop loop_;  // the member's thread: attempts and the backoff between them
   std::unique_ptr<org::cyoda::cloud::api::grpc::CloudEventsService::Stub> stub_;
 

@@ -19,12 +19,12 @@ constexpr ClientStreamNames kNames{
 
 std::shared_ptr<ComputeStream> StartComputeStream(
     org::cyoda::cloud::api::grpc::CloudEventsService::Stub& stub, const std::string& bearer_token,
-    ComputeStream::Callbacks callbacks) {
+    ComputeStream::Callbacks callbacks, ClientCallQueue& queue) {
   return ComputeStream::Start(
-      [&stub](grpc::ClientContext* context, ComputeStream::Reactor* reactor) {
-        stub.async()->startStreaming(context, reactor);
+      [&stub](grpc::ClientContext* context, grpc::CompletionQueue* cq) {
+        return stub.PrepareAsyncstartStreaming(context, cq);
       },
-      bearer_token, std::move(callbacks), kNames);
+      bearer_token, std::move(callbacks), kNames, queue);
 }
 
 }  // namespace edge::compute

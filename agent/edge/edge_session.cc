@@ -328,7 +328,7 @@ void EdgeSession::OpenStreamLocked() {
     }
     cv_.notify_all();
   };
-  stream_ = StartEdgeStream(*stub_, token, std::move(cb));
+  stream_ = StartEdgeStream(*stub_, token, std::move(cb), calls_);
   ++status_.streams;
   status_.stream_id = sid;
   SetStateLocked("connected");

@@ -18,7 +18,8 @@
 //
 // Every EdgeEvent is sealed (identity::EnvelopeCodec::SealEvent) when it is written.
 // The loop, its backoff and its reset rule are the shared ReconnectLoop (common/
-// reconnect_loop.h); the stream is the shared client reactor (agent/edge/edge_stream.h).
+// reconnect_loop.h); the stream is the shared client stream (agent/edge/edge_stream.h), on a
+// ClientCallQueue of its own.
 // Stop() ends every wait and call at once. Owns the stream, the dispatcher, the outbox
 // connection, its TimerQueue and its ReconnectLoop (the thread); borrows the Executor and the
 // injected Clock/Random/Backoff.
@@ -177,6 +178,9 @@ class EdgeSession final : public DispatcherHost {
   SessionOptions options_;
   NodeKeyStore keys_;
   TimerQueue timers_;
+  // The stream's events run on its thread; declared before loop_, so it is joined after the
+  // loop's thread, which returns only once the stream's on_done has run.
+  ClientCallQueue calls_{"edge-stream"};
   ReconnectLoop loop_;  // the session's thread: attempts and the backoff between them
   std::unique_ptr<OutboxStore> outbox_;
   std::shared_ptr<CommandDispatcher> dispatcher_;

@@ -21,12 +21,13 @@ constexpr ClientStreamNames kNames{
 
 std::shared_ptr<EdgeStream> StartEdgeStream(pb::NodeClusterService::Stub& stub,
                                             const std::string& bearer_token,
-                                            EdgeStream::Callbacks callbacks) {
+                                            EdgeStream::Callbacks callbacks,
+                                            ClientCallQueue& queue) {
   return EdgeStream::Start(
-      [&stub](grpc::ClientContext* context, EdgeStream::Reactor* reactor) {
-        stub.async()->ConnectEdge(context, reactor);
+      [&stub](grpc::ClientContext* context, grpc::CompletionQueue* cq) {
+        return stub.PrepareAsyncConnectEdge(context, cq);
       },
-      bearer_token, std::move(callbacks), kNames);
+      bearer_token, std::move(callbacks), kNames, queue);
 }
 
 }  // namespace edge::agentedge

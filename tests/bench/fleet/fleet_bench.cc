@@ -322,7 +322,8 @@ int main(int argc, char** argv) {
   auto& clock = edge::SystemClock::Instance();
   edge::DefaultRandom random;
   edge::TimerQueue timers(clock);
-  edge::bench::WorkPool pool(4);  // re-attestations and renewals
+  edge::ClientCallQueue calls("sim-streams", 2);  // destroyed after the nodes: their streams
+  edge::bench::WorkPool pool(4);                  // re-attestations and renewals
   FleetCounters counters;
   edge::sandbox::InvokeResult sysinfo;
   sysinfo.outcome = edge::sandbox::Outcome::kOk;
@@ -330,6 +331,7 @@ int main(int argc, char** argv) {
   FleetContext ctx{.clock = clock,
                    .random = random,
                    .timers = timers,
+                   .calls = calls,
                    .pool = pool,
                    .counters = counters,
                    .target = ctl->advertise(),

@@ -208,7 +208,7 @@ void SimNode::Open() {
   cb.on_done = [this, gen](const grpc::Status& st) { OnDone(gen, st); };
   ++ctx_.counters.streams_opened;
   ctx_.counters.Note(ctx_.counters.attempts_ms, NowMs(ctx_.clock));
-  auto stream = agentedge::StartEdgeStream(*stub_, token, std::move(cb));
+  auto stream = agentedge::StartEdgeStream(*stub_, token, std::move(cb), ctx_.calls);
   bool cancel = false;
   {
     std::lock_guard lock(mu_);

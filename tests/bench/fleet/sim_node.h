@@ -73,6 +73,9 @@ struct FleetContext {
   Clock& clock;
   Random& random;
   TimerQueue& timers;
+  // Every node's stream runs its events here: the agent's own ClientStream on a queue of two
+  // threads (as many as gRPC 1.51's callback API gives its reactions), outliving the nodes.
+  ClientCallQueue& calls;
   WorkPool& pool;
   FleetCounters& counters;
   std::string target;  // controller host:port
