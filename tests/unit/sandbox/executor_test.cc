@@ -30,6 +30,21 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
+// A command that ignores SIGTERM (so does everything it starts: an ignored signal stays ignored
+// across exec) and keeps writing into its sandbox until SIGKILL, which comes kill_grace after a
+// cancel on the injected clock. It writes its pid first.
+constexpr const char* kStubbornWriter =
+    "trap '' TERM; echo $$ > pid; while :; do echo x >> \"$PWD/out\"; sleep 0.02; done";
+
+pid_t ReadPid(const std::string& path) {
+  pid_t pid = 0;
+  EXPECT_TRUE(edge::testing::WaitUntil([&] {
+    std::ifstream in(path);
+    return static_cast<bool>(in >> pid) && pid > 0;
+  })) << path;
+  return pid;
+}
+
 class ExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -82,6 +97,28 @@ class ExecutorTest : public ::testing::Test {
       clock_.Advance(step);
       return false;
     });
+  }
+  // Sandbox `id` (lease generation 1, `ttl`) running kStubbornWriter, with its pid.
+  struct Stubborn {
+    std::string root;
+    std::future<InvokeResult> running;
+    pid_t pid = 0;
+  };
+  Stubborn SpawnStubborn(const std::string& id, std::chrono::seconds ttl = 0s) {
+    SpawnRequest sp;
+    sp.id = id;
+    sp.ttl = ttl;
+    Lease lease = MakeLease(id, 1);
+    EXPECT_TRUE(ex_->Spawn(sp, &lease).has_value());
+    Stubborn s;
+    s.root = ex_->Status(id)->root_dir;
+    InvokeRequest req = Exec(kStubbornWriter);
+    req.sandbox_id = id;
+    req.timeout = std::chrono::hours(1);
+    s.running = Start(req);
+    WaitRunning(1);
+    s.pid = ReadPid(s.root + "/pid");
+    return s;
   }
   // Destroy's answer: it comes on an executor thread once the sandbox's commands have ended.
   std::future<Result<SandboxInfo>> DestroyAsync(const std::string& id, const Lease* lease) {
@@ -1251,39 +1288,13 @@ TEST_F(ExecutorTest, WorkStopsWhenItsLeaseExpiresUnrenewed) {
   EXPECT_EQ(again.error.code, ErrorCode::kLeaseRejected);
 }
 
-// A command that ignores SIGTERM (so does everything it starts: an ignored signal stays ignored
-// across exec) and keeps writing into its sandbox until SIGKILL, which comes kill_grace after a
-// cancel on the injected clock. It writes its pid first.
-constexpr const char* kStubbornWriter =
-    "trap '' TERM; echo $$ > pid; while :; do echo x >> \"$PWD/out\"; sleep 0.02; done";
-
-pid_t ReadPid(const std::string& path) {
-  pid_t pid = 0;
-  EXPECT_TRUE(edge::testing::WaitUntil([&] {
-    std::ifstream in(path);
-    return static_cast<bool>(in >> pid) && pid > 0;
-  })) << path;
-  return pid;
-}
-
 TEST_F(ExecutorTest, SandboxWhoseTtlRunsOutIsDestroyedOnTickOnceItsCommandsHaveEnded) {
   Open();
-  SpawnRequest sp;
-  sp.id = "short";
-  sp.ttl = 30s;
-  Lease lease = MakeLease("short", 1);
-  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
   SpawnRequest forever;
   forever.id = "forever";
   Lease lease2 = MakeLease("forever", 1);
   ASSERT_TRUE(ex_->Spawn(forever, &lease2).has_value());
-  const std::string root = ex_->Status("short")->root_dir;
-  InvokeRequest req = Exec(kStubbornWriter);
-  req.sandbox_id = "short";
-  req.timeout = std::chrono::hours(1);
-  auto running = Start(req);
-  WaitRunning(1);
-  const pid_t pid = ReadPid(root + "/pid");
+  auto [root, running, pid] = SpawnStubborn("short", 30s);
   clock_.Advance(29s);
   ex_->Tick(clock_.Now());
   EXPECT_EQ(ex_->Status("short")->state, SandboxState::kRunning);
@@ -1312,17 +1323,10 @@ TEST_F(ExecutorTest, SandboxWhoseTtlRunsOutIsDestroyedOnTickOnceItsCommandsHaveE
 
 TEST_F(ExecutorTest, DestroyAnswersOnlyOnceTheSandboxsCommandsHaveEndedAndItsWorkspaceIsGone) {
   Open();
+  auto [root, running, pid] = SpawnStubborn("sb");
+  Lease lease = MakeLease("sb", 1);
   SpawnRequest sp;
   sp.id = "sb";
-  Lease lease = MakeLease("sb", 1);
-  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
-  const std::string root = ex_->Status("sb")->root_dir;
-  InvokeRequest req = Exec(kStubbornWriter);
-  req.sandbox_id = "sb";
-  req.timeout = std::chrono::hours(1);
-  auto running = Start(req);
-  WaitRunning(1);
-  const pid_t pid = ReadPid(root + "/pid");
   auto destroyed = DestroyAsync("sb", &lease);
   EXPECT_EQ(destroyed.wait_for(100ms), std::future_status::timeout)
       << "answered while the command still runs";
@@ -1345,21 +1349,14 @@ TEST_F(ExecutorTest, DestroyAnswersOnlyOnceTheSandboxsCommandsHaveEndedAndItsWor
 
 TEST_F(ExecutorTest, ADestroyThatOutwaitsItsBoundKeepsTheWorkspaceRefusesNewWorkAndCanBeRepeated) {
   options_.destroy_wait = 100ms;
-  options_.kill_grace = 5s;
+  options_.kill_grace = 1s;
   Open();
+  auto [root, running, pid] = SpawnStubborn("sb");
+  Lease lease = MakeLease("sb", 1);
   SpawnRequest sp;
   sp.id = "sb";
-  Lease lease = MakeLease("sb", 1);
-  ASSERT_TRUE(ex_->Spawn(sp, &lease).has_value());
-  const std::string root = ex_->Status("sb")->root_dir;
   ASSERT_TRUE(ex_->WriteFile("sb", "keep.txt", "data", "", &lease).has_value());
-  InvokeRequest req = Exec(kStubbornWriter);
-  req.sandbox_id = "sb";
-  req.timeout = std::chrono::hours(1);
-  auto running = Start(req);
-  WaitRunning(1);
-  (void)ReadPid(root + "/pid");
-  // SIGKILL comes 5 s after the cancel on the clock: the command outlives the 100 ms wait.
+  // SIGKILL comes 1 s after the cancel on the clock: the command outlives the 100 ms wait.
   auto answer = DestroyAsync("sb", &lease);
   ASSERT_TRUE(AdvanceUntilReady(answer));
   auto first = answer.get();

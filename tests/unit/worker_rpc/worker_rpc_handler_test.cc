@@ -746,50 +746,38 @@ TEST_F(WorkerRpcHandlerTest, ExecStreamNdjsonTimeoutEndsWithAnErrorLine) {
   EXPECT_EQ(nf->response().status, 404u);
 }
 
-TEST_F(WorkerRpcHandlerTest, ClientGoingAwayCancelsTheCommand) {
-  auto h = Auth();
-  h.emplace_back("X-Worker-Stream", "ndjson");
-  auto ex = Rpc({{"id", "s4"},
-                 {"method", "worker.exec_stream"},
-                 {"params", {{"sandbox_id", "sb-1"}, {"command", "sleep 100"}}}},
-                h);
-  sandbox::CancelToken token;
-  {
-    std::lock_guard lock(exec_.mu);
-    ASSERT_EQ(exec_.tokens.size(), 1u);
-    token = exec_.tokens[0];
+TEST_F(WorkerRpcHandlerTest, ClientGoingAwayCancelsTheCommandOrFileMethod) {
+  auto stream = Auth();
+  stream.emplace_back("X-Worker-Stream", "ndjson");
+  const std::vector<std::pair<json, http::Headers>> calls = {
+      {{{"id", "s4"},
+        {"method", "worker.exec_stream"},
+        {"params", {{"sandbox_id", "sb-1"}, {"command", "sleep 100"}}}},
+       stream},
+      {{{"id", "f1"},
+        {"method", "worker.file_delete"},
+        {"params", {{"sandbox_id", "sb-1"}, {"path", "big"}, {"recursive", true}}}},
+       Auth()},
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    SCOPED_TRACE(calls[i].first["method"].get<std::string>());
+    auto ex = Rpc(calls[i].first, calls[i].second);
+    sandbox::CancelToken token;
+    {
+      std::lock_guard lock(exec_.mu);
+      ASSERT_EQ(exec_.tokens.size(), i + 1);
+      token = exec_.tokens[i];
+    }
+    EXPECT_FALSE(token.cancelled());
+    ex->Disconnect();
+    EXPECT_TRUE(token.cancelled());
+    EXPECT_EQ(token.reason(), "the client disconnected");
+    InvokeResult r;
+    r.outcome = Outcome::kCancelled;
+    r.error = {ErrorCode::kCancelled, "cancelled: the client disconnected"};
+    exec_.fake.Finish("", r);
+    EXPECT_EQ(handler_->in_flight(), 0u);
   }
-  EXPECT_FALSE(token.cancelled());
-  ex->Disconnect();
-  EXPECT_TRUE(token.cancelled());
-  EXPECT_EQ(token.reason(), "the client disconnected");
-  InvokeResult r;
-  r.outcome = Outcome::kCancelled;
-  r.error = {ErrorCode::kCancelled, "cancelled: the client disconnected"};
-  exec_.fake.Finish("", r);
-  EXPECT_EQ(handler_->in_flight(), 0u);
-}
-
-TEST_F(WorkerRpcHandlerTest, ClientGoingAwayCancelsAFileMethod) {
-  auto ex = Rpc({{"id", "f1"},
-                 {"method", "worker.file_delete"},
-                 {"params", {{"sandbox_id", "sb-1"}, {"path", "big"}, {"recursive", true}}}},
-                Auth());
-  sandbox::CancelToken token;
-  {
-    std::lock_guard lock(exec_.mu);
-    ASSERT_EQ(exec_.tokens.size(), 1u);
-    token = exec_.tokens[0];
-  }
-  EXPECT_FALSE(token.cancelled());
-  ex->Disconnect();
-  EXPECT_TRUE(token.cancelled());
-  EXPECT_EQ(token.reason(), "the client disconnected");
-  InvokeResult r;
-  r.outcome = Outcome::kCancelled;
-  r.error = {ErrorCode::kCancelled, "cancelled: the client disconnected"};
-  exec_.fake.Finish("", r);
-  EXPECT_EQ(handler_->in_flight(), 0u);
 }
 
 TEST_F(WorkerRpcHandlerTest, CancelAllCancelsRunningCommands) {
