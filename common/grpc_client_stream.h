@@ -82,8 +82,8 @@ class ClientStream final {
     s->rpc_ = start_rpc(&s->context_, queue.cq());
     std::lock_guard lock(s->mu_);  // a tag may complete on a queue thread before this returns
     s->pending_ = 2;
-    s->rpc_->StartCall(&s->start_tag_);
-    s->rpc_->Read(&s->in_, &s->read_tag_);
+    s->rpc_->StartCall(s->Tag(s->start_tag_));
+    s->rpc_->Read(&s->in_, s->Tag(s->read_tag_));
     return s;
   }
   ~ClientStream() = default;
@@ -133,6 +133,9 @@ class ClientStream final {
     void (ClientStream::*handler)(bool);
   };
 
+  // The queue casts each tag back to ClientCallQueue::Tag*: it must travel as exactly that.
+  static void* Tag(OpTag& tag) { return static_cast<ClientCallQueue::Tag*>(&tag); }
+
   ClientStream(Callbacks callbacks, const ClientStreamNames& names)
       : callbacks_(std::move(callbacks)),
         names_(names),
@@ -145,8 +148,8 @@ class ClientStream final {
     {
       std::lock_guard lock(mu_);
       started_ = true;
-      if (deferred_write_ != nullptr) rpc_->Write(*deferred_write_, &write_tag_);
-      if (deferred_writes_done_) rpc_->WritesDone(&writes_done_tag_);
+      if (deferred_write_ != nullptr) rpc_->Write(*deferred_write_, Tag(write_tag_));
+      if (deferred_writes_done_) rpc_->WritesDone(Tag(writes_done_tag_));
       deferred_write_ = nullptr;
       deferred_writes_done_ = false;
     }
@@ -172,7 +175,7 @@ class ClientStream final {
       {
         std::lock_guard lock(mu_);
         ++pending_;
-        rpc_->Read(&in_, &read_tag_);  // completes (not ok) after a cancel
+        rpc_->Read(&in_, Tag(read_tag_));  // completes (not ok) after a cancel
       }
       return OpEnded();
     }
@@ -242,7 +245,7 @@ class ClientStream final {
     if (step.write != nullptr) {
       ++pending_;
       if (started_) {
-        rpc_->Write(step.write->msg, &write_tag_);
+        rpc_->Write(step.write->msg, Tag(write_tag_));
       } else {
         deferred_write_ = &step.write->msg;  // stays in the queue until its write is done
       }
@@ -254,7 +257,7 @@ class ClientStream final {
       writes_done_sent_ = true;
       ++pending_;
       if (started_) {
-        rpc_->WritesDone(&writes_done_tag_);
+        rpc_->WritesDone(Tag(writes_done_tag_));
       } else {
         deferred_writes_done_ = true;
       }
@@ -262,7 +265,7 @@ class ClientStream final {
     if (read_closed_ && !writes_.writing() && !finish_started_) {
       finish_started_ = true;
       ++pending_;
-      rpc_->Finish(&status_, &finish_tag_);
+      rpc_->Finish(&status_, Tag(finish_tag_));
     }
   }
   // Outside the lock: runs the write callbacks.

@@ -1148,9 +1148,10 @@ Result<SandboxInfo> Executor::Spawn(const SpawnRequest& request, const Lease* le
   {
     std::lock_guard lock(mu_);
     if (destroying_.contains(req.id)) {
-      return MakeError(ErrorCode::kAlreadyExists,
+      return MakeError(ErrorCode::kFailedPrecondition,
                        "sandbox_id '" + req.id +
-                           "' is being destroyed; spawn it again once its destroy has answered");
+                           "' is being destroyed; spawn it again once a destroy of it has "
+                           "succeeded");
     }
   }
   if (req.runtime_id.empty()) req.runtime_id = req.provider + "-" + req.id;

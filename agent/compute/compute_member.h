@@ -135,9 +135,6 @@ class ComputeMember {
   MemberOptions options_;
   CallMapper mapper_;
   TimerQueue timers_;
-  // The stream's events run on its thread; declared before loop_, so it is joined after the
-  // loop's thread, which returns only once the stream's on_done has run.
-  ClientCallQueue calls_{"compute-stream"};
   ReconnectLoop loop_;  // the member's thread: attempts and the backoff between them
   std::unique_ptr<org::cyoda::cloud::api::grpc::CloudEventsService::Stub> stub_;
 
@@ -152,6 +149,11 @@ class ComputeMember {
   TimerQueue::TimerId keepalive_timer_ = 0;
   TimerQueue::TimerId greet_timer_ = 0;
   MemberStatus status_;
+  // The stream's events run on this queue's thread. Declared last, so it is shut down and
+  // joined first, while everything its callbacks use still lives: the loop's thread (joined by
+  // Stop() in the destructor's body) waits for the stream's on_done, but only for 10 s after a
+  // cancel, so a stalled stream may still be ending then.
+  ClientCallQueue calls_{"compute-stream"};
 };
 
 }  // namespace edge::compute

@@ -178,9 +178,6 @@ class EdgeSession final : public DispatcherHost {
   SessionOptions options_;
   NodeKeyStore keys_;
   TimerQueue timers_;
-  // The stream's events run on its thread; declared before loop_, so it is joined after the
-  // loop's thread, which returns only once the stream's on_done has run.
-  ClientCallQueue calls_{"edge-stream"};
   ReconnectLoop loop_;  // the session's thread: attempts and the backoff between them
   std::unique_ptr<OutboxStore> outbox_;
   std::shared_ptr<CommandDispatcher> dispatcher_;
@@ -227,6 +224,11 @@ class EdgeSession final : public DispatcherHost {
   TimerQueue::TimerId renew_timer_ = 0;
   Clock::MonoTime renew_at_{};  // when renew_timer_ fires (monotonic)
   SessionStatus status_;
+  // The stream's events run on this queue's thread. Declared last, so it is shut down and
+  // joined first, while everything its callbacks use still lives: the loop's thread (joined by
+  // Stop() in the destructor's body) waits for the stream's on_done, but only for 10 s after a
+  // cancel, so a stalled stream may still be ending then.
+  ClientCallQueue calls_{"edge-stream"};
 };
 
 }  // namespace edge::agentedge

@@ -514,14 +514,28 @@ void WorkerRpcHandler::Destroy(const std::shared_ptr<Call>& call) {
   ++in_flight_;
   boost::asio::post(pool_, [this, call, id = std::move(*id)] {
     const sandbox::Lease* lease = call->request.lease ? &*call->request.lease : nullptr;
-    executor_.Destroy(id, lease, [this, call](Result<sandbox::SandboxInfo> info) {
-      if (info) {
-        call->Ok(SandboxJson(*info, options_.worker_id));
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    auto answer = [this, call, answered](Result<json> r) {
+      if (answered->exchange(true)) return;  // once, whichever way it ends
+      if (r) {
+        call->Ok(std::move(*r));
       } else {
-        call->Fail(info.error());
+        call->Fail(r.error());
       }
       --in_flight_;
-    });
+    };
+    try {  // as RunSync: a throw is an INTERNAL answer, never an unanswered call
+      executor_.Destroy(id, lease, [this, answer](Result<sandbox::SandboxInfo> info) {
+        if (!info) return answer(std::unexpected(info.error()));
+        try {
+          answer(SandboxJson(*info, options_.worker_id));
+        } catch (const std::exception& e) {
+          answer(MakeError(ErrorCode::kInternal, std::string("internal error: ") + e.what()));
+        }
+      });
+    } catch (const std::exception& e) {
+      answer(MakeError(ErrorCode::kInternal, std::string("internal error: ") + e.what()));
+    }
   });
 }
 
