@@ -1,6 +1,7 @@
 #include "agent/daemon/agent_daemon.h"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/daemon/memory_trim.h"
@@ -19,6 +20,16 @@ namespace edge::daemon {
 AgentDaemon::AgentDaemon(config::AgentConfig config, DaemonOptions options, Clock& clock)
     : config_(std::move(config)), options_(std::move(options)), clock_(clock) {
   if (!options_.notify) options_.notify = [](std::string_view s) { SdNotify(s); };
+  if (!options_.process_cpu_time) {
+    options_.process_cpu_time = [] {
+      timespec ts{};
+      ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+      return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+    };
+  }
+  if (!options_.release_code_pages) {
+    options_.release_code_pages = [] { return ReleaseCodePages(); };
+  }
   services_.SetStatusListener([this] { StatusChanged(); });
 }
 
@@ -134,6 +145,7 @@ void AgentDaemon::Start() {
   status_changed_ = false;
   WriteStatus("running");
   last_write_ = last_trim_ = clock_.Monotonic();
+  cpu_at_last_trim_ = options_.process_cpu_time();
   if (feed_interval_) next_feed_check_ = last_write_ + *feed_interval_;
   options_.notify("READY=1");
   log->info("edge-agent running (pid {})", ::getpid());
@@ -151,13 +163,8 @@ std::chrono::milliseconds AgentDaemon::Turn() {
     WriteStatus("running");
     last_write_ = now;
   }
-  // What a burst of commands left free in malloc's arenas goes back to the system within two
-  // liveness intervals (a no-op when little is held), however often the status changes
-  // meanwhile. No wake-up of its own: a turn comes at least once per liveness interval.
-  if (now - last_trim_ >= liveness_interval_) {
-    TrimFreeMemory();
-    last_trim_ = now;
-  }
+  // No wake-up of its own: a turn comes at least once per liveness interval.
+  if (now - last_trim_ >= liveness_interval_) TrimMemory(now);
   if (feed_interval_ && (now >= next_feed_check_ || (withholding_watchdog_ && changed))) {
     // The watchdog is fed only while every service works or legitimately waits: a wedged
     // stream stops feeding it and systemd restarts the agent (WatchdogSec=). While it is
@@ -181,6 +188,41 @@ std::chrono::milliseconds AgentDaemon::Turn() {
   // Rounded up: waking a little early would only mean a second, empty turn.
   return std::max(std::chrono::milliseconds(0),
                   std::chrono::ceil<std::chrono::milliseconds>(next - now));
+}
+
+void AgentDaemon::TrimMemory(Clock::MonoTime now) {
+  // What a burst of commands left free in malloc's arenas goes back to the system within two
+  // liveness intervals (a no-op when little is held), however often the status changes.
+  TrimFreeMemory();
+  const std::chrono::nanoseconds cpu = options_.process_cpu_time();
+  const auto used = cpu - cpu_at_last_trim_;
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_trim_);
+  cpu_at_last_trim_ = cpu;
+  last_trim_ = now;
+  if (!code_release_supported_ || options_.idle_cpu_fraction <= 0) return;
+  const double share = elapsed.count() > 0 ? double(used.count()) / double(elapsed.count()) : 1;
+  if (share >= options_.idle_cpu_fraction) {
+    busy_since_code_release_ = true;
+    return;
+  }
+  if (!busy_since_code_release_) return;  // released already; an idle interval maps little
+  busy_since_code_release_ = false;
+  auto log = log::Get("daemon");
+  auto released = options_.release_code_pages();
+  if (!released) {
+    if (released.error().code == ErrorCode::kFailedPrecondition) {
+      code_release_supported_ = false;
+      log->info("idle code pages are kept: {}", released.error().message);
+    } else {
+      log->warn("cannot release idle code pages: {}", released.error().message);
+    }
+    return;
+  }
+  log->debug(
+      "idle ({:.3f} % of a core over {} s): released the code pages of {} mappings "
+      "({:.1f} MiB mapped)",
+      100 * share, std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(),
+      released->mappings, double(released->bytes) / (1 << 20));
 }
 
 int AgentDaemon::Run() {

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/daemon/memory_trim.h"
 #include "agent/daemon/service_registry.h"
 #include "common/clock.h"
 #include "common/signals.h"
@@ -44,6 +45,15 @@ struct DaemonOptions {
   std::function<Result<config::AgentConfig>()> load_config;
   // Applies a reloaded log level and format (unset = unchanged).
   std::function<Status(const config::LogConfig&)> apply_log;
+  // Idle memory (memory_trim.h). Each liveness turn trims what malloc holds free. The code
+  // pages are released at the first such turn after which the process used less than this
+  // share of one core since the previous one (an idle agent uses about 0.0003), and then
+  // again only after a busier interval: an idle agent releases once, not every minute. 0 =
+  // never. Tests replace how the process's CPU time is read and what a release does
+  // (default: ReleaseCodePages()).
+  double idle_cpu_fraction = 0.01;
+  std::function<std::chrono::nanoseconds()> process_cpu_time;
+  std::function<Result<CodeRelease>()> release_code_pages;
 };
 
 class AgentDaemon {
@@ -84,6 +94,8 @@ class AgentDaemon {
   // SIGHUP: the config file again (tools, security contexts, log level and format apply at
   // once; other changes are named as needing a restart), then the certificates.
   void Reload();
+  // Turn's memory step, once per liveness interval (see DaemonOptions::idle_cpu_fraction).
+  void TrimMemory(Clock::MonoTime now);
 
   config::AgentConfig config_;
   DaemonOptions options_;
@@ -100,6 +112,9 @@ class AgentDaemon {
   std::optional<std::chrono::milliseconds> feed_interval_;  // watchdog / 2, when there is one
   Clock::MonoTime last_write_{};
   Clock::MonoTime last_trim_{};
+  std::chrono::nanoseconds cpu_at_last_trim_{0};
+  bool busy_since_code_release_ = true;  // start-up counts as busy
+  bool code_release_supported_ = true;   // false once the kernel said it has no MADV_PAGEOUT
   // When the watchdog is next looked at: half its interval after a feed; while a stuck
   // service withholds the feed, every kStuckRecheck (or at the next change a service reports),
   // so a stall that ends is fed again well inside WatchdogSec.

@@ -1,11 +1,30 @@
 // Memory an idle agent gives back (issue 14: RSS back under its target after a burst of
-// commands). glibc keeps what a burst freed in its arenas; TrimFreeMemory returns it to the
-// system when enough is held (mallinfo2().fordblks over `threshold_bytes`), so the check
-// costs a few microseconds when there is nothing to give back. The daemon calls it at its
-// liveness turn (once a minute at most), never on a hot path.
+// commands, and an idle agent that holds only what it uses).
+//
+// - Heap: glibc keeps what a burst freed in its arenas; TrimFreeMemory returns it to the
+//   system when enough is held (mallinfo2().fordblks over `threshold_bytes`), so the check
+//   costs a few microseconds when there is nothing to give back.
+// - Code: the agent's binary links gRPC, protobuf and Abseil statically; start-up (plugin
+//   registration, descriptors, enrollment, TLS set-up) and a burst of commands leave several
+//   MiB of code mapped that an idle agent never runs again. The kernel keeps mapped
+//   executable pages in memory ahead of other file pages, so they stay until the process
+//   ends. ReleaseCodePages asks the kernel to reclaim the pages of the process's executable,
+//   file-backed mappings (madvise MADV_PAGEOUT, Linux 5.4+). Their contents come from the
+//   file again when next run: a page fault each, served from the page cache while the file
+//   is still cached there (it usually is), otherwise read from disk. Pages another process
+//   also maps (libc, libcrypto, libstdc++) are left alone by the kernel.
+//
+// The daemon calls both at its liveness turn (once a minute at most), the code release only
+// after a quiet interval (AgentDaemon, DaemonOptions::idle_cpu_fraction), never on a hot path.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
 
 namespace edge::daemon {
 
@@ -19,5 +38,30 @@ size_t TrimFreeMemory(size_t threshold_bytes = size_t{1} << 20);
 void LimitMallocArenas(int arenas = 2);
 // Whether those two variables' values (nullptr = unset) set the arena limit themselves.
 bool ArenaLimitSetByEnvironment(const char* malloc_arena_max, const char* glibc_tunables);
+
+// One mapping of code: [start, end) backed by the file at `path`.
+struct CodeMapping {
+  uintptr_t start = 0;
+  uintptr_t end = 0;
+  std::string path;
+};
+
+// The mappings of a /proc/PID/maps text whose code may be released: executable, not
+// writable, backed by a file (an absolute path; not [vdso], [vsyscall], anonymous or
+// JIT memory). Lines that do not parse are skipped.
+std::vector<CodeMapping> ReleasableCodeMappings(std::string_view proc_maps);
+
+// What one release covered.
+struct CodeRelease {
+  size_t mappings = 0;
+  size_t bytes = 0;  // the mappings' size, not what the kernel reclaimed from it
+};
+
+// Asks the kernel to reclaim these mappings' pages (MADV_PAGEOUT). kFailedPrecondition when the
+// kernel has no MADV_PAGEOUT (before 5.4: nothing is released, and calling again is
+// pointless); a mapping that went away meanwhile is skipped.
+Result<CodeRelease> ReleaseCodePages(const std::vector<CodeMapping>& mappings);
+// The same for this process's own code (/proc/self/maps).
+Result<CodeRelease> ReleaseCodePages();
 
 }  // namespace edge::daemon

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -51,7 +52,8 @@ class TestService : public Service {
 class AgentDaemonTest : public ::testing::Test {
  protected:
   std::unique_ptr<AgentDaemon> Make(std::optional<std::chrono::microseconds> watchdog,
-                                    int failures = 0) {
+                                    int failures = 0,
+                                    std::function<void(DaemonOptions&)> tweak = {}) {
     config::AgentConfig cfg;
     cfg.node_id = "node-1";
     cfg.data_dir = dir_.path();
@@ -59,6 +61,15 @@ class AgentDaemonTest : public ::testing::Test {
     options.watchdog = watchdog;
     options.watchdog_from_environment = false;
     options.notify = [this](std::string_view s) { notified_.emplace_back(s); };
+    // The process's CPU time and the code release are the test's (a real release is
+    // memory_trim_test's).
+    options.process_cpu_time = [this] { return cpu_; };
+    options.release_code_pages = [this]() -> Result<CodeRelease> {
+      ++releases_;
+      if (release_error_) return MakeError(*release_error_, "no MADV_PAGEOUT");
+      return CodeRelease{.mappings = 3, .bytes = 12 << 20};
+    };
+    if (tweak) tweak(options);
     auto d = std::make_unique<AgentDaemon>(cfg, std::move(options), clock_);
     auto svc = std::make_unique<TestService>("edge", failures);
     service_ = svc.get();
@@ -77,6 +88,9 @@ class AgentDaemonTest : public ::testing::Test {
   ManualClock clock_;
   std::vector<std::string> notified_;
   TestService* service_ = nullptr;
+  std::chrono::nanoseconds cpu_{0};
+  int releases_ = 0;
+  std::optional<ErrorCode> release_error_;
 };
 
 TEST_F(AgentDaemonTest, AnIdleDaemonSleepsUntilItsLivenessInterval) {
@@ -99,6 +113,64 @@ TEST_F(AgentDaemonTest, AnIdleDaemonSleepsUntilItsLivenessInterval) {
   EXPECT_EQ(Read().updated_at_ms, NowMs()) << "the liveness write";
   std::string why;
   EXPECT_TRUE(IsHealthy(Read(), clock_.Now(), &why)) << why;
+}
+
+TEST_F(AgentDaemonTest, CodePagesAreReleasedAfterAQuietMinuteOnceUntilTheAgentWorksAgain) {
+  auto d = Make(std::nullopt);
+  d->Start();
+  // 20 ms of CPU in a minute (0.03 %): quiet. Start-up counts as work, so what it mapped goes.
+  clock_.Advance(60s);
+  cpu_ += 20ms;
+  d->Turn();
+  EXPECT_EQ(releases_, 1);
+  // Quiet again: the idle path maps little, no release every minute.
+  clock_.Advance(60s);
+  cpu_ += 20ms;
+  d->Turn();
+  EXPECT_EQ(releases_, 1);
+  // A status change between liveness turns is no trim turn, however quiet.
+  clock_.Advance(30s);
+  d->StatusChanged();
+  d->Turn();
+  EXPECT_EQ(releases_, 1);
+  // A busy minute (2 s of CPU: 3.3 % of a core) releases nothing while it works...
+  clock_.Advance(30s);
+  cpu_ += 2s;
+  d->Turn();
+  EXPECT_EQ(releases_, 1);
+  // ...and the quiet minute after it does.
+  clock_.Advance(60s);
+  cpu_ += 30ms;
+  d->Turn();
+  EXPECT_EQ(releases_, 2);
+  // Just under the share (1 % = 600 ms a minute) is quiet; at it is busy.
+  clock_.Advance(60s);
+  cpu_ += 600ms;
+  d->Turn();
+  clock_.Advance(60s);
+  cpu_ += 599ms;
+  d->Turn();
+  EXPECT_EQ(releases_, 3);
+}
+
+TEST_F(AgentDaemonTest, AKernelWithoutPageOutIsAskedOnceAndAZeroShareNever) {
+  release_error_ = ErrorCode::kFailedPrecondition;
+  auto d = Make(std::nullopt);
+  d->Start();
+  for (int i = 0; i < 4; ++i) {
+    clock_.Advance(60s);
+    cpu_ += (i % 2 == 0) ? 10ms : 5s;  // quiet, busy, quiet, busy
+    d->Turn();
+  }
+  EXPECT_EQ(releases_, 1) << "the kernel's answer does not change: not asked again";
+
+  releases_ = 0;
+  release_error_.reset();
+  auto off = Make(std::nullopt, 0, [](DaemonOptions& o) { o.idle_cpu_fraction = 0; });
+  off->Start();
+  clock_.Advance(60s);
+  off->Turn();
+  EXPECT_EQ(releases_, 0) << "idle_cpu_fraction 0: never";
 }
 
 TEST_F(AgentDaemonTest, AChangeAServiceReportsIsWrittenAtTheNextTurn) {
