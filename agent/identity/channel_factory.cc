@@ -1,5 +1,6 @@
 #include "agent/identity/channel_factory.h"
 
+#include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_certificate_verifier.h>
 #include <grpcpp/security/tls_credentials_options.h>
 #include <openssl/x509v3.h>
@@ -9,6 +10,7 @@
 #include "agent/identity/certificate_authority.h"
 #include "agent/identity/join_token_claims.h"
 #include "agent/identity/openssl_util.h"
+#include "common/clock.h"
 #include "common/secure_compare.h"
 
 namespace edge::identity {
@@ -106,6 +108,21 @@ std::shared_ptr<grpc::Channel> ChannelFactory::Bootstrap(const std::string& targ
   grpc::experimental::TlsChannelCredentialsOptions opts;
   opts.set_verify_server_certs(false);  // no trust anchor yet: the pin check below decides
   opts.set_check_call_host(false);
+  // gRPC 1.51 gives a TLS client channel without a root certificate the host's default roots
+  // (grpc_ssl_tsi_client_handshaker_factory_init), verifying or not: it reads the system CA
+  // bundle, or /usr/share/grpc/roots.pem, into a store held for the life of the process
+  // (0.7 MiB of heap), and on a host with neither (debian:bookworm-slim has no CA bundle, and
+  // the package links gRPC statically) the channel cannot be made at all, so enrollment
+  // failed. The pin decides here, not a root: the channel gets one it never uses, a
+  // self-signed certificate made now whose key is dropped at once.
+  if (auto placeholder =
+          CertificateAuthority::Create("edge-agent enrollment placeholder root (never trusted)",
+                                       SystemClock::Instance().Now())) {
+    opts.set_certificate_provider(
+        std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+            placeholder->cert_pem()));
+    opts.watch_root_certs();
+  }
   opts.set_certificate_verifier(
       grpc::experimental::ExternalCertificateVerifier::Create<PinVerifier>(ca_pin,
                                                                            std::move(pin_failure)));

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "agent/identity/channel_factory.h"
@@ -42,10 +43,11 @@ class EnrollTest : public ::testing::Test {
     return "# agent under test\nnode_id: " + node + "   # the node\ndata_dir: " + data_dir +
            "\n\ncontroller:\n  # keep me\nlog:\n  level: debug\n";
   }
-  CommandResult Enroll(const std::vector<std::string>& extra, const std::string& config) {
+  CommandResult Enroll(const std::vector<std::string>& extra, const std::string& config,
+                       const std::map<std::string, std::string>& env = {}) {
     std::vector<std::string> argv = {AgentBin(), "--config", config, "enroll"};
     argv.insert(argv.end(), extra.begin(), extra.end());
-    return RunCommand(argv, {}, 60s);
+    return RunCommand(argv, env, 60s);
   }
   std::string TokenState(const std::string& token_id) {
     for (const auto& t : ctl_->ListTokens()) {
@@ -119,6 +121,23 @@ TEST_F(EnrollTest, EnrollsStoresKeystoreRemovesTokenAndUsesMtls) {
   EXPECT_NE(again.err.find("already used"), std::string::npos) << again.err;
   EXPECT_FALSE(fs::exists(dir_ / "agent2/certs/node.p12"));
   EXPECT_EQ(ReadText(cfg2), AgentConfig(dir_ / "agent2", token)) << "config untouched on failure";
+}
+
+// The enrollment channel trusts the join token's pin, never the host's root certificates: it
+// enrolls where gRPC's default roots are unusable (here a roots file gRPC is pointed at that
+// holds no certificate, as on a host without a CA bundle), and the pin is still checked
+// (TokenForAnotherControllerIsRefusedByThePin).
+TEST_F(EnrollTest, EnrollsWithoutUsableRootCertificatesOnTheHost) {
+  auto [id, token] = ctl_->CreateToken("edge-01");
+  const std::string data = dir_ / "agent", cfg = dir_ / "agent.yaml";
+  const std::string roots = dir_ / "roots.pem";
+  WriteText(roots, "no certificate in here\n");
+  WriteText(cfg, AgentConfig(data, token));
+  auto r = Enroll({}, cfg, {{"GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", roots}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(data + "/certs/node.p12"));
+  EXPECT_EQ(TokenState(id), "used by edge-01");
+  EXPECT_EQ(r.err.find("root certificate"), std::string::npos) << r.err;
 }
 
 TEST_F(EnrollTest, TokenOnTheCommandLineIsNeverWritten) {
