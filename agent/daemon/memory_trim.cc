@@ -57,35 +57,53 @@ bool ParseHex(std::string_view s, uintptr_t& out) {
 
 }  // namespace
 
-// A line: "start-end perms offset dev inode [path]"; the path may hold spaces.
-std::vector<CodeMapping> ReleasableCodeMappings(std::string_view proc_maps) {
-  std::vector<CodeMapping> out;
-  while (!proc_maps.empty()) {
-    size_t nl = proc_maps.find('\n');
-    std::string_view line = proc_maps.substr(0, nl);
-    proc_maps.remove_prefix(nl == std::string_view::npos ? proc_maps.size() : nl + 1);
-    std::string_view range = NextField(line), perms = NextField(line);
-    NextField(line);  // offset
-    NextField(line);  // device
-    NextField(line);  // inode
-    size_t b = line.find_first_not_of(' ');
-    std::string_view path = b == std::string_view::npos ? std::string_view{} : line.substr(b);
-    size_t dash = range.find('-');
-    CodeMapping m;
-    if (dash == std::string_view::npos || !ParseHex(range.substr(0, dash), m.start) ||
-        !ParseHex(range.substr(dash + 1), m.end) || m.end <= m.start) {
+// A mapping's header line: "start-end perms offset dev inode [path]" (the path may hold
+// spaces); each of its fields follows on a line of its own ("Anonymous:      0 kB").
+std::vector<FileMapping> ReleasableFileMappings(std::string_view proc_smaps) {
+  std::vector<FileMapping> out;
+  FileMapping candidate;   // the current mapping,
+  bool qualifies = false;  // while it qualifies
+  bool pure = false;       // its Anonymous line said 0 kB
+  auto finish = [&] {
+    if (qualifies && pure) out.push_back(std::move(candidate));
+    qualifies = pure = false;
+  };
+  while (!proc_smaps.empty()) {
+    size_t nl = proc_smaps.find('\n');
+    std::string_view line = proc_smaps.substr(0, nl);
+    proc_smaps.remove_prefix(nl == std::string_view::npos ? proc_smaps.size() : nl + 1);
+    std::string_view rest = line;
+    std::string_view first = NextField(rest);
+    if (first == "Anonymous:") {
+      std::string_view kb = NextField(rest);
+      pure = kb == "0";
       continue;
     }
-    if (perms.size() != 4 || perms[1] == 'w' || perms[2] != 'x') continue;
+    size_t dash = first.find('-');
+    FileMapping m;
+    if (dash == std::string_view::npos || !ParseHex(first.substr(0, dash), m.start) ||
+        !ParseHex(first.substr(dash + 1), m.end)) {
+      continue;  // another field of the current mapping, or a line that does not parse
+    }
+    finish();  // a new mapping begins
+    std::string_view perms = NextField(rest);
+    NextField(rest);  // offset
+    NextField(rest);  // device
+    NextField(rest);  // inode
+    size_t b = rest.find_first_not_of(' ');
+    std::string_view path = b == std::string_view::npos ? std::string_view{} : rest.substr(b);
+    if (m.end <= m.start || perms.size() != 4 || perms[0] != 'r' || perms[1] == 'w') continue;
     if (path.empty() || path.front() != '/') continue;
     m.path = std::string(path);
-    out.push_back(std::move(m));
+    candidate = std::move(m);
+    qualifies = true;
   }
+  finish();
   return out;
 }
 
-Result<CodeRelease> ReleaseCodePages(const std::vector<CodeMapping>& mappings) {
-  CodeRelease done;
+Result<PageRelease> ReleaseFilePages(const std::vector<FileMapping>& mappings) {
+  PageRelease done;
   for (const auto& m : mappings) {
     if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_PAGEOUT) == 0) {
       ++done.mappings;
@@ -96,19 +114,19 @@ Result<CodeRelease> ReleaseCodePages(const std::vector<CodeMapping>& mappings) {
       return MakeError(ErrorCode::kFailedPrecondition,
                        "madvise(MADV_PAGEOUT) is not supported by this kernel (Linux 5.4+)");
     }
-    if (errno == ENOMEM) continue;  // unmapped since /proc/self/maps was read
+    if (errno == ENOMEM) continue;  // unmapped since /proc/self/smaps was read
     return MakeError(ErrorCode::kInternal,
                      "madvise(MADV_PAGEOUT) on " + m.path + ": " + std::strerror(errno));
   }
   return done;
 }
 
-Result<CodeRelease> ReleaseCodePages() {
-  std::ifstream in("/proc/self/maps");
-  if (!in) return MakeError(ErrorCode::kUnavailable, "cannot read /proc/self/maps");
+Result<PageRelease> ReleaseFilePages() {
+  std::ifstream in("/proc/self/smaps");
+  if (!in) return MakeError(ErrorCode::kUnavailable, "cannot read /proc/self/smaps");
   std::ostringstream text;
   text << in.rdbuf();
-  return ReleaseCodePages(ReleasableCodeMappings(text.str()));
+  return ReleaseFilePages(ReleasableFileMappings(text.str()));
 }
 
 }  // namespace edge::daemon

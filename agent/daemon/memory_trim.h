@@ -4,17 +4,18 @@
 // - Heap: glibc keeps what a burst freed in its arenas; TrimFreeMemory returns it to the
 //   system when enough is held (mallinfo2().fordblks over `threshold_bytes`), so the check
 //   costs a few microseconds when there is nothing to give back.
-// - Code: the agent's binary links gRPC, protobuf and Abseil statically; start-up (plugin
-//   registration, descriptors, enrollment, TLS set-up) and a burst of commands leave several
-//   MiB of code mapped that an idle agent never runs again. The kernel keeps mapped
-//   executable pages in memory ahead of other file pages, so they stay until the process
-//   ends. ReleaseCodePages asks the kernel to reclaim the pages of the process's executable,
-//   file-backed mappings (madvise MADV_PAGEOUT, Linux 5.4+). Their contents come from the
-//   file again when next run: a page fault each, served from the page cache while the file
-//   is still cached there (it usually is), otherwise read from disk. Pages another process
-//   also maps (libc, libcrypto, libstdc++) are left alone by the kernel.
+// - Code and read-only data: the agent's binary links gRPC, protobuf and Abseil statically;
+//   start-up (plugin registration, descriptors, enrollment, TLS set-up) and a burst of
+//   commands leave several MiB of code and constants mapped that an idle agent never touches
+//   again. The kernel keeps mapped executable pages in memory ahead of other file pages, so
+//   they stay until the process ends. ReleaseFilePages asks the kernel to reclaim the pages
+//   of the process's read-only file mappings (madvise MADV_PAGEOUT, Linux 5.4+). Their
+//   contents come from the file again when next used: a page fault each, served from the
+//   page cache while the file is still cached there (it usually is), otherwise read from
+//   disk. Pages another process also maps (libc, libcrypto, libstdc++) are left alone by
+//   the kernel.
 //
-// The daemon calls both at its liveness turn (once a minute at most), the code release only
+// The daemon calls both at its liveness turn (once a minute at most), the page release only
 // after a quiet interval (AgentDaemon, DaemonOptions::idle_cpu_fraction), never on a hot path.
 #pragma once
 
@@ -39,29 +40,33 @@ void LimitMallocArenas(int arenas = 2);
 // Whether those two variables' values (nullptr = unset) set the arena limit themselves.
 bool ArenaLimitSetByEnvironment(const char* malloc_arena_max, const char* glibc_tunables);
 
-// One mapping of code: [start, end) backed by the file at `path`.
-struct CodeMapping {
+// One mapping of a file: [start, end) backed by the file at `path`.
+struct FileMapping {
   uintptr_t start = 0;
   uintptr_t end = 0;
   std::string path;
 };
 
-// The mappings of a /proc/PID/maps text whose code may be released: executable, not
-// writable, backed by a file (an absolute path; not [vdso], [vsyscall], anonymous or
-// JIT memory). Lines that do not parse are skipped.
-std::vector<CodeMapping> ReleasableCodeMappings(std::string_view proc_maps);
+// The mappings of a /proc/PID/smaps text whose pages may be released: readable, not
+// writable, backed by a file (an absolute path: not [vdso], [vsyscall], anonymous or JIT
+// memory), and holding no anonymous page (`Anonymous: 0 kB`), so every resident page is a
+// copy of the file. That leaves out the relocated read-only data (RELRO: written by the
+// loader, then made read-only), which the kernel could only push to swap. Code and read-only
+// data (.rodata, the unwind tables) of the binary and its libraries qualify. Lines that do
+// not parse are skipped, and so is a mapping without an Anonymous line.
+std::vector<FileMapping> ReleasableFileMappings(std::string_view proc_smaps);
 
 // What one release covered.
-struct CodeRelease {
+struct PageRelease {
   size_t mappings = 0;
   size_t bytes = 0;  // the mappings' size, not what the kernel reclaimed from it
 };
 
-// Asks the kernel to reclaim these mappings' pages (MADV_PAGEOUT). kFailedPrecondition when the
-// kernel has no MADV_PAGEOUT (before 5.4: nothing is released, and calling again is
+// Asks the kernel to reclaim these mappings' pages (MADV_PAGEOUT). kFailedPrecondition when
+// the kernel has no MADV_PAGEOUT (before 5.4: nothing is released, and calling again is
 // pointless); a mapping that went away meanwhile is skipped.
-Result<CodeRelease> ReleaseCodePages(const std::vector<CodeMapping>& mappings);
-// The same for this process's own code (/proc/self/maps).
-Result<CodeRelease> ReleaseCodePages();
+Result<PageRelease> ReleaseFilePages(const std::vector<FileMapping>& mappings);
+// The same for this process (/proc/self/smaps).
+Result<PageRelease> ReleaseFilePages();
 
 }  // namespace edge::daemon

@@ -61,13 +61,13 @@ class AgentDaemonTest : public ::testing::Test {
     options.watchdog = watchdog;
     options.watchdog_from_environment = false;
     options.notify = [this](std::string_view s) { notified_.emplace_back(s); };
-    // The process's CPU time and the code release are the test's (a real release is
+    // The process's CPU time and the page release are the test's (a real release is
     // memory_trim_test's).
     options.process_cpu_time = [this] { return cpu_; };
-    options.release_code_pages = [this]() -> Result<CodeRelease> {
+    options.release_file_pages = [this]() -> Result<PageRelease> {
       ++releases_;
       if (release_error_) return MakeError(*release_error_, "no MADV_PAGEOUT");
-      return CodeRelease{.mappings = 3, .bytes = 12 << 20};
+      return PageRelease{.mappings = 3, .bytes = 12 << 20};
     };
     if (tweak) tweak(options);
     auto d = std::make_unique<AgentDaemon>(cfg, std::move(options), clock_);
@@ -115,7 +115,7 @@ TEST_F(AgentDaemonTest, AnIdleDaemonSleepsUntilItsLivenessInterval) {
   EXPECT_TRUE(IsHealthy(Read(), clock_.Now(), &why)) << why;
 }
 
-TEST_F(AgentDaemonTest, CodePagesAreReleasedAfterAQuietMinuteOnceUntilTheAgentWorksAgain) {
+TEST_F(AgentDaemonTest, FilePagesAreReleasedAfterAQuietMinuteOnceUntilTheAgentWorksAgain) {
   auto d = Make(std::nullopt);
   d->Start();
   // 20 ms of CPU in a minute (0.03 %): quiet. Start-up counts as work, so what it mapped goes.
