@@ -27,8 +27,8 @@ AgentDaemon::AgentDaemon(config::AgentConfig config, DaemonOptions options, Cloc
       return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
     };
   }
-  if (!options_.release_file_pages) {
-    options_.release_file_pages = [] { return ReleaseFilePages(); };
+  if (!options_.release_executable_pages) {
+    options_.release_executable_pages = [] { return ReleaseExecutablePages(); };
   }
   services_.SetStatusListener([this] { StatusChanged(); });
 }
@@ -199,7 +199,7 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_trim_);
   cpu_at_last_trim_ = cpu;
   last_trim_ = now;
-  if (!page_release_supported_ || options_.idle_cpu_fraction <= 0) return;
+  // (idle_cpu_fraction 0: every interval is busy, so nothing is ever released.)
   const double share = elapsed.count() > 0 ? double(used.count()) / double(elapsed.count()) : 1;
   if (share >= options_.idle_cpu_fraction) {
     busy_since_page_release_ = true;
@@ -208,21 +208,16 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   if (!busy_since_page_release_) return;  // released already; an idle interval maps little
   busy_since_page_release_ = false;
   auto log = log::Get("daemon");
-  auto released = options_.release_file_pages();
+  auto released = options_.release_executable_pages();
   if (!released) {
-    if (released.error().code == ErrorCode::kFailedPrecondition) {
-      page_release_supported_ = false;
-      log->info("idle file pages are kept: {}", released.error().message);
-    } else {
-      log->warn("cannot release idle file pages: {}", released.error().message);
-    }
+    log->warn("cannot release the idle agent's code pages: {}", released.error().message);
     return;
   }
   log->debug(
-      "idle ({:.3f} % of a core over {} s): released the pages of {} read-only file mappings "
-      "({:.1f} MiB mapped)",
+      "idle ({:.3f} % of a core over {} s): dropped {:.1f} MiB of code and read-only data "
+      "pages in {} mappings of the executable",
       100 * share, std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(),
-      released->mappings, double(released->bytes) / (1 << 20));
+      double(released->resident_bytes) / (1 << 20), released->mappings);
 }
 
 int AgentDaemon::Run() {

@@ -2,6 +2,8 @@
 
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <cerrno>
 #include <charconv>
@@ -49,52 +51,61 @@ std::string_view NextField(std::string_view& line) {
   return field;
 }
 
-bool ParseHex(std::string_view s, uintptr_t& out) {
+template <typename T>
+bool ParseNumber(std::string_view s, T& out, int base) {
   if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
   return ec == std::errc() && p == s.data() + s.size();
 }
 
 }  // namespace
 
-// A mapping's header line: "start-end perms offset dev inode [path]" (the path may hold
-// spaces); each of its fields follows on a line of its own ("Anonymous:      0 kB").
-std::vector<FileMapping> ReleasableFileMappings(std::string_view proc_smaps) {
+// A mapping's header line: "start-end perms offset major:minor inode [path]" (the path may
+// hold spaces); each of its fields follows on a line of its own ("Anonymous:      0 kB").
+std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps, const FileId& file) {
   std::vector<FileMapping> out;
   FileMapping candidate;   // the current mapping,
   bool qualifies = false;  // while it qualifies
-  bool pure = false;       // its Anonymous line said 0 kB
+  int copies_only = 0;     // how many of its Anonymous and Swap lines said 0 kB
   auto finish = [&] {
-    if (qualifies && pure) out.push_back(std::move(candidate));
-    qualifies = pure = false;
+    if (qualifies && copies_only == 2) out.push_back(std::move(candidate));
+    candidate = FileMapping{};
+    qualifies = false;
+    copies_only = 0;
   };
   while (!proc_smaps.empty()) {
     size_t nl = proc_smaps.find('\n');
     std::string_view line = proc_smaps.substr(0, nl);
     proc_smaps.remove_prefix(nl == std::string_view::npos ? proc_smaps.size() : nl + 1);
     std::string_view rest = line;
-    std::string_view first = NextField(rest);
-    if (first == "Anonymous:") {
-      std::string_view kb = NextField(rest);
-      pure = kb == "0";
+    const std::string_view first = NextField(rest);
+    if (first == "Anonymous:" || first == "Swap:") {
+      if (NextField(rest) == "0") ++copies_only;
       continue;
     }
-    size_t dash = first.find('-');
-    FileMapping m;
-    if (dash == std::string_view::npos || !ParseHex(first.substr(0, dash), m.start) ||
-        !ParseHex(first.substr(dash + 1), m.end)) {
-      continue;  // another field of the current mapping, or a line that does not parse
+    if (first == "Rss:") {
+      uint64_t kb = 0;
+      if (ParseNumber(NextField(rest), kb, 10)) candidate.resident_bytes = kb * 1024;
+      continue;
     }
-    finish();  // a new mapping begins
-    std::string_view perms = NextField(rest);
+    // A header: "x-y", then four permission letters; any other line is a field.
+    const std::string_view perms = NextField(rest);
+    const size_t dash = first.find('-');
+    if (dash == std::string_view::npos || perms.size() != 4 || first.back() == ':') continue;
+    finish();         // a new mapping begins, whether or not it parses
     NextField(rest);  // offset
-    NextField(rest);  // device
-    NextField(rest);  // inode
-    size_t b = rest.find_first_not_of(' ');
-    std::string_view path = b == std::string_view::npos ? std::string_view{} : rest.substr(b);
-    if (m.end <= m.start || perms.size() != 4 || perms[0] != 'r' || perms[1] == 'w') continue;
-    if (path.empty() || path.front() != '/') continue;
-    m.path = std::string(path);
+    const std::string_view dev = NextField(rest), inode = NextField(rest);
+    const size_t colon = dev.find(':');
+    FileMapping m;
+    uint64_t major = 0, minor = 0, ino = 0;
+    if (!ParseNumber(first.substr(0, dash), m.start, 16) ||
+        !ParseNumber(first.substr(dash + 1), m.end, 16) || m.end <= m.start ||
+        colon == std::string_view::npos || !ParseNumber(dev.substr(0, colon), major, 16) ||
+        !ParseNumber(dev.substr(colon + 1), minor, 16) || !ParseNumber(inode, ino, 10)) {
+      continue;
+    }
+    if (perms[0] != 'r' || perms[1] == 'w') continue;
+    if (major != file.dev_major || minor != file.dev_minor || ino != file.inode) continue;
     candidate = std::move(m);
     qualifies = true;
   }
@@ -102,31 +113,40 @@ std::vector<FileMapping> ReleasableFileMappings(std::string_view proc_smaps) {
   return out;
 }
 
-Result<PageRelease> ReleaseFilePages(const std::vector<FileMapping>& mappings) {
+Result<FileId> ExecutableFileId() {
+  struct stat st {};
+  if (::stat("/proc/self/exe", &st) != 0) {
+    return MakeError(ErrorCode::kUnavailable,
+                     std::string("cannot stat /proc/self/exe: ") + std::strerror(errno));
+  }
+  return FileId{.dev_major = major(st.st_dev), .dev_minor = minor(st.st_dev), .inode = st.st_ino};
+}
+
+Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings) {
   PageRelease done;
   for (const auto& m : mappings) {
-    if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_PAGEOUT) == 0) {
+    if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0) {
       ++done.mappings;
-      done.bytes += m.end - m.start;
+      done.resident_bytes += m.resident_bytes;
       continue;
     }
-    if (errno == EINVAL) {
-      return MakeError(ErrorCode::kFailedPrecondition,
-                       "madvise(MADV_PAGEOUT) is not supported by this kernel (Linux 5.4+)");
-    }
-    if (errno == ENOMEM) continue;  // unmapped since /proc/self/smaps was read
-    return MakeError(ErrorCode::kInternal,
-                     "madvise(MADV_PAGEOUT) on " + m.path + ": " + std::strerror(errno));
+    // Gone since /proc/self/smaps was read (ENOMEM), or locked in memory (EINVAL): skipped.
+    if (errno == ENOMEM || errno == EINVAL) continue;
+    return MakeError(ErrorCode::kInternal, "madvise(MADV_DONTNEED) on the agent's own code at " +
+                                               std::to_string(m.start) + ": " +
+                                               std::strerror(errno));
   }
   return done;
 }
 
-Result<PageRelease> ReleaseFilePages() {
+Result<PageRelease> ReleaseExecutablePages() {
+  auto exe = ExecutableFileId();
+  if (!exe) return std::unexpected(exe.error());
   std::ifstream in("/proc/self/smaps");
   if (!in) return MakeError(ErrorCode::kUnavailable, "cannot read /proc/self/smaps");
   std::ostringstream text;
   text << in.rdbuf();
-  return ReleaseFilePages(ReleasableFileMappings(text.str()));
+  return ReleaseMappings(ReleasableMappings(text.str(), *exe));
 }
 
 }  // namespace edge::daemon

@@ -6,15 +6,15 @@
 //   costs a few microseconds when there is nothing to give back.
 // - Code and read-only data: the agent's binary links gRPC, protobuf and Abseil statically;
 //   start-up (plugin registration, descriptors, enrollment, TLS set-up) and a burst of
-//   commands leave several MiB of code and constants mapped that an idle agent never touches
-//   again. The kernel keeps mapped executable pages in memory ahead of other file pages, so
-//   they stay until the process ends. ReleaseFilePages asks the kernel to reclaim the pages
-//   of the process's read-only file mappings (madvise MADV_PAGEOUT, Linux 5.4+). Their
-//   contents come from the file again when next used: a page fault each, served from the
-//   page cache while the file is still cached there (it usually is), otherwise read from
-//   disk. Pages another process also maps (libc, libcrypto, libstdc++) are left alone by
-//   the kernel.
-//
+//   commands leave several MiB of its code and constants mapped that an idle agent never
+//   touches again, and the kernel keeps mapped code in memory ahead of other file pages.
+//   ReleaseExecutablePages drops the pages of the executable's read-only mappings from the
+//   process (MADV_DONTNEED). Nothing is lost: they are unmodified copies of the file, which
+//   the kernel keeps in its page cache until it needs the memory (then it takes them before
+//   mapped pages). The next use of one is a page fault, served from that cache. Only the
+//   executable's own mappings: they are fixed from exec on, so no other mapping can take the
+//   place of one between the listing and the call, as a library loaded later could. Shared
+//   libraries' pages are mostly shared with other processes anyway.
 // The daemon calls both at its liveness turn (once a minute at most), the page release only
 // after a quiet interval (AgentDaemon, DaemonOptions::idle_cpu_fraction), never on a hot path.
 #pragma once
@@ -40,33 +40,44 @@ void LimitMallocArenas(int arenas = 2);
 // Whether those two variables' values (nullptr = unset) set the arena limit themselves.
 bool ArenaLimitSetByEnvironment(const char* malloc_arena_max, const char* glibc_tunables);
 
-// One mapping of a file: [start, end) backed by the file at `path`.
+// A file as /proc/PID/smaps names it: its device's major and minor numbers and its inode.
+struct FileId {
+  uint64_t dev_major = 0;
+  uint64_t dev_minor = 0;
+  uint64_t inode = 0;
+};
+
+// One mapping: [start, end), and how much of it was resident when it was listed.
 struct FileMapping {
   uintptr_t start = 0;
   uintptr_t end = 0;
-  std::string path;
+  uint64_t resident_bytes = 0;
 };
 
-// The mappings of a /proc/PID/smaps text whose pages may be released: readable, not
-// writable, backed by a file (an absolute path: not [vdso], [vsyscall], anonymous or JIT
-// memory), and holding no anonymous page (`Anonymous: 0 kB`), so every resident page is a
-// copy of the file. That leaves out the relocated read-only data (RELRO: written by the
-// loader, then made read-only), which the kernel could only push to swap. Code and read-only
-// data (.rodata, the unwind tables) of the binary and its libraries qualify. Lines that do
-// not parse are skipped, and so is a mapping without an Anonymous line.
-std::vector<FileMapping> ReleasableFileMappings(std::string_view proc_smaps);
+// The mappings of a /proc/PID/smaps text whose pages may be dropped: mappings of `file`
+// that are readable and not writable and hold nothing but copies of the file — no anonymous
+// page, resident (`Anonymous: 0 kB`) or swapped out (`Swap: 0 kB`). That leaves out
+// relocated read-only data (RELRO: written by the loader, then made read-only) and any page
+// a debugger wrote. Lines that do not parse are skipped, and so is a mapping that lacks
+// either line.
+std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps, const FileId& file);
 
-// What one release covered.
+// The running executable (stat of /proc/self/exe; it holds even after a package upgrade
+// replaced the file).
+Result<FileId> ExecutableFileId();
+
+// What one release dropped.
 struct PageRelease {
   size_t mappings = 0;
-  size_t bytes = 0;  // the mappings' size, not what the kernel reclaimed from it
+  uint64_t resident_bytes = 0;  // resident in them when listed
 };
 
-// Asks the kernel to reclaim these mappings' pages (MADV_PAGEOUT). kFailedPrecondition when
-// the kernel has no MADV_PAGEOUT (before 5.4: nothing is released, and calling again is
-// pointless); a mapping that went away meanwhile is skipped.
-Result<PageRelease> ReleaseFilePages(const std::vector<FileMapping>& mappings);
-// The same for this process (/proc/self/smaps).
-Result<PageRelease> ReleaseFilePages();
+// Drops these mappings' pages from the process (madvise MADV_DONTNEED): each comes back from
+// the file at its next use. Only for mappings ReleasableMappings chose: on a private mapping
+// holding a page of its own, that page would be lost. A mapping gone meanwhile, or locked in
+// memory, is skipped.
+Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings);
+// The same for this process's own executable (/proc/self/exe, /proc/self/smaps).
+Result<PageRelease> ReleaseExecutablePages();
 
 }  // namespace edge::daemon

@@ -11,6 +11,7 @@
 #include "agent/identity/join_token_claims.h"
 #include "agent/identity/openssl_util.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/secure_compare.h"
 
 namespace edge::identity {
@@ -122,6 +123,11 @@ std::shared_ptr<grpc::Channel> ChannelFactory::Bootstrap(const std::string& targ
         std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
             placeholder->cert_pem()));
     opts.watch_root_certs();
+  } else {
+    log::Get("enroll")->warn(
+        "no placeholder root for the enrollment channel ({}): gRPC falls back to the host's "
+        "root certificates, which a host without a CA bundle does not have",
+        placeholder.error().message);
   }
   opts.set_certificate_verifier(
       grpc::experimental::ExternalCertificateVerifier::Create<PinVerifier>(ca_pin,

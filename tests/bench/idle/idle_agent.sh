@@ -28,7 +28,9 @@
 # Usage: tests/bench/idle/idle_agent.sh BIN_DIR [SECONDS] [COMMANDS]
 #   BIN_DIR holds edge-agent and edge-controller (a Release build for meaningful figures);
 #   SECONDS (default 300) per idle window; COMMANDS (default 10000).
-#   Environment: PARALLEL (4), SETTLE (40), AGENT_ENV (extra VAR=VALUE words for the agent).
+#   Environment: PARALLEL (4), SETTLE (40), AGENT_ENV (extra VAR=VALUE words for the agent),
+#   AGENT_USER (run as root: the agent runs as this user, as the packaged unit runs it as
+#   edge-agent; what an unprivileged process may ask of the kernel differs).
 set -euo pipefail
 bin=${1:?usage: idle_agent.sh BIN_DIR [SECONDS] [COMMANDS]}
 window=${2:-300}
@@ -44,7 +46,7 @@ sleep_pid=""
 trap '[[ -n "$sleep_pid" ]] && kill "$sleep_pid" 2>/dev/null; cleanup' EXIT
 
 source "$(dirname "$0")/../../../scripts/lib/local_pair.sh"
-PAIR_AGENT_ENV=${AGENT_ENV:-} start_pair "$CTL" "$AGENT" bench-node
+PAIR_AGENT_ENV=${AGENT_ENV:-} PAIR_AGENT_USER=${AGENT_USER:-} start_pair "$CTL" "$AGENT" bench-node
 sleep infinity &
 sleep_pid=$!
 
