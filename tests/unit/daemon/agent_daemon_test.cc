@@ -66,7 +66,7 @@ class AgentDaemonTest : public ::testing::Test {
     options.process_cpu_time = [this] { return cpu_; };
     options.release_executable_pages = [this]() -> Result<PageRelease> {
       ++releases_;
-      if (release_error_) return MakeError(*release_error_, "no MADV_PAGEOUT");
+      if (release_error_) return MakeError(*release_error_, "madvise failed");
       return PageRelease{.mappings = 3, .resident_bytes = 6 << 20};
     };
     if (tweak) tweak(options);
@@ -83,6 +83,13 @@ class AgentDaemonTest : public ::testing::Test {
   }
   int64_t NowMs() const { return ToEpochMillis(clock_.Now()); }
   size_t Feeds() const { return std::count(notified_.begin(), notified_.end(), "WATCHDOG=1"); }
+  // `elapsed` passes in which the process uses `cpu`, then a turn; the releases so far.
+  int TurnAfter(AgentDaemon& d, std::chrono::milliseconds elapsed, std::chrono::milliseconds cpu) {
+    clock_.Advance(elapsed);
+    cpu_ += cpu;
+    d.Turn();
+    return releases_;
+  }
 
   testing::TempDir dir_{"daemon"};
   ManualClock clock_;
@@ -119,64 +126,38 @@ TEST_F(AgentDaemonTest, CodePagesAreDroppedAfterAQuietMinuteOnceUntilTheAgentWor
   auto d = Make(std::nullopt);
   d->Start();
   // 20 ms of CPU in a minute (0.03 %): quiet. Start-up counts as work, so what it mapped goes.
-  clock_.Advance(60s);
-  cpu_ += 20ms;
-  d->Turn();
-  EXPECT_EQ(releases_, 1);
+  EXPECT_EQ(TurnAfter(*d, 60s, 20ms), 1);
   // Quiet again: the idle path maps little, no release every minute.
-  clock_.Advance(60s);
-  cpu_ += 20ms;
-  d->Turn();
-  EXPECT_EQ(releases_, 1);
+  EXPECT_EQ(TurnAfter(*d, 60s, 20ms), 1);
   // A status change between liveness turns is no trim turn, however quiet.
-  clock_.Advance(30s);
   d->StatusChanged();
-  d->Turn();
-  EXPECT_EQ(releases_, 1);
+  EXPECT_EQ(TurnAfter(*d, 30s, 0ms), 1);
   // A busy minute (2 s of CPU: 3.3 % of a core) releases nothing while it works...
-  clock_.Advance(30s);
-  cpu_ += 2s;
-  d->Turn();
-  EXPECT_EQ(releases_, 1);
+  EXPECT_EQ(TurnAfter(*d, 30s, 2000ms), 1);
   // ...and the quiet minute after it does.
-  clock_.Advance(60s);
-  cpu_ += 30ms;
-  d->Turn();
-  EXPECT_EQ(releases_, 2);
-  // Just under the share (1 % = 600 ms a minute) is quiet; at it is busy.
-  clock_.Advance(60s);
-  cpu_ += 600ms;
-  d->Turn();
-  clock_.Advance(60s);
-  cpu_ += 599ms;
-  d->Turn();
-  EXPECT_EQ(releases_, 3);
+  EXPECT_EQ(TurnAfter(*d, 60s, 30ms), 2);
+  // At the share (1 % = 600 ms a minute) is busy; just under it is quiet.
+  EXPECT_EQ(TurnAfter(*d, 60s, 600ms), 2);
+  EXPECT_EQ(TurnAfter(*d, 60s, 599ms), 3);
 }
 
 TEST_F(AgentDaemonTest, AFailedReleaseWaitsForTheNextQuietSpellAndAZeroShareNeverReleases) {
   release_error_ = ErrorCode::kInternal;
   auto d = Make(std::nullopt);
   d->Start();
-  for (int i = 0; i < 4; ++i) {
-    clock_.Advance(60s);
-    cpu_ += (i < 2) ? 10ms : 5s;  // quiet, quiet, busy, busy
-    d->Turn();
-  }
-  EXPECT_EQ(releases_, 1) << "a failure is not retried every quiet minute";
-  clock_.Advance(60s);
-  cpu_ += 10ms;
-  d->Turn();
-  EXPECT_EQ(releases_, 2) << "the next quiet spell tries again";
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 1);
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 1) << "a failure is not retried every quiet minute";
+  EXPECT_EQ(TurnAfter(*d, 60s, 5000ms), 1);
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 2) << "the next quiet spell tries again";
 
   releases_ = 0;
   release_error_.reset();
   auto off = Make(std::nullopt, 0, [](DaemonOptions& o) { o.idle_cpu_fraction = 0; });
   off->Start();
   for (int i = 0; i < 3; ++i) {
-    clock_.Advance(60s);
-    off->Turn();  // not a nanosecond of CPU: still not under a share of 0
+    // Not a nanosecond of CPU: still not under a share of 0.
+    EXPECT_EQ(TurnAfter(*off, 60s, 0ms), 0) << "idle_cpu_fraction 0: never";
   }
-  EXPECT_EQ(releases_, 0) << "idle_cpu_fraction 0: never";
 }
 
 TEST_F(AgentDaemonTest, AChangeAServiceReportsIsWrittenAtTheNextTurn) {
