@@ -210,7 +210,17 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   auto log = log::Get("daemon");
   auto released = options_.release_executable_pages();
   if (!released) {
-    log->warn("cannot release the idle agent's code pages: {}", released.error().message);
+    if (released.error().code == ErrorCode::kFailedPrecondition) {
+      log->info("the idle agent's code pages are kept this time: {}", released.error().message);
+    } else {
+      log->warn("cannot release the idle agent's code pages: {}", released.error().message);
+    }
+    return;
+  }
+  if (released->mappings == 0) {
+    log->info(
+        "the idle agent's code pages are kept: no mapping of the executable holds only copies "
+        "of the file (a uprobe, or a file system that maps it differently)");
     return;
   }
   log->debug(

@@ -1,9 +1,8 @@
 #include "agent/daemon/memory_trim.h"
 
 #include <malloc.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include <cerrno>
 #include <charconv>
@@ -37,15 +36,15 @@ void LimitMallocArenas(int arenas) {
 
 namespace {
 
-// The next space-separated field of `line` (advancing it); empty at the end.
+// The next field of `line` separated by spaces or tabs (advancing it); empty at the end.
 std::string_view NextField(std::string_view& line) {
-  size_t b = line.find_first_not_of(' ');
+  size_t b = line.find_first_not_of(" \t");
   if (b == std::string_view::npos) {
     line = {};
     return {};
   }
   line.remove_prefix(b);
-  size_t e = line.find(' ');
+  size_t e = line.find_first_of(" \t");
   std::string_view field = line.substr(0, e);
   line.remove_prefix(e == std::string_view::npos ? line.size() : e);
   return field;
@@ -60,19 +59,22 @@ bool ParseNumber(std::string_view s, T& out, int base) {
 
 }  // namespace
 
-// A mapping's header line: "start-end perms offset major:minor inode [path]" (the path may
-// hold spaces); each of its fields follows on a line of its own ("Anonymous:      0 kB").
-std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps, const FileId& file) {
-  std::vector<FileMapping> out;
-  FileMapping candidate;   // the current mapping,
-  bool qualifies = false;  // while it qualifies
-  int copies_only = 0;     // how many of its Anonymous and Swap lines said 0 kB
-  auto finish = [&] {
-    if (qualifies && copies_only == 2) out.push_back(std::move(candidate));
-    candidate = FileMapping{};
-    qualifies = false;
-    copies_only = 0;
-  };
+namespace {
+
+// One mapping of a smaps text, as read.
+struct Listed {
+  FileMapping range;
+  uint64_t major = 0, minor = 0, inode = 0;  // inode 0: not backed by a file
+  bool read_only = false;                    // readable, not writable
+  int copies_only = 0;                       // how many of its Anonymous and Swap said 0 kB
+};
+
+// Every mapping of a smaps text. A mapping's header line: "start-end perms offset
+// major:minor inode [path]" (the path may hold spaces; major and minor in hex); each of its
+// fields follows on a line of its own ("Anonymous:      0 kB").
+std::vector<Listed> ListMappings(std::string_view proc_smaps) {
+  std::vector<Listed> out;
+  bool parsed = false;  // the current header parsed (its fields belong to out.back())
   while (!proc_smaps.empty()) {
     size_t nl = proc_smaps.find('\n');
     std::string_view line = proc_smaps.substr(0, nl);
@@ -80,46 +82,55 @@ std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps, const F
     std::string_view rest = line;
     const std::string_view first = NextField(rest);
     if (first == "Anonymous:" || first == "Swap:") {
-      if (NextField(rest) == "0") ++copies_only;
+      if (parsed && NextField(rest) == "0") ++out.back().copies_only;
       continue;
     }
     if (first == "Rss:") {
       uint64_t kb = 0;
-      if (ParseNumber(NextField(rest), kb, 10)) candidate.resident_bytes = kb * 1024;
+      if (parsed && ParseNumber(NextField(rest), kb, 10))
+        out.back().range.resident_bytes = kb << 10;
       continue;
     }
     // A header: "x-y", then four permission letters; any other line is a field.
     const std::string_view perms = NextField(rest);
     const size_t dash = first.find('-');
     if (dash == std::string_view::npos || perms.size() != 4 || first.back() == ':') continue;
-    finish();         // a new mapping begins, whether or not it parses
+    parsed = false;   // a new mapping begins, whether or not it parses
     NextField(rest);  // offset
     const std::string_view dev = NextField(rest), inode = NextField(rest);
     const size_t colon = dev.find(':');
-    FileMapping m;
-    uint64_t major = 0, minor = 0, ino = 0;
-    if (!ParseNumber(first.substr(0, dash), m.start, 16) ||
-        !ParseNumber(first.substr(dash + 1), m.end, 16) || m.end <= m.start ||
-        colon == std::string_view::npos || !ParseNumber(dev.substr(0, colon), major, 16) ||
-        !ParseNumber(dev.substr(colon + 1), minor, 16) || !ParseNumber(inode, ino, 10)) {
+    Listed m;
+    if (!ParseNumber(first.substr(0, dash), m.range.start, 16) ||
+        !ParseNumber(first.substr(dash + 1), m.range.end, 16) || m.range.end <= m.range.start ||
+        colon == std::string_view::npos || !ParseNumber(dev.substr(0, colon), m.major, 16) ||
+        !ParseNumber(dev.substr(colon + 1), m.minor, 16) || !ParseNumber(inode, m.inode, 10)) {
       continue;
     }
-    if (perms[0] != 'r' || perms[1] == 'w') continue;
-    if (major != file.dev_major || minor != file.dev_minor || ino != file.inode) continue;
-    candidate = std::move(m);
-    qualifies = true;
+    m.read_only = perms[0] == 'r' && perms[1] != 'w';
+    out.push_back(m);
+    parsed = true;
   }
-  finish();
   return out;
 }
 
-Result<FileId> ExecutableFileId() {
-  struct stat st {};
-  if (::stat("/proc/self/exe", &st) != 0) {
-    return MakeError(ErrorCode::kUnavailable,
-                     std::string("cannot stat /proc/self/exe: ") + std::strerror(errno));
+}  // namespace
+
+std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps,
+                                            uintptr_t address_in_file) {
+  const std::vector<Listed> all = ListMappings(proc_smaps);
+  const Listed* file = nullptr;
+  for (const auto& m : all) {
+    if (m.range.start <= address_in_file && address_in_file < m.range.end) file = &m;
   }
-  return FileId{.dev_major = major(st.st_dev), .dev_minor = minor(st.st_dev), .inode = st.st_ino};
+  std::vector<FileMapping> out;
+  if (file == nullptr || file->inode == 0) return out;
+  for (const auto& m : all) {
+    if (m.major == file->major && m.minor == file->minor && m.inode == file->inode && m.read_only &&
+        m.copies_only == 2) {
+      out.push_back(m.range);
+    }
+  }
+  return out;
 }
 
 Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings) {
@@ -139,14 +150,35 @@ Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings) {
   return done;
 }
 
-Result<PageRelease> ReleaseExecutablePages() {
-  auto exe = ExecutableFileId();
-  if (!exe) return std::unexpected(exe.error());
-  std::ifstream in("/proc/self/smaps");
-  if (!in) return MakeError(ErrorCode::kUnavailable, "cannot read /proc/self/smaps");
+Result<std::string> ReadProcSelf(const char* name) {
+  std::ifstream in(std::string("/proc/self/") + name);
+  if (!in) return MakeError(ErrorCode::kUnavailable, std::string("cannot read /proc/self/") + name);
   std::ostringstream text;
   text << in.rdbuf();
-  return ReleaseMappings(ReleasableMappings(text.str(), *exe));
+  return text.str();
+}
+
+int64_t TracerPid(std::string_view proc_status) {
+  size_t at = proc_status.find("\nTracerPid:");
+  if (at == std::string_view::npos) return 0;
+  std::string_view rest = proc_status.substr(at + 11);
+  rest = rest.substr(0, rest.find('\n'));
+  int64_t pid = 0;
+  return ParseNumber(NextField(rest), pid, 10) ? pid : 0;
+}
+
+Result<PageRelease> ReleaseExecutablePages() {
+  auto status = ReadProcSelf("status");
+  if (!status) return std::unexpected(status.error());
+  if (int64_t tracer = TracerPid(*status); tracer != 0) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "a tracer is attached (pid " + std::to_string(tracer) +
+                         "): its breakpoints may sit in these pages");
+  }
+  auto smaps = ReadProcSelf("smaps");
+  if (!smaps) return std::unexpected(smaps.error());
+  // The program headers lie in the executable's first mapping.
+  return ReleaseMappings(ReleasableMappings(*smaps, ::getauxval(AT_PHDR)));
 }
 
 }  // namespace edge::daemon

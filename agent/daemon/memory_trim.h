@@ -11,7 +11,10 @@
 //   ReleaseExecutablePages drops the pages of the executable's read-only mappings from the
 //   process (MADV_DONTNEED). Nothing is lost: they are unmodified copies of the file, which
 //   the kernel keeps in its page cache until it needs the memory (then it takes them before
-//   mapped pages). The next use of one is a page fault, served from that cache. Only the
+//   mapped pages). The next use of one is a page fault, served from that cache while the
+//   page is still there and read from disk once the kernel took it. The unit's cgroup goes on
+//   counting the cached pages until then: what drops at once is the process's own share
+//   (RSS, PSS), and what the kernel must keep for it under pressure. Only the
 //   executable's own mappings: they are fixed from exec on, so no other mapping can take the
 //   place of one between the listing and the call, as a library loaded later could. Shared
 //   libraries' pages are mostly shared with other processes anyway.
@@ -40,13 +43,6 @@ void LimitMallocArenas(int arenas = 2);
 // Whether those two variables' values (nullptr = unset) set the arena limit themselves.
 bool ArenaLimitSetByEnvironment(const char* malloc_arena_max, const char* glibc_tunables);
 
-// A file as /proc/PID/smaps names it: its device's major and minor numbers and its inode.
-struct FileId {
-  uint64_t dev_major = 0;
-  uint64_t dev_minor = 0;
-  uint64_t inode = 0;
-};
-
 // One mapping: [start, end), and how much of it was resident when it was listed.
 struct FileMapping {
   uintptr_t start = 0;
@@ -54,17 +50,18 @@ struct FileMapping {
   uint64_t resident_bytes = 0;
 };
 
-// The mappings of a /proc/PID/smaps text whose pages may be dropped: mappings of `file`
+// The mappings of a /proc/PID/smaps text whose pages may be dropped: mappings of the file
+// mapped at `address_in_file` (its device and inode as smaps prints them, so a file system
+// whose stat() reports another device, btrfs or an older overlayfs, matches all the same)
 // that are readable and not writable and hold nothing but copies of the file — no anonymous
 // page, resident (`Anonymous: 0 kB`) or swapped out (`Swap: 0 kB`). That leaves out
 // relocated read-only data (RELRO: written by the loader, then made read-only) and any page
-// a debugger wrote. Lines that do not parse are skipped, and so is a mapping that lacks
-// either line.
-std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps, const FileId& file);
+// a debugger or a uprobe wrote. Lines that do not parse are skipped, and so is a mapping that
+// lacks either line; nothing when no file is mapped at the address.
+std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps, uintptr_t address_in_file);
 
-// The running executable (stat of /proc/self/exe; it holds even after a package upgrade
-// replaced the file).
-Result<FileId> ExecutableFileId();
+// The `TracerPid:` of a /proc/PID/status text (0: none, or no such line).
+int64_t TracerPid(std::string_view proc_status);
 
 // What one release dropped.
 struct PageRelease {
@@ -77,7 +74,10 @@ struct PageRelease {
 // holding a page of its own, that page would be lost. A mapping gone meanwhile, or locked in
 // memory, is skipped.
 Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings);
-// The same for this process's own executable (/proc/self/exe, /proc/self/smaps).
+// The same for this process's own executable: the file mapped where its program headers are
+// (getauxval(AT_PHDR)), listed in /proc/self/smaps. kFailedPrecondition while a tracer is
+// attached (/proc/self/status TracerPid): a breakpoint it writes between the listing and the
+// call would be dropped.
 Result<PageRelease> ReleaseExecutablePages();
 
 }  // namespace edge::daemon

@@ -4,13 +4,13 @@
 // release takes the executable's pages out of the process's resident set, unchanged.
 #include "agent/daemon/memory_trim.h"
 
+#include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 namespace edge::daemon {
@@ -38,7 +38,8 @@ std::string Smaps(const std::string& header, int anonymous_kb, int swap_kb = 0) 
 }
 
 TEST(MemoryTrimTest, OnlyTheExecutablesReadOnlyMappingsHoldingCopiesOfTheFileAreReleasable) {
-  const FileId exe{.dev_major = 0xfe, .dev_minor = 0, .inode = 5374769};
+  // An address in the executable's code: the file is fe:00 5374769, as smaps names it.
+  const uintptr_t exe = 0x55d09e065100;
   const std::string smaps =
       Smaps("55d09dfd5000-55d09e065000 r--p 00000000 fe:00 5374769    /usr/bin/edge-agent", 0) +
       Smaps("55d09e065000-55d09eafc000 r-xp 00090000 fe:00 5374769    /usr/bin/edge-agent", 0) +
@@ -83,45 +84,49 @@ TEST(MemoryTrimTest, OnlyTheExecutablesReadOnlyMappingsHoldingCopiesOfTheFileAre
   EXPECT_EQ(got[3].start, 0x7f84a0000000u);
   EXPECT_EQ(got[3].resident_bytes, 8u * 1024);
   EXPECT_TRUE(ReleasableMappings("", exe).empty());
+  EXPECT_TRUE(ReleasableMappings(smaps, 0x1000).empty()) << "nothing mapped there";
+  EXPECT_TRUE(ReleasableMappings(smaps, 0x7f8460000100).empty()) << "anonymous memory there";
+  EXPECT_EQ(ReleasableMappings(smaps, 0x7f8461000100).size(), 1u) << "libc's one mapping";
 }
 
-// KiB resident in this process's mappings of its own executable, from /proc/self/smaps.
-long ExecutableResidentKib() {
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe").string();
+TEST(MemoryTrimTest, TheTracerPidOfAStatusText) {
+  EXPECT_EQ(TracerPid("Name:\tedge-agent\nState:\tS (sleeping)\nTracerPid:\t0\nUid:\t0\n"), 0);
+  EXPECT_EQ(TracerPid("Name:\tedge-agent\nTracerPid:\t4242\nUid:\t0\n"), 4242);
+  EXPECT_EQ(TracerPid("Name:\tedge-agent\nTracerPid:\t31"), 31) << "the last line";
+  EXPECT_EQ(TracerPid("Name:\tedge-agent\n"), 0);
+  EXPECT_EQ(TracerPid("Name:\tedge-agent\nTracerPid:\tnot-a-pid\n"), 0);
+}
+
+// What of the executable's releasable mappings is resident now: the mappings as they are
+// listed, and their Rss summed.
+std::vector<FileMapping> ExecutableMappingsNow(uint64_t* resident_bytes) {
   std::ifstream in("/proc/self/smaps");
-  std::string line;
-  bool ours = false;
-  long total = 0;
-  while (std::getline(in, line)) {
-    uintptr_t a = 0, b = 0;
-    char perms[5] = {};
-    if (std::sscanf(line.c_str(), "%lx-%lx %4s", &a, &b, perms) == 3) {  // a mapping's header
-      ours =
-          line.size() >= exe.size() && line.compare(line.size() - exe.size(), exe.size(), exe) == 0;
-      continue;
-    }
-    long kib = 0;
-    if (ours && std::sscanf(line.c_str(), "Rss: %ld kB", &kib) == 1) total += kib;
-  }
-  return total;
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto mappings = ReleasableMappings(text.str(), ::getauxval(AT_PHDR));
+  *resident_bytes = 0;
+  for (const auto& m : mappings)
+    *resident_bytes += m.resident_bytes;
+  return mappings;
 }
 
 // What the test binary keeps in its read-only data, to read again after the release.
 const char kConstant[] = "the same bytes before and after a release";
 
 TEST(MemoryTrimTest, AReleaseDropsTheExecutablesPagesAndTheyComeBackUnchanged) {
-  const long before = ExecutableResidentKib();
-  ASSERT_GT(before, 256) << "a gtest binary that has run has touched more of itself";
+  uint64_t before = 0, after = 0;
+  const auto listed = ExecutableMappingsNow(&before);
+  ASSERT_GE(listed.size(), 2u) << "code and read-only data of the test binary";
+  ASSERT_GT(before, 256u << 10) << "a gtest binary that has run has touched more of itself";
   auto released = ReleaseExecutablePages();
   ASSERT_TRUE(released.has_value()) << released.error().message;
-  const long after = ExecutableResidentKib();
-  EXPECT_GE(released->mappings, 2u) << "code and read-only data";
+  EXPECT_EQ(released->mappings, listed.size());
   EXPECT_GT(released->resident_bytes, 0u);
+  const auto now = ExecutableMappingsNow(&after);
+  EXPECT_EQ(now.size(), listed.size()) << "what comes back is still a copy of the file";
   // What this test runs meanwhile (the smaps read, gtest) comes back; the rest stays out.
-  EXPECT_LT(after, before / 2) << "resident before " << before << " KiB, after " << after;
+  EXPECT_LT(after, before / 2) << "resident before " << before << " bytes, after " << after;
   EXPECT_STREQ(kConstant, "the same bytes before and after a release");
-  auto again = ReleaseExecutablePages();
-  ASSERT_TRUE(again.has_value()) << again.error().message;
 }
 
 TEST(MemoryTrimTest, AMappingGoneSinceTheListWasReadIsSkipped) {
