@@ -6,11 +6,12 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string_view>
+
+#include "common/atomic_file.h"
 
 namespace edge::daemon {
 
@@ -143,19 +144,14 @@ Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings) {
     }
     // Gone since /proc/self/smaps was read (ENOMEM), or locked in memory (EINVAL): skipped.
     if (errno == ENOMEM || errno == EINVAL) continue;
-    return MakeError(ErrorCode::kInternal, "madvise(MADV_DONTNEED) on the agent's own code at " +
-                                               std::to_string(m.start) + ": " +
-                                               std::strerror(errno));
+    char range[48];
+    std::snprintf(range, sizeof range, "%#lx-%#lx", static_cast<unsigned long>(m.start),
+                  static_cast<unsigned long>(m.end));
+    return MakeError(ErrorCode::kInternal, std::string("madvise(MADV_DONTNEED) on the agent's own "
+                                                       "code at ") +
+                                               range + ": " + std::strerror(errno));
   }
   return done;
-}
-
-Result<std::string> ReadProcSelf(const char* name) {
-  std::ifstream in(std::string("/proc/self/") + name);
-  if (!in) return MakeError(ErrorCode::kUnavailable, std::string("cannot read /proc/self/") + name);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 int64_t TracerPid(std::string_view proc_status) {
@@ -168,14 +164,14 @@ int64_t TracerPid(std::string_view proc_status) {
 }
 
 Result<PageRelease> ReleaseExecutablePages() {
-  auto status = ReadProcSelf("status");
+  auto status = ReadFile("/proc/self/status", 1 << 20);
   if (!status) return std::unexpected(status.error());
   if (int64_t tracer = TracerPid(*status); tracer != 0) {
     return MakeError(ErrorCode::kFailedPrecondition,
                      "a tracer is attached (pid " + std::to_string(tracer) +
                          "): its breakpoints may sit in these pages");
   }
-  auto smaps = ReadProcSelf("smaps");
+  auto smaps = ReadFile("/proc/self/smaps", 64 << 20);
   if (!smaps) return std::unexpected(smaps.error());
   // The program headers lie in the executable's first mapping.
   return ReleaseMappings(ReleasableMappings(*smaps, ::getauxval(AT_PHDR)));

@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "common/atomic_file.h"
 
 namespace edge::daemon {
 namespace {
@@ -100,10 +100,9 @@ TEST(MemoryTrimTest, TheTracerPidOfAStatusText) {
 // What of the executable's releasable mappings is resident now: the mappings as they are
 // listed, and their Rss summed.
 std::vector<FileMapping> ExecutableMappingsNow(uint64_t* resident_bytes) {
-  std::ifstream in("/proc/self/smaps");
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto mappings = ReleasableMappings(text.str(), ::getauxval(AT_PHDR));
+  auto text = ReadFile("/proc/self/smaps");
+  EXPECT_TRUE(text.has_value()) << text.error().message;
+  auto mappings = ReleasableMappings(text.value_or(""), ::getauxval(AT_PHDR));
   *resident_bytes = 0;
   for (const auto& m : mappings)
     *resident_bytes += m.resident_bytes;
