@@ -27,8 +27,8 @@ AgentDaemon::AgentDaemon(config::AgentConfig config, DaemonOptions options, Cloc
       return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
     };
   }
-  if (!options_.release_executable_pages) {
-    options_.release_executable_pages = [] { return ReleaseExecutablePages(); };
+  if (!options_.release_code_pages) {
+    options_.release_code_pages = [] { return ReleaseLoadedCodePages(); };
   }
   services_.SetStatusListener([this] { StatusChanged(); });
 }
@@ -208,7 +208,7 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   if (!busy_since_page_release_) return;  // released already; an idle interval maps little
   busy_since_page_release_ = false;
   auto log = log::Get("daemon");
-  auto released = options_.release_executable_pages();
+  auto released = options_.release_code_pages();
   if (!released) {
     if (released.error().code == ErrorCode::kFailedPrecondition) {
       log->info("the idle agent's code pages are kept this time: {}", released.error().message);
@@ -219,13 +219,13 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   }
   if (released->mappings == 0) {
     log->info(
-        "the idle agent's code pages are kept: no mapping of the executable holds only copies "
-        "of the file (a uprobe, or a file system that maps it differently)");
+        "the idle agent's code pages are kept: no mapping of the executable or its libraries "
+        "holds only copies of its file (uprobes, or a file system that maps them differently)");
     return;
   }
   log->debug(
       "idle ({:.3f} % of a core over {} s): dropped {:.1f} MiB of code and read-only data "
-      "pages in {} mappings of the executable",
+      "pages in {} mappings of the executable and its libraries",
       100 * share, std::chrono::duration_cast<std::chrono::seconds>(elapsed).count(),
       double(released->resident_bytes) / (1 << 20), released->mappings);
 }

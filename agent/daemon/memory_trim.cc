@@ -1,7 +1,7 @@
 #include "agent/daemon/memory_trim.h"
 
+#include <link.h>
 #include <malloc.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -117,18 +117,22 @@ std::vector<Listed> ListMappings(std::string_view proc_smaps) {
 }  // namespace
 
 std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps,
-                                            uintptr_t address_in_file) {
+                                            const std::vector<uintptr_t>& addresses_in_files) {
   const std::vector<Listed> all = ListMappings(proc_smaps);
-  const Listed* file = nullptr;
-  for (const auto& m : all) {
-    if (m.range.start <= address_in_file && address_in_file < m.range.end) file = &m;
+  std::vector<const Listed*> files;  // the mapping holding each address
+  for (uintptr_t address : addresses_in_files) {
+    for (const auto& m : all) {
+      if (m.range.start <= address && address < m.range.end && m.inode != 0) files.push_back(&m);
+    }
   }
   std::vector<FileMapping> out;
-  if (file == nullptr || file->inode == 0) return out;
   for (const auto& m : all) {
-    if (m.major == file->major && m.minor == file->minor && m.inode == file->inode && m.read_only &&
-        m.copies_only == 2) {
-      out.push_back(m.range);
+    if (!m.read_only || m.copies_only != 2) continue;
+    for (const Listed* file : files) {
+      if (m.major == file->major && m.minor == file->minor && m.inode == file->inode) {
+        out.push_back(m.range);
+        break;
+      }
     }
   }
   return out;
@@ -147,9 +151,9 @@ Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings) {
     char range[48];
     std::snprintf(range, sizeof range, "%#lx-%#lx", static_cast<unsigned long>(m.start),
                   static_cast<unsigned long>(m.end));
-    return MakeError(ErrorCode::kInternal, std::string("madvise(MADV_DONTNEED) on the agent's own "
-                                                       "code at ") +
-                                               range + ": " + std::strerror(errno));
+    return MakeError(ErrorCode::kInternal,
+                     std::string("madvise(MADV_DONTNEED) on code or read-only data at ") + range +
+                         ": " + std::strerror(errno));
   }
   return done;
 }
@@ -163,7 +167,48 @@ int64_t TracerPid(std::string_view proc_status) {
   return ParseNumber(NextField(rest), pid, 10) ? pid : 0;
 }
 
-Result<PageRelease> ReleaseExecutablePages() {
+namespace {
+
+// dl_iterate_phdr's callback for LoadedObjectsNow: one address per object, in its first
+// loadable segment (the executable's holds its program headers).
+int CollectObject(struct dl_phdr_info* info, size_t, void* data) {
+  auto* objects = static_cast<LoadedObjects*>(data);
+  objects->loads = info->dlpi_adds;
+  objects->unloads = info->dlpi_subs;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+      objects->addresses.push_back(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+      break;
+    }
+  }
+  return 0;
+}
+
+// What ReleaseLoadedCodePages asks of the loader's list, the second time round.
+struct ReleaseUnderLoaderLock {
+  const LoadedObjects* listed;
+  const std::vector<FileMapping>* mappings;
+  bool unchanged = false;
+  Result<PageRelease> result = PageRelease{};
+};
+
+int ReleaseIfUnchanged(struct dl_phdr_info* info, size_t, void* data) {
+  auto* call = static_cast<ReleaseUnderLoaderLock*>(data);
+  call->unchanged =
+      info->dlpi_adds == call->listed->loads && info->dlpi_subs == call->listed->unloads;
+  if (call->unchanged) call->result = ReleaseMappings(*call->mappings);
+  return 1;  // once: the counts are the loader's, the same for every object
+}
+
+}  // namespace
+
+LoadedObjects LoadedObjectsNow() {
+  LoadedObjects objects;
+  ::dl_iterate_phdr(CollectObject, &objects);
+  return objects;
+}
+
+Result<PageRelease> ReleaseLoadedCodePages(const std::function<void()>& after_listing) {
   auto status = ReadFile("/proc/self/status", 1 << 20);
   if (!status) return std::unexpected(status.error());
   if (int64_t tracer = TracerPid(*status); tracer != 0) {
@@ -171,10 +216,21 @@ Result<PageRelease> ReleaseExecutablePages() {
                      "a tracer is attached (pid " + std::to_string(tracer) +
                          "): its breakpoints may sit in these pages");
   }
+  const LoadedObjects listed = LoadedObjectsNow();
   auto smaps = ReadFile("/proc/self/smaps", 64 << 20);
   if (!smaps) return std::unexpected(smaps.error());
-  // The program headers lie in the executable's first mapping.
-  return ReleaseMappings(ReleasableMappings(*smaps, ::getauxval(AT_PHDR)));
+  const std::vector<FileMapping> mappings = ReleasableMappings(*smaps, listed.addresses);
+  if (after_listing) after_listing();
+  // The pages are dropped while the loader's list is held (dl_iterate_phdr takes its lock), and
+  // only if nothing was loaded or unloaded since the objects were listed, before smaps was
+  // read: every listed mapping is then still the object's own, and stays so meanwhile.
+  ReleaseUnderLoaderLock call{.listed = &listed, .mappings = &mappings};
+  ::dl_iterate_phdr(ReleaseIfUnchanged, &call);
+  if (!call.unchanged) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "a library was loaded or unloaded while the mappings were listed");
+  }
+  return std::move(call.result);
 }
 
 }  // namespace edge::daemon

@@ -4,26 +4,28 @@
 // - Heap: glibc keeps what a burst freed in its arenas; TrimFreeMemory returns it to the
 //   system when enough is held (mallinfo2().fordblks over `threshold_bytes`), so the check
 //   costs a few microseconds when there is nothing to give back.
-// - Code and read-only data: the agent's binary links gRPC, protobuf and Abseil statically;
-//   start-up (plugin registration, descriptors, enrollment, TLS set-up) and a burst of
-//   commands leave several MiB of its code and constants mapped that an idle agent never
-//   touches again, and the kernel keeps mapped code in memory ahead of other file pages.
-//   ReleaseExecutablePages drops the pages of the executable's read-only mappings from the
-//   process (MADV_DONTNEED). Nothing is lost: they are unmodified copies of the file, which
-//   the kernel keeps in its page cache until it needs the memory (then it takes them before
-//   mapped pages). The next use of one is a page fault, served from that cache while the
-//   page is still there and read from disk once the kernel took it. The unit's cgroup goes on
-//   counting the cached pages until then: what drops at once is the process's own share
-//   (RSS, PSS), and what the kernel must keep for it under pressure. Only the
-//   executable's own mappings: they are fixed from exec on, so no other mapping can take the
-//   place of one between the listing and the call, as a library loaded later could. Shared
-//   libraries' pages are mostly shared with other processes anyway.
+// - Code and read-only data: the agent's binary links gRPC, protobuf and Abseil statically, and
+//   OpenSSL, SQLite and the C++ runtime as shared libraries. Start-up (plugin registration,
+//   descriptors, enrollment, key and certificate handling, TLS set-up) and a burst of commands
+//   leave many MiB of their code and constants mapped that an idle agent never touches again,
+//   and the kernel keeps mapped code in memory ahead of other file pages.
+//   ReleaseLoadedCodePages drops the pages of the read-only mappings of every object the
+//   dynamic loader has mapped (the executable and its libraries) from the process
+//   (MADV_DONTNEED). Nothing is lost: they are unmodified copies of their files, which the
+//   kernel keeps in its page cache until it needs the memory (then it takes them before mapped
+//   pages). The next use of one is a page fault, served from that cache while the page is
+//   still there and read from disk once the kernel took it. The unit's cgroup goes on counting
+//   the cached pages until then: what drops at once is the process's own share (RSS, PSS), and
+//   what the kernel must keep for it under pressure. A library page that other processes map
+//   too stays resident for them: the system gains nothing from that one, the agent's RSS and
+//   PSS drop all the same (and the others' PSS rises by as much).
 // The daemon calls both at its liveness turn (once a minute at most), the page release only
 // after a quiet interval (AgentDaemon, DaemonOptions::idle_cpu_fraction), never on a hot path.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,15 +52,16 @@ struct FileMapping {
   uint64_t resident_bytes = 0;
 };
 
-// The mappings of a /proc/PID/smaps text whose pages may be dropped: mappings of the file
-// mapped at `address_in_file` (its device and inode as smaps prints them, so a file system
-// whose stat() reports another device, btrfs or an older overlayfs, matches all the same)
-// that are readable and not writable and hold nothing but copies of the file — no anonymous
-// page, resident (`Anonymous: 0 kB`) or swapped out (`Swap: 0 kB`). That leaves out
-// relocated read-only data (RELRO: written by the loader, then made read-only) and any page
-// a debugger or a uprobe wrote. Lines that do not parse are skipped, and so is a mapping that
-// lacks either line; nothing when no file is mapped at the address.
-std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps, uintptr_t address_in_file);
+// The mappings of a /proc/PID/smaps text whose pages may be dropped: mappings of the files
+// mapped at `addresses_in_files` (each file by its device and inode as smaps prints them, so a
+// file system whose stat() reports another device, btrfs or an older overlayfs, matches all the
+// same) that are readable and not writable and hold nothing but copies of the file — no
+// anonymous page, resident (`Anonymous: 0 kB`) or swapped out (`Swap: 0 kB`). That leaves out
+// relocated read-only data (RELRO: written by the loader, then made read-only) and any page a
+// debugger or a uprobe wrote. Lines that do not parse are skipped, and so is a mapping that
+// lacks either line; an address where no file is mapped adds nothing.
+std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps,
+                                            const std::vector<uintptr_t>& addresses_in_files);
 
 // The `TracerPid:` of a /proc/PID/status text (0: none, or no such line).
 int64_t TracerPid(std::string_view proc_status);
@@ -74,10 +77,21 @@ struct PageRelease {
 // holding a page of its own, that page would be lost. A mapping gone meanwhile, or locked in
 // memory, is skipped.
 Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings);
-// The same for this process's own executable: the file mapped where its program headers are
-// (getauxval(AT_PHDR)), listed in /proc/self/smaps. kFailedPrecondition while a tracer is
+// The objects the dynamic loader has mapped into this process (dl_iterate_phdr): an address
+// in each (in its first loadable segment; the executable first, then its libraries and those
+// loaded since), and the loader's counts of loads and unloads so far.
+struct LoadedObjects {
+  std::vector<uintptr_t> addresses;
+  unsigned long long loads = 0, unloads = 0;
+};
+LoadedObjects LoadedObjectsNow();
+
+// The same for this process's loaded objects: the executable and its shared libraries, listed
+// in /proc/self/smaps. The pages are dropped while the loader's lock is held, and only if no
+// object was loaded or unloaded since they were listed (kFailedPrecondition otherwise: another
+// file might now be mapped where one of them was). kFailedPrecondition too while a tracer is
 // attached (/proc/self/status TracerPid): a breakpoint it writes between the listing and the
-// call would be dropped.
-Result<PageRelease> ReleaseExecutablePages();
+// call would be dropped. `after_listing` runs between the listing and the release (tests).
+Result<PageRelease> ReleaseLoadedCodePages(const std::function<void()>& after_listing = {});
 
 }  // namespace edge::daemon

@@ -64,7 +64,7 @@ class AgentDaemonTest : public ::testing::Test {
     // The process's CPU time and the page release are the test's (a real release is
     // memory_trim_test's).
     options.process_cpu_time = [this] { return cpu_; };
-    options.release_executable_pages = [this]() -> Result<PageRelease> {
+    options.release_code_pages = [this]() -> Result<PageRelease> {
       ++releases_;
       if (release_error_) return MakeError(*release_error_, "madvise failed");
       return PageRelease{.mappings = 3, .resident_bytes = 6 << 20};

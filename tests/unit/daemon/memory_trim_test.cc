@@ -1,11 +1,14 @@
 // memory_trim.h: which environment sets malloc's arena limit itself (the agent's own limit
 // then stays out of the way), that a trim under its threshold does nothing, which mappings of
-// a /proc/PID/smaps text may be released (written by hand, as Linux prints them), and that a
-// release takes the executable's pages out of the process's resident set, unchanged.
+// a /proc/PID/smaps text may be released (written by hand, as Linux prints them), that a
+// release takes the pages of the executable and its libraries out of the process's resident
+// set, unchanged, and that a library loaded while it runs stops it.
 #include "agent/daemon/memory_trim.h"
 
+#include <dlfcn.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -37,7 +40,7 @@ std::string Smaps(const std::string& header, int anonymous_kb, int swap_kb = 0) 
          "Swap:              " + std::to_string(swap_kb) + " kB\n" + "VmFlags: rd mr mw me\n";
 }
 
-TEST(MemoryTrimTest, OnlyTheExecutablesReadOnlyMappingsHoldingCopiesOfTheFileAreReleasable) {
+TEST(MemoryTrimTest, OnlyReadOnlyMappingsOfTheListedFilesHoldingCopiesAreReleasable) {
   // An address in the executable's code: the file is fe:00 5374769, as smaps names it.
   const uintptr_t exe = 0x55d09e065100;
   const std::string smaps =
@@ -74,7 +77,7 @@ TEST(MemoryTrimTest, OnlyTheExecutablesReadOnlyMappingsHoldingCopiesOfTheFileAre
       // The last mapping, without a newline at the end.
       "7f84a0000000-7f84a0002000 r-xp 00000000 fe:00 5374769 /usr/bin/edge-agent\nRss: 8 kB\n"
       "Anonymous:   0 kB\nSwap:  0 kB";
-  auto got = ReleasableMappings(smaps, exe);
+  auto got = ReleasableMappings(smaps, {exe});
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[0].start, 0x55d09dfd5000u);
   EXPECT_EQ(got[0].end, 0x55d09e065000u);
@@ -83,10 +86,20 @@ TEST(MemoryTrimTest, OnlyTheExecutablesReadOnlyMappingsHoldingCopiesOfTheFileAre
   EXPECT_EQ(got[2].start, 0x55d09eafc000u) << "the file by its inode, not by its name";
   EXPECT_EQ(got[3].start, 0x7f84a0000000u);
   EXPECT_EQ(got[3].resident_bytes, 8u * 1024);
-  EXPECT_TRUE(ReleasableMappings("", exe).empty());
-  EXPECT_TRUE(ReleasableMappings(smaps, 0x1000).empty()) << "nothing mapped there";
-  EXPECT_TRUE(ReleasableMappings(smaps, 0x7f8460000100).empty()) << "anonymous memory there";
-  EXPECT_EQ(ReleasableMappings(smaps, 0x7f8461000100).size(), 1u) << "libc's one mapping";
+  EXPECT_TRUE(ReleasableMappings("", {exe}).empty());
+  EXPECT_TRUE(ReleasableMappings(smaps, {}).empty());
+  EXPECT_TRUE(ReleasableMappings(smaps, {0x1000}).empty()) << "nothing mapped there";
+  EXPECT_TRUE(ReleasableMappings(smaps, {0x7f8460000100}).empty()) << "anonymous memory there";
+  EXPECT_TRUE(ReleasableMappings(smaps, {0x7ffd2b5f9100}).empty()) << "the vdso: no file";
+  EXPECT_EQ(ReleasableMappings(smaps, {0x7f8461000100}).size(), 1u) << "libc's one mapping";
+
+  // Several files: each mapping once, in the order of the text, whatever the addresses' order.
+  got = ReleasableMappings(smaps, {0x7f8461000100, 0x1000, exe, 0x55d09e065200, 0x7f8463000000});
+  ASSERT_EQ(got.size(), 6u);
+  EXPECT_EQ(got[0].start, 0x55d09dfd5000u);
+  EXPECT_EQ(got[3].start, 0x7f8461000000u) << "libc";
+  EXPECT_EQ(got[4].start, 0x7f8463000000u) << "the other inode on the same device";
+  EXPECT_EQ(got[5].start, 0x7f84a0000000u);
 }
 
 TEST(MemoryTrimTest, TheTracerPidOfAStatusText) {
@@ -97,12 +110,13 @@ TEST(MemoryTrimTest, TheTracerPidOfAStatusText) {
   EXPECT_EQ(TracerPid("Name:\tedge-agent\nTracerPid:\tnot-a-pid\n"), 0);
 }
 
-// What of the executable's releasable mappings is resident now: the mappings as they are
-// listed, and their Rss summed.
-std::vector<FileMapping> ExecutableMappingsNow(uint64_t* resident_bytes) {
+// What of the releasable mappings of the files mapped at `addresses` is resident now: the
+// mappings as they are listed, and their Rss summed.
+std::vector<FileMapping> ReleasableNow(const std::vector<uintptr_t>& addresses,
+                                       uint64_t* resident_bytes) {
   auto text = ReadFile("/proc/self/smaps");
   EXPECT_TRUE(text.has_value()) << text.error().message;
-  auto mappings = ReleasableMappings(text.value_or(""), ::getauxval(AT_PHDR));
+  auto mappings = ReleasableMappings(text.value_or(""), addresses);
   *resident_bytes = 0;
   for (const auto& m : mappings)
     *resident_bytes += m.resident_bytes;
@@ -112,20 +126,60 @@ std::vector<FileMapping> ExecutableMappingsNow(uint64_t* resident_bytes) {
 // What the test binary keeps in its read-only data, to read again after the release.
 const char kConstant[] = "the same bytes before and after a release";
 
-TEST(MemoryTrimTest, AReleaseDropsTheExecutablesPagesAndTheyComeBackUnchanged) {
-  uint64_t before = 0, after = 0;
-  const auto listed = ExecutableMappingsNow(&before);
-  ASSERT_GE(listed.size(), 2u) << "code and read-only data of the test binary";
-  ASSERT_GT(before, 256u << 10) << "a gtest binary that has run has touched more of itself";
-  auto released = ReleaseExecutablePages();
+TEST(MemoryTrimTest, TheLoadedObjectsAreTheExecutableAndItsLibraries) {
+  const LoadedObjects objects = LoadedObjectsNow();
+  // The executable, libc, the loader, the vdso at least.
+  ASSERT_GE(objects.addresses.size(), 4u);
+  uint64_t resident = 0;
+  EXPECT_EQ(ReleasableNow({objects.addresses[0]}, &resident).size(),
+            ReleasableNow({::getauxval(AT_PHDR)}, &resident).size())
+      << "the executable comes first";
+  Dl_info libc{};
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(&::getpid), &libc), 0);
+  const auto libc_mappings =
+      ReleasableNow({reinterpret_cast<uintptr_t>(libc.dli_fbase)}, &resident);
+  ASSERT_FALSE(libc_mappings.empty());
+  bool found = false;
+  for (uintptr_t a : objects.addresses) {
+    const auto mappings = ReleasableNow({a}, &resident);
+    found = found || (!mappings.empty() && mappings[0].start == libc_mappings[0].start);
+  }
+  EXPECT_TRUE(found) << "libc (" << libc.dli_fname << ") is among them";
+}
+
+TEST(MemoryTrimTest, AReleaseDropsTheLoadedObjectsPagesAndTheyComeBackUnchanged) {
+  const std::vector<uintptr_t> loaded = LoadedObjectsNow().addresses;
+  uint64_t before = 0, after = 0, executable = 0;
+  const auto listed = ReleasableNow(loaded, &before);
+  const auto own = ReleasableNow({::getauxval(AT_PHDR)}, &executable);
+  ASSERT_GE(own.size(), 2u) << "code and read-only data of the test binary";
+  ASSERT_GT(listed.size(), own.size() + 2) << "and those of its libraries";
+  ASSERT_GT(before, executable + (256u << 10)) << "a test that has run has touched its libraries";
+  auto released = ReleaseLoadedCodePages();
   ASSERT_TRUE(released.has_value()) << released.error().message;
   EXPECT_EQ(released->mappings, listed.size());
   EXPECT_GT(released->resident_bytes, 0u);
-  const auto now = ExecutableMappingsNow(&after);
+  const auto now = ReleasableNow(loaded, &after);
   EXPECT_EQ(now.size(), listed.size()) << "what comes back is still a copy of the file";
-  // What this test runs meanwhile (the smaps read, gtest) comes back; the rest stays out.
+  // What this test runs meanwhile (the smaps read, gtest, libc) comes back; the rest stays out.
   EXPECT_LT(after, before / 2) << "resident before " << before << " bytes, after " << after;
   EXPECT_STREQ(kConstant, "the same bytes before and after a release");
+}
+
+TEST(MemoryTrimTest, ALibraryLoadedWhileTheMappingsAreListedStopsTheRelease) {
+  uint64_t before = 0, after = 0;
+  const auto listed = ReleasableNow(LoadedObjectsNow().addresses, &before);
+  void* handle = nullptr;
+  auto released = ReleaseLoadedCodePages(
+      [&] { handle = ::dlopen(EDGE_TEST_LOADABLE_OBJECT, RTLD_NOW | RTLD_LOCAL); });
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  ASSERT_FALSE(released.has_value());
+  EXPECT_EQ(released.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(released.error().message.find("loaded or unloaded"), std::string::npos)
+      << released.error().message;
+  ReleasableNow(LoadedObjectsNow().addresses, &after);
+  EXPECT_GT(after, before / 2) << "nothing was dropped: before " << before << ", after " << after;
+  ::dlclose(handle);
 }
 
 TEST(MemoryTrimTest, AMappingGoneSinceTheListWasReadIsSkipped) {
