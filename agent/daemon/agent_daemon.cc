@@ -210,7 +210,11 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   auto log = log::Get("daemon");
   auto released = options_.release_code_pages();
   if (!released) {
-    if (released.error().code == ErrorCode::kFailedPrecondition) {
+    if (released.error().code == ErrorCode::kUnavailable) {
+      // A library came or went meanwhile: the next quiet interval tries again.
+      busy_since_page_release_ = true;
+      log->info("the idle agent's code pages are kept for now: {}", released.error().message);
+    } else if (released.error().code == ErrorCode::kFailedPrecondition) {
       log->info("the idle agent's code pages are kept this time: {}", released.error().message);
     } else {
       log->warn("cannot release the idle agent's code pages: {}", released.error().message);

@@ -49,8 +49,8 @@ struct DaemonOptions {
   // code and read-only data of the executable and its libraries are dropped at the first such
   // turn after which the process used less than this share of one core since the previous one
   // (an idle agent uses about 0.0003), and then again only after a busier interval: an idle
-  // agent releases once, not every minute. 0 = never. Tests replace how the process's CPU time is read and what a release
-  // does (default: ReleaseLoadedCodePages()).
+  // agent releases once, not every minute. 0 = never. Tests replace how the process's CPU time is
+  // read and what a release does (default: ReleaseLoadedCodePages()).
   double idle_cpu_fraction = 0.01;
   std::function<std::chrono::nanoseconds()> process_cpu_time;
   std::function<Result<PageRelease>()> release_code_pages;

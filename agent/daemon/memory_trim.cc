@@ -3,7 +3,9 @@
 #include <link.h>
 #include <malloc.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -138,22 +140,32 @@ std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps,
   return out;
 }
 
+namespace {
+
+// Drops the pages of [start, end): true when done, false when skipped — gone since
+// /proc/self/smaps was read (ENOMEM), or locked in memory (EINVAL).
+Result<bool> DropPages(uintptr_t start, uintptr_t end) {
+  if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED) == 0) return true;
+  if (errno == ENOMEM || errno == EINVAL) return false;
+  char range[48];
+  std::snprintf(range, sizeof range, "%#lx-%#lx", static_cast<unsigned long>(start),
+                static_cast<unsigned long>(end));
+  return MakeError(ErrorCode::kInternal,
+                   std::string("madvise(MADV_DONTNEED) on code or read-only data at ") + range +
+                       ": " + std::strerror(errno));
+}
+
+}  // namespace
+
 Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings) {
   PageRelease done;
   for (const auto& m : mappings) {
-    if (::madvise(reinterpret_cast<void*>(m.start), m.end - m.start, MADV_DONTNEED) == 0) {
+    auto dropped = DropPages(m.start, m.end);
+    if (!dropped) return std::unexpected(dropped.error());
+    if (*dropped) {
       ++done.mappings;
       done.resident_bytes += m.resident_bytes;
-      continue;
     }
-    // Gone since /proc/self/smaps was read (ENOMEM), or locked in memory (EINVAL): skipped.
-    if (errno == ENOMEM || errno == EINVAL) continue;
-    char range[48];
-    std::snprintf(range, sizeof range, "%#lx-%#lx", static_cast<unsigned long>(m.start),
-                  static_cast<unsigned long>(m.end));
-    return MakeError(ErrorCode::kInternal,
-                     std::string("madvise(MADV_DONTNEED) on code or read-only data at ") + range +
-                         ": " + std::strerror(errno));
   }
   return done;
 }
@@ -165,6 +177,19 @@ int64_t TracerPid(std::string_view proc_status) {
   rest = rest.substr(0, rest.find('\n'));
   int64_t pid = 0;
   return ParseNumber(NextField(rest), pid, 10) ? pid : 0;
+}
+
+bool HasTextRelocations(const struct dl_phdr_info& info) {
+  for (ElfW(Half) i = 0; i < info.dlpi_phnum; ++i) {
+    if (info.dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+    const auto* dyn =
+        reinterpret_cast<const ElfW(Dyn)*>(info.dlpi_addr + info.dlpi_phdr[i].p_vaddr);
+    for (; dyn->d_tag != DT_NULL; ++dyn) {
+      if (dyn->d_tag == DT_TEXTREL) return true;
+      if (dyn->d_tag == DT_FLAGS && (dyn->d_un.d_val & DF_TEXTREL) != 0) return true;
+    }
+  }
+  return false;
 }
 
 namespace {
@@ -188,16 +213,46 @@ int CollectObject(struct dl_phdr_info* info, size_t, void* data) {
 struct ReleaseUnderLoaderLock {
   const LoadedObjects* listed;
   const std::vector<FileMapping>* mappings;
+  uintptr_t page = 4096;
+  std::vector<bool> dropped;  // per mapping: some of its pages were
+  bool first = true;
   bool unchanged = false;
-  Result<PageRelease> result = PageRelease{};
+  Status error;
 };
 
+// Drops, for one object of the list, what lies both in one of the chosen mappings and in one of
+// its loadable segments that are not writable: every byte given to madvise is then the
+// object's own code or read-only data, which the held list keeps mapped where it is.
 int ReleaseIfUnchanged(struct dl_phdr_info* info, size_t, void* data) {
   auto* call = static_cast<ReleaseUnderLoaderLock*>(data);
-  call->unchanged =
-      info->dlpi_adds == call->listed->loads && info->dlpi_subs == call->listed->unloads;
-  if (call->unchanged) call->result = ReleaseMappings(*call->mappings);
-  return 1;  // once: the counts are the loader's, the same for every object
+  if (call->first) {  // the counts are the loader's, the same for every object
+    call->first = false;
+    call->unchanged =
+        info->dlpi_adds == call->listed->loads && info->dlpi_subs == call->listed->unloads;
+    if (!call->unchanged) return 1;
+  }
+  if (HasTextRelocations(*info)) return 0;
+  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD || (segment.p_flags & PF_W) != 0 || segment.p_memsz == 0) {
+      continue;
+    }
+    const uintptr_t start = (info->dlpi_addr + segment.p_vaddr) & ~(call->page - 1);
+    const uintptr_t end =
+        (info->dlpi_addr + segment.p_vaddr + segment.p_memsz + call->page - 1) & ~(call->page - 1);
+    for (size_t m = 0; m < call->mappings->size(); ++m) {
+      const FileMapping& mapping = (*call->mappings)[m];
+      const uintptr_t lo = std::max(start, mapping.start), hi = std::min(end, mapping.end);
+      if (lo >= hi) continue;
+      auto dropped = DropPages(lo, hi);
+      if (!dropped) {
+        call->error = std::unexpected(dropped.error());
+        return 1;
+      }
+      if (*dropped) call->dropped[m] = true;
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -224,13 +279,23 @@ Result<PageRelease> ReleaseLoadedCodePages(const std::function<void()>& after_li
   // The pages are dropped while the loader's list is held (dl_iterate_phdr takes its lock), and
   // only if nothing was loaded or unloaded since the objects were listed, before smaps was
   // read: every listed mapping is then still the object's own, and stays so meanwhile.
-  ReleaseUnderLoaderLock call{.listed = &listed, .mappings = &mappings};
+  ReleaseUnderLoaderLock call{.listed = &listed,
+                              .mappings = &mappings,
+                              .page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)),
+                              .dropped = std::vector<bool>(mappings.size())};
   ::dl_iterate_phdr(ReleaseIfUnchanged, &call);
   if (!call.unchanged) {
-    return MakeError(ErrorCode::kFailedPrecondition,
+    return MakeError(ErrorCode::kUnavailable,
                      "a library was loaded or unloaded while the mappings were listed");
   }
-  return std::move(call.result);
+  if (!call.error) return std::unexpected(call.error.error());
+  PageRelease done;
+  for (size_t m = 0; m < mappings.size(); ++m) {
+    if (!call.dropped[m]) continue;
+    ++done.mappings;
+    done.resident_bytes += mappings[m].resident_bytes;
+  }
+  return done;
 }
 
 }  // namespace edge::daemon

@@ -4,11 +4,12 @@
 // - Heap: glibc keeps what a burst freed in its arenas; TrimFreeMemory returns it to the
 //   system when enough is held (mallinfo2().fordblks over `threshold_bytes`), so the check
 //   costs a few microseconds when there is nothing to give back.
-// - Code and read-only data: the agent's binary links gRPC, protobuf and Abseil statically, and
-//   OpenSSL, SQLite and the C++ runtime as shared libraries. Start-up (plugin registration,
-//   descriptors, enrollment, key and certificate handling, TLS set-up) and a burst of commands
-//   leave many MiB of their code and constants mapped that an idle agent never touches again,
-//   and the kernel keeps mapped code in memory ahead of other file pages.
+// - Code and read-only data: the agent links gRPC, protobuf and Abseil (into its binary as
+//   packaged, EDGE_STATIC_GRPC; as shared libraries otherwise), and OpenSSL, SQLite and the C++
+//   runtime as shared libraries. Start-up (plugin registration, descriptors, enrollment, key
+//   and certificate handling, TLS set-up) and a burst of commands leave many MiB of their code
+//   and constants mapped that an idle agent never touches again, and the kernel keeps mapped
+//   code in memory ahead of other file pages.
 //   ReleaseLoadedCodePages drops the pages of the read-only mappings of every object the
 //   dynamic loader has mapped (the executable and its libraries) from the process
 //   (MADV_DONTNEED). Nothing is lost: they are unmodified copies of their files, which the
@@ -31,6 +32,8 @@
 #include <vector>
 
 #include "common/error.h"
+
+struct dl_phdr_info;  // <link.h>
 
 namespace edge::daemon {
 
@@ -77,6 +80,11 @@ struct PageRelease {
 // holding a page of its own, that page would be lost. A mapping gone meanwhile, or locked in
 // memory, is skipped.
 Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings);
+// Whether a loaded object's code was written by the loader: text relocations (DT_TEXTREL, or
+// DF_TEXTREL in DT_FLAGS in its dynamic section), applied after the object joins the loader's
+// list. None of such an object's pages are released.
+bool HasTextRelocations(const struct dl_phdr_info& object);
+
 // The objects the dynamic loader has mapped into this process (dl_iterate_phdr): an address
 // in each (in its first loadable segment; the executable first, then its libraries and those
 // loaded since), and the loader's counts of loads and unloads so far.
@@ -87,11 +95,17 @@ struct LoadedObjects {
 LoadedObjects LoadedObjectsNow();
 
 // The same for this process's loaded objects: the executable and its shared libraries, listed
-// in /proc/self/smaps. The pages are dropped while the loader's lock is held, and only if no
-// object was loaded or unloaded since they were listed (kFailedPrecondition otherwise: another
-// file might now be mapped where one of them was). kFailedPrecondition too while a tracer is
-// attached (/proc/self/status TracerPid): a breakpoint it writes between the listing and the
-// call would be dropped. `after_listing` runs between the listing and the release (tests).
+// in /proc/self/smaps. Only what lies both in such a mapping and in a loadable segment of the
+// object that is not writable is dropped, and none of an object with text relocations (the
+// loader writes its code, after the object joins its list). The pages are dropped while the
+// loader's list is held (dl_iterate_phdr's lock: no object joins or leaves it meanwhile), and
+// only if no object was loaded or unloaded since they were listed; kUnavailable otherwise
+// (another file might now be mapped where one of them was: try again later).
+// kFailedPrecondition while a tracer is attached (/proc/self/status TracerPid): a breakpoint it
+// writes between the listing and the call would be dropped. A uprobe registered in that moment
+// is lost for this process (it does not fire here until the library is mapped again); one
+// registered before the listing is kept (its page is anonymous). `after_listing` runs between
+// the listing and the release (tests).
 Result<PageRelease> ReleaseLoadedCodePages(const std::function<void()>& after_listing = {});
 
 }  // namespace edge::daemon

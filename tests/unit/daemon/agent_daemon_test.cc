@@ -160,6 +160,21 @@ TEST_F(AgentDaemonTest, AFailedReleaseWaitsForTheNextQuietSpellAndAZeroShareNeve
   }
 }
 
+TEST_F(AgentDaemonTest, AReleaseStoppedByALibraryLoadIsTriedAgainAtTheNextQuietTurn) {
+  release_error_ = ErrorCode::kUnavailable;  // a library came or went while it listed them
+  auto d = Make(std::nullopt);
+  d->Start();
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 1);
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 2) << "quiet again: tried again";
+  release_error_.reset();
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 3) << "and done";
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 3) << "then once per quiet spell, as always";
+  release_error_ = ErrorCode::kFailedPrecondition;  // a tracer: kept until the next spell
+  EXPECT_EQ(TurnAfter(*d, 60s, 5000ms), 3);
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 4);
+  EXPECT_EQ(TurnAfter(*d, 60s, 10ms), 4);
+}
+
 TEST_F(AgentDaemonTest, AChangeAServiceReportsIsWrittenAtTheNextTurn) {
   auto d = Make(std::nullopt);
   d->Start();
