@@ -10,6 +10,12 @@
 # node is connected and settled, then samples the agent for SECONDS:
 #   RSS, PSS    /proc/PID/smaps_rollup (Rss, Pss), at the end of the window (and the RSS at
 #               its start: after the commands, what the agent gave back meanwhile shows);
+#   USS         Private_Clean + Private_Dirty of the same: the pages no other process maps,
+#               what the system gets back when the agent exits (the idle agent drops the
+#               pages of code it does not run, agent/daemon/memory_trim.h: RSS and PSS fall
+#               by the shared ones too, which other processes keep resident);
+#   page faults minor + major faults of /proc/PID/stat across the window, per minute: what
+#               the idle path costs to bring back the code pages it still runs;
 #   threads     /proc/PID/status Threads, and each thread's name (/proc/PID/task/*/comm);
 #   CPU %       utime+stime of /proc/PID/stat (every thread, the exited ones too; not its
 #               children) over the window's wall time;
@@ -52,11 +58,16 @@ sleep_pid=$!
 
 # Figures of one process.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+page_faults() { awk '{ print $10 + $12 }' "/proc/$1/stat"; }
 ctx_switches() {
   cat /proc/"$1"/task/*/status 2>/dev/null |
     awk '/^(voluntary|nonvoluntary)_ctxt_switches/ { s += $2 } END { print s + 0 }'
 }
 kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
+uss_kb() {
+  awk '$1 == "Private_Clean:" || $1 == "Private_Dirty:" { s += $2 } END { print s + 0 }' \
+    "/proc/$1/smaps_rollup"
+}
 threads() { awk '$1 == "Threads:" { print $2 }' "/proc/$1/status"; }
 # "tid name switches" for each thread of $1.
 per_thread() {
@@ -75,15 +86,17 @@ thread_names() {
 
 # sample LABEL: one window of $window s over the agent and the sleep baseline.
 sample() {
-  local label=$1 t0 t1 a_cpu0 a_cpu1 a_ctx0 a_ctx1 s_cpu0 s_cpu1 s_ctx0 s_ctx1 rss0
+  local label=$1 t0 t1 a_cpu0 a_cpu1 a_ctx0 a_ctx1 s_cpu0 s_cpu1 s_ctx0 s_ctx1 rss0 a_flt0 a_flt1
   rss0=$(kb "$agent_pid" Rss)
   t0=$(date +%s%N)
   per_thread "$agent_pid" >"$work/threads0"
   a_cpu0=$(cpu_ticks "$agent_pid") a_ctx0=$(ctx_switches "$agent_pid")
+  a_flt0=$(page_faults "$agent_pid")
   s_cpu0=$(cpu_ticks "$sleep_pid") s_ctx0=$(ctx_switches "$sleep_pid")
   sleep "$window"
   t1=$(date +%s%N)
   a_cpu1=$(cpu_ticks "$agent_pid") a_ctx1=$(ctx_switches "$agent_pid")
+  a_flt1=$(page_faults "$agent_pid")
   per_thread "$agent_pid" >"$work/threads1"
   s_cpu1=$(cpu_ticks "$sleep_pid") s_ctx1=$(ctx_switches "$sleep_pid")
   local secs
@@ -95,12 +108,16 @@ sample() {
   awk -v a="$rss0" 'BEGIN { printf "  %-22s %10.1f MiB\n", "RSS at window start", a / 1024 }'
   awk -v a="$(kb "$agent_pid" Pss)" -v s="$(kb "$sleep_pid" Pss)" \
     'BEGIN { printf "  %-22s %10.1f MiB %10s MiB %10.1f MiB\n", "PSS", a / 1024, "<= 12", s / 1024 }'
+  awk -v a="$(uss_kb "$agent_pid")" -v s="$(uss_kb "$sleep_pid")" \
+    'BEGIN { printf "  %-22s %10.1f MiB %14s %10.1f MiB\n", "USS", a / 1024, "-", s / 1024 }'
   printf "  %-22s %14s %14s %14s\n" "threads" "$(threads "$agent_pid")" "<= 6" \
     "$(threads "$sleep_pid")"
   awk -v a=$((a_cpu1 - a_cpu0)) -v s=$((s_cpu1 - s_cpu0)) -v hz="$hz" -v t="$secs" \
     'BEGIN { printf "  %-22s %12.3f %% %12s %% %12.3f %%\n", "CPU", 100 * a / hz / t, "<= 0.05", 100 * s / hz / t }'
   awk -v a=$((a_ctx1 - a_ctx0)) -v s=$((s_ctx1 - s_ctx0)) -v t="$secs" \
     'BEGIN { printf "  %-22s %14.1f %14s %14.1f\n", "wake-ups / min", 60 * a / t, "-", 60 * s / t }'
+  awk -v a=$((a_flt1 - a_flt0)) -v t="$secs" \
+    'BEGIN { printf "  %-22s %14.1f\n", "page faults / min", 60 * a / t }'
   echo "  agent threads: $(thread_names "$agent_pid")"
   echo -n "  wake-ups / min by thread (tid name):"
   awk -v t="$secs" 'NR == FNR { before[$1] = $3; next }
