@@ -311,6 +311,16 @@ Status SqliteDb::Exec(std::string_view sql, const std::vector<SqlParam>& params,
   return durability == Durability::kSynced ? SyncWal(seq) : OkStatus();
 }
 
+size_t SqliteDb::ReleaseMemory() {
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;
+  int before = 0, after = 0, highwater = 0;
+  sqlite3_db_status(db_, SQLITE_DBSTATUS_CACHE_USED, &before, &highwater, 0);
+  sqlite3_db_release_memory(db_);
+  sqlite3_db_status(db_, SQLITE_DBSTATUS_CACHE_USED, &after, &highwater, 0);
+  return before > after ? static_cast<size_t>(before - after) : 0;
+}
+
 Status SqliteDb::Sync(uint64_t mark) {
   return SyncWal(mark);
 }

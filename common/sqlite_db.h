@@ -194,6 +194,12 @@ class SqliteDb {
   // that a batch of them shares one sync. The error of the failed sync that should have
   // covered them.
   Status Sync(uint64_t mark);
+  // Gives back to the allocator what the connection caches and no statement holds (its page
+  // cache: up to 2 MiB by SQLite's default, filled by a burst of work): for an idle process
+  // (sqlite3_db_release_memory). The next reads fill it again from the file, most often from
+  // the kernel's page cache. Returns the bytes freed; 0, without waiting, while the connection
+  // is in use.
+  size_t ReleaseMemory();
   // Passive checkpoints this connection's WAL hook has run (diagnostics and tests).
   uint64_t auto_checkpoints() const { return auto_checkpoints_.load(); }
 

@@ -1447,6 +1447,10 @@ void Executor::Shutdown(milliseconds grace, std::function<void()> done) {
   });
 }
 
+size_t Executor::ReleaseMemory() {
+  return db_->ReleaseMemory();
+}
+
 size_t Executor::Tick(Clock::WallTime now) {
   auto expired = leases_->ExpiredLeases(clock_);
   size_t cancelled = 0;

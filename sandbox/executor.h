@@ -153,6 +153,9 @@ class Executor final : public ExecutorApi {
   // lease expired unrenewed, destroys sandboxes whose TTL ran out, and prunes the idempotency
   // window. Returns how many running commands it cancelled for expired leases.
   size_t Tick(Clock::WallTime now);
+  // Gives back what the state database's connection caches (SqliteDb::ReleaseMemory): the
+  // daemon calls it when the agent is idle. Returns the bytes freed.
+  size_t ReleaseMemory();
   // What the next Tick has to watch, so that the host ticks only when there is work (issue
   // 14: an idle agent never wakes for a tick). `leased_work`: a running command holds a
   // lease (its expiry, which renewals move, is judged at each tick); `sandbox_expiry`: the

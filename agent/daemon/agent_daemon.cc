@@ -208,6 +208,13 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   if (!busy_since_page_release_) return;  // released already; an idle interval maps little
   busy_since_page_release_ = false;
   auto log = log::Get("daemon");
+  // The services' caches first (what a burst of commands filled: SQLite's page caches), and
+  // what malloc then holds free goes back to the system whatever its size; then the code.
+  const size_t caches = services_.ReleaseMemoryAll();
+  TrimFreeMemory(0);
+  if (caches > 0) {
+    log->debug("idle: gave back {:.2f} MiB of database caches", double(caches) / (1 << 20));
+  }
   auto released = options_.release_code_pages();
   if (!released) {
     if (released.error().code == ErrorCode::kUnavailable) {

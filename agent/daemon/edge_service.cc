@@ -58,6 +58,10 @@ void EdgeService::Stop() {
   if (session_) session_->Stop();
 }
 
+size_t EdgeService::ReleaseMemory() {
+  return session_ ? session_->outbox().ReleaseMemory() : 0;
+}
+
 std::optional<std::string> EdgeService::Stuck(int64_t now_ms) const {
   if (!session_) return std::nullopt;
   return agentedge::SessionStuck(session_->status(), now_ms);

@@ -32,6 +32,8 @@ class EdgeService final : public Service {
   void Stop() override;
   std::map<std::string, std::string> Details() const override;
   std::optional<std::string> Stuck(int64_t now_ms) const override;
+  // The session's outbox database caches (OutboxStore::ReleaseMemory).
+  size_t ReleaseMemory() override;
 
  private:
   config::AgentConfig config_;

@@ -103,6 +103,12 @@ void ExecutorHost::RunTick() {
   ScheduleTickLocked();
 }
 
+size_t ExecutorHost::ReleaseMemory() {
+  std::lock_guard lock(mu_);
+  if (stopping_ || !executor_) return 0;
+  return executor_->ReleaseMemory();
+}
+
 void ExecutorHost::Stop() {
   sandbox::Executor* ex = nullptr;
   std::chrono::milliseconds grace{0};

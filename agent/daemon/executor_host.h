@@ -59,6 +59,8 @@ class ExecutorHost final : public Service {
   Status ApplyConfig(const config::AgentConfig& config);
   // SIGHUP: the reloaded file's tools and security contexts (ApplyConfig).
   Status Reconfigure(const config::AgentConfig& config) override { return ApplyConfig(config); }
+  // The executor's database caches (Executor::ReleaseMemory), while it runs.
+  size_t ReleaseMemory() override;
 
  private:
   // Schedules the next tick when the executor's plan says (mu_ held), replacing a pending one.

@@ -36,6 +36,10 @@ class Service {
   // (backing off, enrollment pending). The daemon feeds systemd's watchdog only while no
   // service is stuck, so a wedged agent is restarted. Default: never stuck.
   virtual std::optional<std::string> Stuck(int64_t /*now_ms*/) const { return std::nullopt; }
+  // The agent is idle: give back what is held only to be faster (caches: a database
+  // connection's pages), from the daemon's thread. Returns the bytes given back. Default:
+  // nothing held.
+  virtual size_t ReleaseMemory() { return 0; }
 
   // Set by the registry when the service is added (before Start): the daemon rewrites the
   // status file only when something changed (and at its liveness interval), so a service

@@ -110,6 +110,15 @@ void ServiceRegistry::StopAll() {
   }
 }
 
+size_t ServiceRegistry::ReleaseMemoryAll() {
+  std::lock_guard lock(mu_);
+  size_t bytes = 0;
+  for (auto& e : entries_) {
+    if (e.status.state == ServiceState::kRunning) bytes += e.service->ReleaseMemory();
+  }
+  return bytes;
+}
+
 void ServiceRegistry::ReloadAll() {
   std::lock_guard lock(mu_);
   for (auto& e : entries_) {

@@ -53,6 +53,8 @@ class ServiceRegistry {
   static constexpr std::chrono::milliseconds kMaxRetry{300000};
   // Stops running services in reverse order. Idempotent.
   void StopAll();
+  // Service::ReleaseMemory of every running service; the bytes they gave back.
+  size_t ReleaseMemoryAll();
   // Service::Reload of every running service (SIGHUP).
   void ReloadAll();
   // Service::Reconfigure of every running service; the errors, each "<service>: <message>".

@@ -72,6 +72,8 @@ class OutboxStore {
   // first result it got. A refusal lost so has not reached the controller either, which sends
   // the command again on the next stream.
   Result<bool> Put(const std::string& command_id, const aegis::cluster::v1::EdgeResult& result);
+  // Gives back what its connection caches (SqliteDb::ReleaseMemory); the bytes freed.
+  size_t ReleaseMemory() { return db_->ReleaseMemory(); }
   // Every entry, oldest first.
   Result<std::vector<Entry>> All() const;
   // The entries to send again on a new stream, fewest failed attempts first, then oldest.

@@ -297,5 +297,43 @@ TEST_F(SqliteDbTest, AReaderHoldingTheWalDoesNotMakeEveryCommitACheckpoint) {
   ASSERT_EQ(sqlite3_exec(reader, "COMMIT;", nullptr, nullptr, nullptr), SQLITE_OK);
 }
 
+TEST_F(SqliteDbTest, AnIdleConnectionGivesBackItsPageCacheAndReadsOnUnchanged) {
+  // About 1 MiB of rows, read once: the connection's page cache holds their pages.
+  ASSERT_TRUE(db_->Transact([](SqliteDb::Txn& txn) -> Status {
+    for (int i = 0; i < 256; ++i) {
+      auto st = txn.Exec("INSERT INTO t (k, v) VALUES (?, ?)",
+                         {std::string(4000, char('a' + i % 26)) + std::to_string(i), int64_t{i}});
+      if (!st) return st;
+    }
+    return OkStatus();
+  }));
+  ASSERT_EQ(Count(), 256);
+  ASSERT_TRUE(db_->Query("SELECT SUM(LENGTH(k)) FROM t"));
+  const size_t freed = db_->ReleaseMemory();
+  EXPECT_GT(freed, size_t{512} << 10) << "the pages of 1 MiB of rows";
+  EXPECT_EQ(db_->ReleaseMemory(), 0u) << "nothing cached any more";
+  EXPECT_EQ(Count(), 256) << "read again from the file";
+  auto sum = db_->Query("SELECT SUM(v) FROM t");
+  ASSERT_TRUE(sum);
+  EXPECT_EQ((*sum)[0].Int(0), 255 * 256 / 2);
+
+  // In use (a transaction holds the connection on another thread): nothing, and no wait.
+  ASSERT_TRUE(db_->Query("SELECT SUM(LENGTH(k)) FROM t"));
+  std::atomic<bool> holding{false}, release{false};
+  std::thread holder([&] {
+    auto txn = db_->Begin();
+    ASSERT_TRUE(txn);
+    holding = true;
+    while (!release)
+      std::this_thread::yield();
+  });
+  while (!holding)
+    std::this_thread::yield();
+  EXPECT_EQ(db_->ReleaseMemory(), 0u);
+  release = true;
+  holder.join();
+  EXPECT_GT(db_->ReleaseMemory(), size_t{512} << 10) << "free again";
+}
+
 }  // namespace
 }  // namespace edge

@@ -35,12 +35,17 @@ class TestService : public Service {
   void Stop() override {}
   std::map<std::string, std::string> Details() const override { return {{"state", state}}; }
   std::optional<std::string> Stuck(int64_t) const override { return stuck; }
+  size_t ReleaseMemory() override {
+    ++cache_releases;
+    return 1 << 20;
+  }
   // What a service does when its state changes.
   void Change(std::string s) {
     state = std::move(s);
     NotifyStatusChanged();
   }
   int starts = 0;
+  int cache_releases = 0;
   std::string state = "connected";
   std::optional<std::string> stuck;
 
@@ -127,8 +132,10 @@ TEST_F(AgentDaemonTest, CodePagesAreDroppedAfterAQuietMinuteOnceUntilTheAgentWor
   d->Start();
   // 20 ms of CPU in a minute (0.03 %): quiet. Start-up counts as work, so what it mapped goes.
   EXPECT_EQ(TurnAfter(*d, 60s, 20ms), 1);
+  EXPECT_EQ(service_->cache_releases, 1) << "the services' caches go with the code";
   // Quiet again: the idle path maps little, no release every minute.
   EXPECT_EQ(TurnAfter(*d, 60s, 20ms), 1);
+  EXPECT_EQ(service_->cache_releases, 1);
   // A status change between liveness turns is no trim turn, however quiet.
   d->StatusChanged();
   EXPECT_EQ(TurnAfter(*d, 30s, 0ms), 1);

@@ -24,8 +24,10 @@ class FlakyService : public Service {
   }
   void Stop() override { ++stops; }
   std::optional<std::string> Stuck(int64_t) const override { return stuck; }
+  size_t ReleaseMemory() override { return cached; }
   void Notify() const { NotifyStatusChanged(); }
   int starts = 0, stops = 0;
+  size_t cached = 0;
   std::optional<std::string> stuck;
 
  private:
@@ -57,6 +59,25 @@ TEST(ServiceRegistryTest, FirstStuckNamesTheWedgedRunningServiceOnly) {
   EXPECT_EQ(registry.FirstStuck(0).value_or(""), "edge: no heartbeat for 95 s");
   pb->stuck.reset();
   EXPECT_FALSE(registry.FirstStuck(0).has_value());
+}
+
+TEST(ServiceRegistryTest, ReleaseMemoryAllSumsWhatTheRunningServicesGaveBack) {
+  ManualClock clock;
+  ServiceRegistry registry(clock);
+  auto a = std::make_unique<FlakyService>("executor", 0);
+  auto b = std::make_unique<FlakyService>("edge", 0);
+  auto c = std::make_unique<FlakyService>("compute", 5);  // fails to start: not running
+  a->cached = 1000;
+  b->cached = 24;
+  c->cached = 500;
+  registry.Add(std::move(a));
+  registry.Add(std::move(b));
+  registry.Add(std::move(c));
+  EXPECT_EQ(registry.ReleaseMemoryAll(), 0u) << "nothing runs yet";
+  registry.StartAll();
+  EXPECT_EQ(registry.ReleaseMemoryAll(), 1024u);
+  registry.StopAll();
+  EXPECT_EQ(registry.ReleaseMemoryAll(), 0u);
 }
 
 TEST(ServiceRegistryTest, AFailedServiceIsRetriedWithBackoffAndTheOthersRun) {

@@ -82,6 +82,18 @@ TEST_F(OutboxStoreTest, PutStoresTheResultAndGetReturnsIt) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "state/agent.db"));
 }
 
+TEST_F(OutboxStoreTest, AnIdleStoreGivesBackItsConnectionsCache) {
+  auto store = OpenStore();
+  ASSERT_TRUE(store);
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(
+        store->Put("cmd-" + std::to_string(i), ErrResult("INTERNAL", std::string(4000, 'x'))));
+  }
+  ASSERT_EQ(AllIds(*store).size(), 200u);
+  EXPECT_GT(store->ReleaseMemory(), size_t{256} << 10) << "the pages of 800 KB of results";
+  EXPECT_EQ(AllIds(*store).size(), 200u) << "read again from the file";
+}
+
 TEST_F(OutboxStoreTest, SecondPutOfTheSameCommandKeepsTheFirst) {
   auto store = OpenStore();
   ASSERT_TRUE(store);
