@@ -197,8 +197,9 @@ class SqliteDb {
   // Gives back to the allocator what the connection caches and no statement holds (its page
   // cache: up to 2 MiB by SQLite's default, filled by a burst of work): for an idle process
   // (sqlite3_db_release_memory). The next reads fill it again from the file, most often from
-  // the kernel's page cache. Returns the bytes freed; 0, without waiting, while the connection
-  // is in use.
+  // the kernel's page cache. Returns how far the cache shrank by SQLite's own estimate
+  // (SQLITE_DBSTATUS_CACHE_USED: pages times its size of one; the first release keeps a block
+  // of about 20 pages for later); 0, without waiting, while the connection is in use.
   size_t ReleaseMemory();
   // Passive checkpoints this connection's WAL hook has run (diagnostics and tests).
   uint64_t auto_checkpoints() const { return auto_checkpoints_.load(); }

@@ -213,7 +213,8 @@ void AgentDaemon::TrimMemory(Clock::MonoTime now) {
   const size_t caches = services_.ReleaseMemoryAll();
   TrimFreeMemory(0);
   if (caches > 0) {
-    log->debug("idle: gave back {:.2f} MiB of database caches", double(caches) / (1 << 20));
+    log->debug("idle: released {:.2f} MiB of database page caches (SQLite's estimate)",
+               double(caches) / (1 << 20));
   }
   auto released = options_.release_code_pages();
   if (!released) {

@@ -104,8 +104,9 @@ void ExecutorHost::RunTick() {
 }
 
 size_t ExecutorHost::ReleaseMemory() {
-  std::lock_guard lock(mu_);
-  if (stopping_ || !executor_) return 0;
+  // Not while a tick or a config push holds the executor: the daemon's thread does not wait.
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock() || stopping_ || !executor_) return 0;
   return executor_->ReleaseMemory();
 }
 

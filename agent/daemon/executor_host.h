@@ -59,7 +59,8 @@ class ExecutorHost final : public Service {
   Status ApplyConfig(const config::AgentConfig& config);
   // SIGHUP: the reloaded file's tools and security contexts (ApplyConfig).
   Status Reconfigure(const config::AgentConfig& config) override { return ApplyConfig(config); }
-  // The executor's database caches (Executor::ReleaseMemory), while it runs.
+  // The executor's database caches (Executor::ReleaseMemory), while it runs; 0 without waiting
+  // while a tick or a config push holds it.
   size_t ReleaseMemory() override;
 
  private:

@@ -192,6 +192,21 @@ bool HasTextRelocations(const struct dl_phdr_info& info) {
   return false;
 }
 
+std::vector<FileMapping> ReadOnlySegments(const struct dl_phdr_info& object, uintptr_t page) {
+  std::vector<FileMapping> out;
+  if (HasTextRelocations(object)) return out;
+  for (ElfW(Half) i = 0; i < object.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = object.dlpi_phdr[i];
+    if (segment.p_type != PT_LOAD || (segment.p_flags & PF_W) != 0 || segment.p_memsz == 0) {
+      continue;
+    }
+    const uintptr_t start = object.dlpi_addr + segment.p_vaddr;
+    out.push_back({.start = start & ~(page - 1),
+                   .end = (start + segment.p_memsz + page - 1) & ~(page - 1)});
+  }
+  return out;
+}
+
 namespace {
 
 // dl_iterate_phdr's callback for LoadedObjectsNow: one address per object, in its first
@@ -231,18 +246,11 @@ int ReleaseIfUnchanged(struct dl_phdr_info* info, size_t, void* data) {
         info->dlpi_adds == call->listed->loads && info->dlpi_subs == call->listed->unloads;
     if (!call->unchanged) return 1;
   }
-  if (HasTextRelocations(*info)) return 0;
-  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-    if (segment.p_type != PT_LOAD || (segment.p_flags & PF_W) != 0 || segment.p_memsz == 0) {
-      continue;
-    }
-    const uintptr_t start = (info->dlpi_addr + segment.p_vaddr) & ~(call->page - 1);
-    const uintptr_t end =
-        (info->dlpi_addr + segment.p_vaddr + segment.p_memsz + call->page - 1) & ~(call->page - 1);
+  for (const FileMapping& segment : ReadOnlySegments(*info, call->page)) {
     for (size_t m = 0; m < call->mappings->size(); ++m) {
       const FileMapping& mapping = (*call->mappings)[m];
-      const uintptr_t lo = std::max(start, mapping.start), hi = std::min(end, mapping.end);
+      const uintptr_t lo = std::max(segment.start, mapping.start);
+      const uintptr_t hi = std::min(segment.end, mapping.end);
       if (lo >= hi) continue;
       auto dropped = DropPages(lo, hi);
       if (!dropped) {

@@ -10,9 +10,9 @@
 //   and certificate handling, TLS set-up) and a burst of commands leave many MiB of their code
 //   and constants mapped that an idle agent never touches again, and the kernel keeps mapped
 //   code in memory ahead of other file pages.
-//   ReleaseLoadedCodePages drops the pages of the read-only mappings of every object the
-//   dynamic loader has mapped (the executable and its libraries) from the process
-//   (MADV_DONTNEED). Nothing is lost: they are unmodified copies of their files, which the
+//   ReleaseLoadedCodePages drops from the process (MADV_DONTNEED) the pages of the read-only
+//   segments of every object the dynamic loader has mapped (the executable and its
+//   libraries), where their mappings hold only copies of the file. Nothing is lost: they are unmodified copies of their files, which the
 //   kernel keeps in its page cache until it needs the memory (then it takes them before mapped
 //   pages). The next use of one is a page fault, served from that cache while the page is
 //   still there and read from disk once the kernel took it. The unit's cgroup goes on counting
@@ -84,6 +84,10 @@ Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings);
 // DF_TEXTREL in DT_FLAGS in its dynamic section), applied after the object joins the loader's
 // list. None of such an object's pages are released.
 bool HasTextRelocations(const struct dl_phdr_info& object);
+// The address ranges of a loaded object's loadable segments that are not writable, rounded out
+// to whole pages of `page` bytes (the loader maps each segment from a page boundary); none for
+// an object with text relocations. Only what lies in one of these is ever released.
+std::vector<FileMapping> ReadOnlySegments(const struct dl_phdr_info& object, uintptr_t page);
 
 // The objects the dynamic loader has mapped into this process (dl_iterate_phdr): an address
 // in each (in its first loadable segment; the executable first, then its libraries and those

@@ -130,14 +130,22 @@ std::vector<FileMapping> ReleasableNow(const std::vector<uintptr_t>& addresses,
 // What the test binary keeps in its read-only data, to read again after the release.
 const char kConstant[] = "the same bytes before and after a release";
 
-// 1 MiB of the test binary's read-only data on 64 KiB bounds (the kernel maps file pages in
-// aligned 64 KiB runs around a fault), read by nothing but TouchLargeConstant: after a release
-// none of its pages is mapped until the next touch.
+// 1 MiB of the test binary's read-only data, read by nothing but TouchLargeConstant: after a
+// release none of its pages is mapped until the next touch. The kernel maps file pages in
+// aligned 64 KiB runs around a fault, so a read of the data next to it may map its first or
+// last 64 KiB again: only the pages between are counted.
 alignas(1 << 16) const unsigned char kLargeConstant[1 << 20] = {1, 2, 3};
+constexpr size_t kEdge = 1 << 16;
+const unsigned char* const kInterior = kLargeConstant + kEdge;
+constexpr size_t kInteriorBytes = sizeof kLargeConstant - 2 * kEdge;
+
+size_t PageSize() {
+  return static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
 
 void TouchLargeConstant() {
   unsigned sum = 0;
-  for (size_t i = 0; i < sizeof kLargeConstant; i += 4096)
+  for (size_t i = 0; i < sizeof kLargeConstant; i += PageSize())
     sum += *static_cast<const volatile unsigned char*>(&kLargeConstant[i]);
   EXPECT_EQ(sum, 1u);
 }
@@ -145,7 +153,7 @@ void TouchLargeConstant() {
 // How many of the pages of [p, p + bytes) this process maps now: the present bit of each
 // page's /proc/self/pagemap entry (any process may read its own).
 size_t PresentPages(const void* p, size_t bytes) {
-  const uintptr_t page = ::sysconf(_SC_PAGESIZE);
+  const uintptr_t page = PageSize();
   const uintptr_t first = reinterpret_cast<uintptr_t>(p) / page;
   const uintptr_t last = (reinterpret_cast<uintptr_t>(p) + bytes - 1) / page;
   std::vector<uint64_t> entries(last - first + 1);
@@ -159,8 +167,6 @@ size_t PresentPages(const void* p, size_t bytes) {
     present += (e >> 63) & 1;
   return present;
 }
-
-constexpr size_t kLargeConstantPages = sizeof kLargeConstant / 4096;
 
 // A release under a tracer is refused (TracerPid): a debugger or strace running these tests
 // would make them fail for that reason alone.
@@ -204,23 +210,23 @@ TEST(MemoryTrimTest, AReleaseDropsTheLoadedObjectsPagesAndTheyComeBackUnchanged)
   void* own_map = ::mmap(nullptr, 1 << 16, PROT_READ, MAP_PRIVATE, exe, 0);
   ::close(exe);
   ASSERT_NE(own_map, MAP_FAILED);
-  for (size_t i = 0; i < (1 << 16); i += 4096)
+  for (size_t i = 0; i < (1 << 16); i += PageSize())
     (void)*static_cast<const volatile char*>(static_cast<char*>(own_map) + i);
   TouchLargeConstant();
-  ASSERT_EQ(PresentPages(kLargeConstant, sizeof kLargeConstant), kLargeConstantPages);
+  ASSERT_EQ(PresentPages(kInterior, kInteriorBytes), kInteriorBytes / PageSize());
 
   uint64_t before = 0, after = 0, executable = 0;
   const auto listed = ReleasableNow(loaded, &before);
   const auto own = ReleasableNow({::getauxval(AT_PHDR)}, &executable);
-  ASSERT_GE(own.size(), 3u) << "code and read-only data of the test binary, and the copy";
+  ASSERT_GE(own.size(), 2u) << "the test binary's code and read-only data, and the copy";
   ASSERT_GT(listed.size(), own.size() + 2) << "and those of its libraries";
   auto released = ReleaseLoadedCodePages();
   ASSERT_TRUE(released.has_value()) << released.error().message;
   EXPECT_EQ(released->mappings + 1, listed.size()) << "all but the test's own mapping";
   EXPECT_GT(released->resident_bytes, 0u);
-  EXPECT_EQ(PresentPages(kLargeConstant, sizeof kLargeConstant), 0u)
-      << "the executable's read-only data";
-  EXPECT_EQ(PresentPages(own_map, 1 << 16), 16u) << "a mapping the loader did not make";
+  EXPECT_EQ(PresentPages(kInterior, kInteriorBytes), 0u) << "the executable's read-only data";
+  EXPECT_EQ(PresentPages(own_map, 1 << 16), (1 << 16) / PageSize())
+      << "a mapping the loader did not make";
   const auto now = ReleasableNow(loaded, &after);
   EXPECT_EQ(now.size(), listed.size()) << "what comes back is still a copy of the file";
   // What this test runs meanwhile (the smaps read, gtest, libc) comes back; the rest stays out.
@@ -238,7 +244,7 @@ void ExpectRefusedWhenTheListChanges(const std::function<void()>& between) {
   EXPECT_EQ(released.error().code, ErrorCode::kUnavailable);
   EXPECT_NE(released.error().message.find("loaded or unloaded"), std::string::npos)
       << released.error().message;
-  EXPECT_EQ(PresentPages(kLargeConstant, sizeof kLargeConstant), kLargeConstantPages)
+  EXPECT_EQ(PresentPages(kInterior, kInteriorBytes), kInteriorBytes / PageSize())
       << "nothing was dropped";
 }
 
@@ -260,23 +266,73 @@ TEST(MemoryTrimTest, ALibraryUnloadedWhileTheMappingsAreListedStopsTheRelease) {
       << "the object was unloaded";
 }
 
-// A loaded object as dl_iterate_phdr describes it, with a dynamic section written by hand.
+// A loaded object as dl_iterate_phdr describes it, loaded at `base`, with a read-only code
+// segment, further segments and a dynamic section written by hand.
 struct FakeObject {
   std::vector<ElfW(Dyn)> dynamic;
-  ElfW(Phdr) headers[2]{};
-  struct dl_phdr_info info {};
+  std::vector<ElfW(Phdr)> headers;
+  struct dl_phdr_info info{};
 
-  explicit FakeObject(std::vector<ElfW(Dyn)> entries) : dynamic(std::move(entries)) {
+  explicit FakeObject(std::vector<ElfW(Dyn)> entries, std::vector<ElfW(Phdr)> segments = {},
+                      ElfW(Addr) base = 0)
+      : dynamic(std::move(entries)) {
     dynamic.push_back({.d_tag = DT_NULL, .d_un = {.d_val = 0}});
-    headers[0].p_type = PT_LOAD;
-    headers[0].p_flags = PF_R | PF_X;
-    headers[1].p_type = PT_DYNAMIC;
-    headers[1].p_vaddr = reinterpret_cast<ElfW(Addr)>(dynamic.data());
-    info.dlpi_addr = 0;
-    info.dlpi_phdr = headers;
-    info.dlpi_phnum = 2;
+    ElfW(Phdr) code{};
+    code.p_type = PT_LOAD;
+    code.p_flags = PF_R | PF_X;
+    code.p_vaddr = 0x1000;
+    code.p_memsz = 0x2000;
+    headers.push_back(code);
+    headers.insert(headers.end(), segments.begin(), segments.end());
+    ElfW(Phdr) dyn{};
+    dyn.p_type = PT_DYNAMIC;
+    dyn.p_vaddr = reinterpret_cast<ElfW(Addr)>(dynamic.data()) - base;
+    headers.push_back(dyn);
+    info.dlpi_addr = base;
+    info.dlpi_phdr = headers.data();
+    info.dlpi_phnum = static_cast<ElfW(Half)>(headers.size());
   }
 };
+
+ElfW(Phdr) Segment(ElfW(Word) type, ElfW(Word) flags, ElfW(Addr) vaddr, ElfW(Xword) memsz) {
+  ElfW(Phdr) h{};
+  h.p_type = type;
+  h.p_flags = flags;
+  h.p_vaddr = vaddr;
+  h.p_memsz = memsz;
+  return h;
+}
+
+TEST(MemoryTrimTest, OnlyTheLoadableSegmentsThatAreNotWritableAreReleasedRoundedOutToPages) {
+  const ElfW(Addr) base = 0x7f0000000000;
+  FakeObject object({},
+                    {
+                        Segment(PT_LOAD, PF_R, 0x3234, 0x100),  // .rodata: [0x3000, 0x4000)
+                        Segment(PT_LOAD, PF_R, 0x4ff0, 0x20),   // across a page: two pages
+                        Segment(PT_LOAD, PF_R | PF_W, 0x6000, 0x1000),  // .data
+                        Segment(PT_LOAD, PF_R, 0x8000, 0),              // nothing in it
+                        Segment(PT_GNU_RELRO, PF_R, 0x6000, 0x800),     // not a loadable one
+                        Segment(PT_NOTE, PF_R, 0x1000, 0x40),
+                    },
+                    base);
+  const auto got = ReadOnlySegments(object.info, 0x1000);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].start, base + 0x1000);
+  EXPECT_EQ(got[0].end, base + 0x3000) << "the code";
+  EXPECT_EQ(got[1].start, base + 0x3000);
+  EXPECT_EQ(got[1].end, base + 0x4000) << "rounded out to its pages";
+  EXPECT_EQ(got[2].start, base + 0x4000);
+  EXPECT_EQ(got[2].end, base + 0x6000);
+  // 64 KiB pages round the same segments out further.
+  const auto large = ReadOnlySegments(object.info, 0x10000);
+  ASSERT_EQ(large.size(), 3u);
+  EXPECT_EQ(large[0].start, base);
+  EXPECT_EQ(large[0].end, base + 0x10000);
+
+  FakeObject relocated({{.d_tag = DT_TEXTREL, .d_un = {.d_val = 0}}}, {}, base);
+  EXPECT_TRUE(ReadOnlySegments(relocated.info, 0x1000).empty())
+      << "the loader writes its code: none of it";
+}
 
 TEST(MemoryTrimTest, AnObjectWithTextRelocationsIsKnownByItsDynamicSection) {
   EXPECT_FALSE(HasTextRelocations(FakeObject({}).info));
@@ -291,7 +347,7 @@ TEST(MemoryTrimTest, AnObjectWithTextRelocationsIsKnownByItsDynamicSection) {
   // Past DT_NULL nothing counts.
   FakeObject ended({{.d_tag = DT_NULL, .d_un = {.d_val = 0}}});
   ended.dynamic.insert(ended.dynamic.begin() + 1, {.d_tag = DT_TEXTREL, .d_un = {.d_val = 0}});
-  ended.headers[1].p_vaddr = reinterpret_cast<ElfW(Addr)>(ended.dynamic.data());
+  ended.headers.back().p_vaddr = reinterpret_cast<ElfW(Addr)>(ended.dynamic.data());
   EXPECT_FALSE(HasTextRelocations(ended.info));
   // Every object of this process, the test binary and its libraries, is built without them.
   ::dl_iterate_phdr(
