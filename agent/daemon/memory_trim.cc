@@ -201,8 +201,8 @@ std::vector<FileMapping> ReadOnlySegments(const struct dl_phdr_info& object, uin
       continue;
     }
     const uintptr_t start = object.dlpi_addr + segment.p_vaddr;
-    out.push_back({.start = start & ~(page - 1),
-                   .end = (start + segment.p_memsz + page - 1) & ~(page - 1)});
+    out.push_back(
+        {.start = start & ~(page - 1), .end = (start + segment.p_memsz + page - 1) & ~(page - 1)});
   }
   return out;
 }
