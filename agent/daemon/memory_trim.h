@@ -12,14 +12,15 @@
 //   code in memory ahead of other file pages.
 //   ReleaseLoadedCodePages drops from the process (MADV_DONTNEED) the pages of the read-only
 //   segments of every object the dynamic loader has mapped (the executable and its
-//   libraries), where their mappings hold only copies of the file. Nothing is lost: they are unmodified copies of their files, which the
-//   kernel keeps in its page cache until it needs the memory (then it takes them before mapped
-//   pages). The next use of one is a page fault, served from that cache while the page is
-//   still there and read from disk once the kernel took it. The unit's cgroup goes on counting
-//   the cached pages until then: what drops at once is the process's own share (RSS, PSS), and
-//   what the kernel must keep for it under pressure. A library page that other processes map
-//   too stays resident for them: the system gains nothing from that one, the agent's RSS and
-//   PSS drop all the same (and the others' PSS rises by as much).
+//   libraries), where their mappings hold only copies of the file. Nothing is lost: they are
+//   unmodified copies of their files, which the kernel keeps in its page cache until it needs
+//   the memory (then it takes them before mapped pages). The next use of one is a page fault,
+//   served from that cache while the page is still there and read from disk once the kernel
+//   took it. The unit's cgroup goes on counting the cached pages until then: what drops at
+//   once is the process's own share (RSS, PSS), and what the kernel must keep for it under
+//   pressure. A library page that other processes map too stays resident for them: the
+//   system gains nothing from that one, the agent's RSS and PSS drop all the same (and the
+//   others' PSS rises by as much).
 // The daemon calls both at its liveness turn (once a minute at most), the page release only
 // after a quiet interval (AgentDaemon, DaemonOptions::idle_cpu_fraction), never on a hot path.
 #pragma once
