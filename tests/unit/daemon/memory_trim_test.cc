@@ -271,7 +271,7 @@ TEST(MemoryTrimTest, ALibraryUnloadedWhileTheMappingsAreListedStopsTheRelease) {
 struct FakeObject {
   std::vector<ElfW(Dyn)> dynamic;
   std::vector<ElfW(Phdr)> headers;
-  struct dl_phdr_info info{};
+  struct dl_phdr_info info {};
 
   explicit FakeObject(std::vector<ElfW(Dyn)> entries, std::vector<ElfW(Phdr)> segments = {},
                       ElfW(Addr) base = 0)
@@ -307,8 +307,8 @@ TEST(MemoryTrimTest, OnlyTheLoadableSegmentsThatAreNotWritableAreReleasedRounded
   const ElfW(Addr) base = 0x7f0000000000;
   FakeObject object({},
                     {
-                        Segment(PT_LOAD, PF_R, 0x3234, 0x100),  // .rodata: [0x3000, 0x4000)
-                        Segment(PT_LOAD, PF_R, 0x4ff0, 0x20),   // across a page: two pages
+                        Segment(PT_LOAD, PF_R, 0x3234, 0x100),          // .rodata: [0x3000, 0x4000)
+                        Segment(PT_LOAD, PF_R, 0x4ff0, 0x20),           // across a page: two pages
                         Segment(PT_LOAD, PF_R | PF_W, 0x6000, 0x1000),  // .data
                         Segment(PT_LOAD, PF_R, 0x8000, 0),              // nothing in it
                         Segment(PT_GNU_RELRO, PF_R, 0x6000, 0x800),     // not a loadable one
