@@ -130,14 +130,18 @@ std::vector<FileMapping> ReleasableNow(const std::vector<uintptr_t>& addresses,
 // What the test binary keeps in its read-only data, to read again after the release.
 const char kConstant[] = "the same bytes before and after a release";
 
-// 1 MiB of the test binary's read-only data, read by nothing but TouchLargeConstant: after a
-// release none of its pages is mapped until the next touch. The kernel maps file pages in
-// aligned 64 KiB runs around a fault, so a read of the data next to it may map its first or
-// last 64 KiB again: only the pages between are counted.
-alignas(1 << 16) const unsigned char kLargeConstant[1 << 20] = {1, 2, 3};
-constexpr size_t kEdge = 1 << 16;
-const unsigned char* const kInterior = kLargeConstant + kEdge;
-constexpr size_t kInteriorBytes = sizeof kLargeConstant - 2 * kEdge;
+// 4 MiB of the test binary's read-only data, read by nothing but TouchLargeConstant: after a
+// release none of the pages checked is mapped until the next touch. A read fault maps more
+// than its page: 64 KiB around it (fault-around), and on kernels whose page cache holds large
+// folios (ext4 since 6.16) the whole folio, up to 2 MiB and aligned to its size. A read of
+// the constants next to it (a string literal this test passes to open) may so map the
+// constant's edges back, but never a 2 MiB-aligned block lying wholly inside it: only that
+// block is checked.
+alignas(1 << 16) const unsigned char kLargeConstant[4 << 20] = {1, 2, 3};
+constexpr uintptr_t kFolioBound = 2 << 20;
+const unsigned char* const kInterior = reinterpret_cast<const unsigned char*>(
+    (reinterpret_cast<uintptr_t>(kLargeConstant) + kFolioBound - 1) & ~(kFolioBound - 1));
+constexpr size_t kInteriorBytes = kFolioBound;
 
 size_t PageSize() {
   return static_cast<size_t>(::sysconf(_SC_PAGESIZE));
