@@ -41,43 +41,47 @@ ServiceStatus Find(const ServiceRegistry& r, const std::string& name) {
   return {};
 }
 
-TEST(ServiceRegistryTest, FirstStuckNamesTheWedgedRunningServiceOnly) {
+// An executor, an edge service and a compute service that fails to start (not running once
+// StartAll is called), added to a registry in that order, not yet started.
+struct ThreeServices {
+  ThreeServices() {
+    auto a = std::make_unique<FlakyService>("executor", 0);
+    auto b = std::make_unique<FlakyService>("edge", 0);
+    auto c = std::make_unique<FlakyService>("compute", 5);
+    executor = a.get();
+    edge = b.get();
+    compute = c.get();
+    registry.Add(std::move(a));
+    registry.Add(std::move(b));
+    registry.Add(std::move(c));
+  }
   ManualClock clock;
-  ServiceRegistry registry(clock);
-  auto a = std::make_unique<FlakyService>("executor", 0);
-  auto b = std::make_unique<FlakyService>("edge", 0);
-  auto c = std::make_unique<FlakyService>("compute", 5);  // fails to start: not running
-  FlakyService *pb = b.get(), *pc = c.get();
-  registry.Add(std::move(a));
-  registry.Add(std::move(b));
-  registry.Add(std::move(c));
-  registry.StartAll();
-  EXPECT_FALSE(registry.FirstStuck(0).has_value());
-  pc->stuck = "never started";  // a failed service does not hold the watchdog back
-  EXPECT_FALSE(registry.FirstStuck(0).has_value());
-  pb->stuck = "no heartbeat for 95 s";
-  EXPECT_EQ(registry.FirstStuck(0).value_or(""), "edge: no heartbeat for 95 s");
-  pb->stuck.reset();
-  EXPECT_FALSE(registry.FirstStuck(0).has_value());
+  ServiceRegistry registry{clock};
+  FlakyService *executor, *edge, *compute;
+};
+
+TEST(ServiceRegistryTest, FirstStuckNamesTheWedgedRunningServiceOnly) {
+  ThreeServices s;
+  s.registry.StartAll();
+  EXPECT_FALSE(s.registry.FirstStuck(0).has_value());
+  s.compute->stuck = "never started";  // a failed service does not hold the watchdog back
+  EXPECT_FALSE(s.registry.FirstStuck(0).has_value());
+  s.edge->stuck = "no heartbeat for 95 s";
+  EXPECT_EQ(s.registry.FirstStuck(0).value_or(""), "edge: no heartbeat for 95 s");
+  s.edge->stuck.reset();
+  EXPECT_FALSE(s.registry.FirstStuck(0).has_value());
 }
 
 TEST(ServiceRegistryTest, ReleaseMemoryAllSumsWhatTheRunningServicesGaveBack) {
-  ManualClock clock;
-  ServiceRegistry registry(clock);
-  auto a = std::make_unique<FlakyService>("executor", 0);
-  auto b = std::make_unique<FlakyService>("edge", 0);
-  auto c = std::make_unique<FlakyService>("compute", 5);  // fails to start: not running
-  a->cached = 1000;
-  b->cached = 24;
-  c->cached = 500;
-  registry.Add(std::move(a));
-  registry.Add(std::move(b));
-  registry.Add(std::move(c));
-  EXPECT_EQ(registry.ReleaseMemoryAll(), 0u) << "nothing runs yet";
-  registry.StartAll();
-  EXPECT_EQ(registry.ReleaseMemoryAll(), 1024u);
-  registry.StopAll();
-  EXPECT_EQ(registry.ReleaseMemoryAll(), 0u);
+  ThreeServices s;
+  s.executor->cached = 1000;
+  s.edge->cached = 24;
+  s.compute->cached = 500;
+  EXPECT_EQ(s.registry.ReleaseMemoryAll(), 0u) << "nothing runs yet";
+  s.registry.StartAll();
+  EXPECT_EQ(s.registry.ReleaseMemoryAll(), 1024u) << "the compute service is not running";
+  s.registry.StopAll();
+  EXPECT_EQ(s.registry.ReleaseMemoryAll(), 0u);
 }
 
 TEST(ServiceRegistryTest, AFailedServiceIsRetriedWithBackoffAndTheOthersRun) {
