@@ -10,21 +10,18 @@
 #
 # Usage: tests/bench/idle/first_command.sh BIN_DIR [ROUNDS] [IDLE]
 #   BIN_DIR holds edge-agent and edge-controller; ROUNDS (default 2); IDLE seconds (150).
-#   Environment: AGENT_USER (run as root: the agent runs as this user, as the packaged unit
-#   runs it as edge-agent).
+#   Environment: AGENT_USER, AGENT_ENV (tests/bench/idle/lib.sh).
 set -euo pipefail
 bin=${1:?usage: first_command.sh BIN_DIR [ROUNDS] [IDLE]}
 rounds=${2:-2}
 idle=${3:-150}
 source "$(dirname "$0")/../../../scripts/lib/local_run.sh" first-command
-source "$(dirname "$0")/../../../scripts/lib/local_pair.sh"
-PAIR_AGENT_USER=${AGENT_USER:-} start_pair "$(realpath "$bin/edge-controller")" \
-  "$(realpath "$bin/edge-agent")" fc-node
-faults() { awk '{ print $10 + $12 }' "/proc/$agent_pid/stat"; }
+source "$(dirname "$0")/lib.sh"
+start_idle_pair "$bin" fc-node
 for _ in 1 2 3; do ctl invoke --node fc-node --tool exec --arg command=/bin/true >/dev/null; done
 for ((round = 1; round <= rounds; round++)); do
   sleep "$idle"
-  f0=$(faults)
+  f0=$(page_faults "$agent_pid")
   line="round $round, after ${idle} s idle: invoke round trips"
   for _ in 1 2 3 4 5 6; do
     t0=$(date +%s%N)
@@ -32,5 +29,5 @@ for ((round = 1; round <= rounds; round++)); do
     t1=$(date +%s%N)
     line="$line $(((t1 - t0) / 1000)) us"
   done
-  echo "$line; agent page faults $(($(faults) - f0))"
+  echo "$line; agent page faults $(($(page_faults "$agent_pid") - f0))"
 done

@@ -43,27 +43,23 @@ window=${2:-300}
 commands=${3:-10000}
 parallel=${PARALLEL:-4}
 settle=${SETTLE:-40}
-AGENT=$(realpath "$bin/edge-agent")
-CTL=$(realpath "$bin/edge-controller")
 hz=$(getconf CLK_TCK)
 
 source "$(dirname "$0")/../../../scripts/lib/local_run.sh" idle-bench
 sleep_pid=""
 trap '[[ -n "$sleep_pid" ]] && kill "$sleep_pid" 2>/dev/null; cleanup' EXIT
 
-source "$(dirname "$0")/../../../scripts/lib/local_pair.sh"
-PAIR_AGENT_ENV=${AGENT_ENV:-} PAIR_AGENT_USER=${AGENT_USER:-} start_pair "$CTL" "$AGENT" bench-node
+source "$(dirname "$0")/lib.sh"
+start_idle_pair "$bin" bench-node
 sleep infinity &
 sleep_pid=$!
 
 # Figures of one process.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-page_faults() { awk '{ print $10 + $12 }' "/proc/$1/stat"; }
 ctx_switches() {
   cat /proc/"$1"/task/*/status 2>/dev/null |
     awk '/^(voluntary|nonvoluntary)_ctxt_switches/ { s += $2 } END { print s + 0 }'
 }
-kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
 uss_kb() {
   awk '$1 == "Private_Clean:" || $1 == "Private_Dirty:" { s += $2 } END { print s + 0 }' \
     "/proc/$1/smaps_rollup"

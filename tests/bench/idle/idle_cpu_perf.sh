@@ -8,17 +8,15 @@
 #
 # Usage: tests/bench/idle/idle_cpu_perf.sh BIN_DIR [WINDOW] [COMMANDS] [SETTLE]
 #   defaults: 240 s, 500 commands, 150 s. Needs perf (Debian: linux-perf).
-#   Environment: AGENT_USER (run as root: the agent runs as this user).
+#   Environment: AGENT_USER, AGENT_ENV (tests/bench/idle/lib.sh).
 set -euo pipefail
 bin=${1:?usage: idle_cpu_perf.sh BIN_DIR [WINDOW] [COMMANDS] [SETTLE]}
 window=${2:-240}
 commands=${3:-500}
 settle=${4:-150}
 source "$(dirname "$0")/../../../scripts/lib/local_run.sh" idle-cpu
-source "$(dirname "$0")/../../../scripts/lib/local_pair.sh"
-PAIR_AGENT_USER=${AGENT_USER:-} start_pair "$(realpath "$bin/edge-controller")" \
-  "$(realpath "$bin/edge-agent")" perf-node
-kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/smaps_rollup"; }
+source "$(dirname "$0")/lib.sh"
+start_idle_pair "$bin" perf-node
 measure() {
   perf stat -e task-clock,page-faults -p "$agent_pid" -- sleep "$window" 2>&1 |
     awk -v l="$1" '/task-clock|page-faults/ { printf "%s: %s %s\n", l, $1, $2 }'
