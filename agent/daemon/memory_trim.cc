@@ -140,10 +140,6 @@ std::vector<FileMapping> ReleasableMappings(std::string_view proc_smaps,
   return out;
 }
 
-namespace {
-
-// Drops the pages of [start, end): true when done, false when skipped — gone since
-// /proc/self/smaps was read (ENOMEM), or locked in memory (EINVAL).
 Result<bool> DropPages(uintptr_t start, uintptr_t end) {
   if (::madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED) == 0) return true;
   if (errno == ENOMEM || errno == EINVAL) return false;
@@ -153,21 +149,6 @@ Result<bool> DropPages(uintptr_t start, uintptr_t end) {
   return MakeError(ErrorCode::kInternal,
                    std::string("madvise(MADV_DONTNEED) on code or read-only data at ") + range +
                        ": " + std::strerror(errno));
-}
-
-}  // namespace
-
-Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings) {
-  PageRelease done;
-  for (const auto& m : mappings) {
-    auto dropped = DropPages(m.start, m.end);
-    if (!dropped) return std::unexpected(dropped.error());
-    if (*dropped) {
-      ++done.mappings;
-      done.resident_bytes += m.resident_bytes;
-    }
-  }
-  return done;
 }
 
 int64_t TracerPid(std::string_view proc_status) {

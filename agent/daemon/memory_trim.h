@@ -76,11 +76,11 @@ struct PageRelease {
   uint64_t resident_bytes = 0;  // resident in them when listed
 };
 
-// Drops these mappings' pages from the process (madvise MADV_DONTNEED): each comes back from
-// the file at its next use. Only for mappings ReleasableMappings chose: on a private mapping
-// holding a page of its own, that page would be lost. A mapping gone meanwhile, or locked in
-// memory, is skipped.
-Result<PageRelease> ReleaseMappings(const std::vector<FileMapping>& mappings);
+// Drops the pages of [start, end) from the process (madvise MADV_DONTNEED): each comes back
+// from its file at its next use. Only for what ReleasableMappings chose: on a private mapping
+// holding a page of its own, that page would be lost. True when done; false when skipped, the
+// range gone since /proc/self/smaps was read (ENOMEM) or locked in memory (EINVAL).
+Result<bool> DropPages(uintptr_t start, uintptr_t end);
 // Whether a loaded object's code was written by the loader: text relocations (DT_TEXTREL, or
 // DF_TEXTREL in DT_FLAGS in its dynamic section), applied after the object joins the loader's
 // list. None of such an object's pages are released.
