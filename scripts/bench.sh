@@ -8,14 +8,29 @@
 # packages, openssh-server for the ssh baselines, python3 for a free port). Run as root on a
 # quiet machine: anything else running on the 2 cores shows in the figures (the load average
 # is printed with each benchmark).
-# Usage: scripts/bench.sh [--quick] [NAME_REGEX]
+# Usage: scripts/bench.sh [--quick] [--runs N] [NAME_REGEX]
 #   --quick     small sizes (a smoke run of every benchmark, a minute or two)
+#   --runs N    repetitions of the repeated figures (default 30; the executor, dispatch and
+#               worker benchmarks repeat 5×N): full sizes in less time (N = 5: about 45 min)
 #   NAME_REGEX  run only the benchmarks whose name matches (e.g. 'edge|executor')
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 quick=0
-if [[ "${1:-}" == "--quick" ]]; then quick=1; shift; fi
+runs_arg=
+while (($#)); do
+  case "$1" in
+    --quick) quick=1 ;;
+    --runs)
+      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --runs needs a positive count, got '${2:-}'" >&2; exit 2; }
+      runs_arg=$2
+      shift
+      ;;
+    -*) echo "bench.sh: unknown option '$1' (usage: bench.sh [--quick] [--runs N] [NAME_REGEX])" >&2; exit 2 ;;
+    *) break ;;
+  esac
+  shift
+done
 only="${1:-.}"
 
 scripts/deps.sh
@@ -39,13 +54,15 @@ mkdir -p "$out"
 
 if ((quick)); then
   runs=5 mib=64 fleet_nodes=50 rpc_mib=16 file_mib=16 relay_lines=500 calls=50
+  idle_args=(20 200) grpc_floor_args=(--window 5 --connections 50)
 else
   runs=30 mib=1024 fleet_nodes=1000 rpc_mib=1024 file_mib=256 relay_lines=20000 calls=2000
+  idle_args=(300 10000) grpc_floor_args=(--window 120 --connections 1000)
 fi
+runs=${runs_arg:-$runs}
 
 # run NAME CMD…: runs one benchmark (when NAME matches), its output shown and kept; its JSON
 # lines (BENCH_JSON, for the scripts) or JSON file (--json, for the C++ benchmarks) kept.
-declare -a ran=()
 run() {
   local name=$1; shift
   [[ "$name" =~ $only ]] || return 0
@@ -65,8 +82,8 @@ have dispatch_bench && run dispatch "$bin/dispatch_bench" --runs "$((runs * 5))"
 have dispatch_floor_bench && run dispatch_floor "$bin/dispatch_floor_bench" --commands "$((calls * 2))" --runs 5 --json "$out/dispatch_floor.json"
 run sync_count "$root/tests/bench/edge/sync_count.sh" "$bin" "$calls"
 [[ -x "$root/tests/bench/idle/idle_agent.sh" ]] &&
-  run idle "$root/tests/bench/idle/idle_agent.sh" "$bin" $( ((quick)) && echo "20 200" || echo "300 10000")
-have grpc_floor_bench && run grpc_floor "$bin/grpc_floor_bench" $( ((quick)) && echo "--window 5 --connections 50" || echo "--window 120 --connections 1000") --json "$out/grpc_floor.json"
+  run idle "$root/tests/bench/idle/idle_agent.sh" "$bin" "${idle_args[@]}"
+have grpc_floor_bench && run grpc_floor "$bin/grpc_floor_bench" "${grpc_floor_args[@]}" --json "$out/grpc_floor.json"
 have fleet_bench && run fleet "$bin/fleet_bench" --bin-dir "$bin" --nodes "$fleet_nodes" --heartbeat 30s --measure 60s --restart --fleet-command --json "$out/fleet.json"
 have worker_rpc_bench && run worker_rpc "$bin/worker_rpc_bench" --runs "$((runs * 5))" --mib "$rpc_mib" --file-mib "$file_mib" --json "$out/worker_rpc.json"
 run worker_rpc_ssh "$root/tests/bench/worker_rpc/ssh_baseline.sh" "$runs" "$rpc_mib"
@@ -75,9 +92,9 @@ have relay_bench && run relay "$root/tests/bench/relay/relay_bench.sh" "$bin" "$
 
 # results.json: every benchmark's figures (its JSON lines, or its --json file as is).
 {
-  printf '{"machine":{"cpus":%d,"kernel":"%s","date":"%s","commit":"%s","quick":%s},"benches":{' \
+  printf '{"machine":{"cpus":%d,"kernel":"%s","date":"%s","commit":"%s","quick":%s,"runs":%d},"benches":{' \
     "$(nproc)" "$(uname -r)" "$(date -u +%FT%TZ)" "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-    "$( ((quick)) && echo true || echo false)"
+    "$( ((quick)) && echo true || echo false)" "$runs"
   first=1
   while read -r name secs rc cmd; do
     ((first)) || printf ','
