@@ -11,7 +11,7 @@
 # Usage: scripts/bench.sh [--quick] [--runs N] [NAME_REGEX]
 #   --quick     small sizes (a smoke run of every benchmark, a minute or two)
 #   --runs N    repetitions of the repeated figures (default 30; the executor, dispatch and
-#               worker benchmarks repeat 5×N): full sizes in less time (N = 5: about 45 min)
+#               worker benchmarks repeat 5×N): full sizes in less time (N = 5: about 25 min)
 #   NAME_REGEX  run only the benchmarks whose name matches (e.g. 'edge|executor')
 set -euo pipefail
 cd "$(dirname "$0")/.."
