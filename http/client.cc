@@ -6,6 +6,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstddef>
 #include <variant>
 
 namespace edge::http {
@@ -36,7 +37,8 @@ struct Client::Impl {
   // (beast::read_size). Without this reserve its capacity stayed near 512 bytes, and a
   // streamed answer was read 512 bytes at a time: a million reads, each with its own wait and
   // timer, for 512 MiB of NDJSON, at 40 % of the speed (issue 14). Capacity stays after each
-  // consume.
+  // consume; a client made for one small call (the worker's heartbeat) touches only the
+  // pages its answer needs.
   beast::flat_buffer buffer;
 
   beast::tcp_stream& Lowest() {

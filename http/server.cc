@@ -479,7 +479,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     // Dispatch, so an idle keep-alive connection keeps only its 4 KiB.
     const uint64_t length =
         parser_->chunked() ? kLargeBodyReadBytes : parser_->content_length().value_or(0);
-    if (length >= kLargeBodyReadBytes) buffer_.reserve(kLargeBodyReadBytes);
+    if (length >= kLargeBodyReadBytes && buffer_.capacity() < kLargeBodyReadBytes) {
+      buffer_.reserve(kLargeBodyReadBytes);
+      large_body_room_ = true;
+    }
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = this->shared_from_this()](Clean ec, size_t) {
                         if (ec) return self->ReadFailed(ec);
@@ -553,7 +556,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     tcp().expires_never();
     auto msg = parser_->release();
     parser_.reset();
-    if (buffer_.capacity() > kIdleReadBytes) buffer_.shrink_to_fit();  // ReadBody's room
+    if (large_body_room_) {  // ReadBody's room goes; what is left of a pipelined request stays
+      large_body_room_ = false;
+      buffer_.shrink_to_fit();
+    }
     Request req = HeadOf(msg);
     req.body = std::move(msg.body());
     keep_alive_ = req.keep_alive;
@@ -681,6 +687,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   uint64_t id_;
   typename Stream::executor_type executor_;
   beast::flat_buffer buffer_;
+  bool large_body_room_ = false;  // ReadBody reserved kLargeBodyReadBytes: Dispatch gives it back
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::optional<bhttp::request<bhttp::string_body>> upgrade_request_;
   std::optional<Response> screened_refusal_;  // Screen's answer to a request without a body

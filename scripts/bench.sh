@@ -26,11 +26,13 @@ while (($#)); do
       runs_arg=$2
       shift
       ;;
+    --) shift; break ;;
     -*) echo "bench.sh: unknown option '$1' (usage: bench.sh [--quick] [--runs N] [NAME_REGEX])" >&2; exit 2 ;;
     *) break ;;
   esac
   shift
 done
+(($# <= 1)) || { echo "bench.sh: one NAME_REGEX at most, and the options before it; got: $*" >&2; exit 2; }
 only="${1:-.}"
 
 scripts/deps.sh
@@ -107,7 +109,7 @@ have relay_bench && run relay "$root/tests/bench/relay/relay_bench.sh" "$bin" "$
     fi
     cmd=${cmd//\\/\\\\}
     printf '"%s":{"command":"%s","seconds":%d,"exit":%d,"figures":%s}' "$name" "${cmd//\"/\\\"}" "$secs" "$rc" "$figures"
-  done <"$out/ran.txt"
+  done < <(cat "$out/ran.txt" 2>/dev/null || true)  # no file: nothing matched NAME_REGEX
   printf '}}\n'
 } >"$out/results.json"
 echo
