@@ -1,0 +1,141 @@
+// cgroup_join_bench: what it costs a command's child to join its own cgroup, the way the
+// agent's ProcessRunner does it (sandbox/README.md, "What joining costs"): a forked child
+// writes "0" to <dir>/cgroup.procs, timed around that write, JOINS times with GAP ms between
+// two joins, for each gap given. The kernel's migration lock makes the first writer after a
+// quiet moment wait for an RCU grace period unless the host mounted cgroup2 with
+// `favordynmods`; back-to-back joins do not wait. Baseline in the same run: the same fork,
+// a write of one byte to /dev/null instead, and exit. Prints figures; asserts nothing. Needs a
+// writable cgroup directory (root on a v1 `pids` hierarchy or a cgroup2 mount); otherwise it
+// says why and exits 0.
+//
+// Usage: cgroup_join_bench [--joins N] [--gaps MS,MS,...] [--parent DIR]
+//   N joins per gap (default 20); gaps in ms (default 0,200,1000); DIR the cgroup under which
+//   the bench makes and removes its own group (default /sys/fs/cgroup/pids, else
+//   /sys/fs/cgroup when it is a cgroup2 mount).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One child: opens `path` before the clock starts (as the agent opens cgroup.procs before the
+// clone), writes "0", reports the write's duration in µs through a pipe. -1 on failure.
+double TimedChildWrite(const std::string& path) {
+  int p[2];
+  if (::pipe(p) != 0) return -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    const auto t0 = Clock::now();
+    const bool ok = fd >= 0 && ::write(fd, "0", 1) == 1;
+    const double us =
+        ok ? std::chrono::duration<double, std::micro>(Clock::now() - t0).count() : -1.0;
+    (void)!::write(p[1], &us, sizeof us);
+    ::_exit(0);
+  }
+  double us = -1;
+  if (pid < 0 || ::read(p[0], &us, sizeof us) != static_cast<ssize_t>(sizeof us)) us = -1;
+  if (pid > 0) ::waitpid(pid, nullptr, 0);
+  ::close(p[0]);
+  ::close(p[1]);
+  return us;
+}
+
+bool Writable(const std::string& dir) {
+  return ::access((dir + "/cgroup.procs").c_str(), W_OK) == 0;
+}
+
+void Print(const char* what, int gap_ms, std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  std::printf("  %-34s gap %5d ms  median %9.1f  min %9.1f  max %9.1f us (n=%zu)\n", what, gap_ms,
+              us[us.size() / 2], us.front(), us.back(), us.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int joins = 20;
+  std::vector<int> gaps = {0, 200, 1000};
+  std::string parent;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--joins" && i + 1 < argc) {
+      char* end = nullptr;
+      joins = static_cast<int>(std::strtol(argv[++i], &end, 10));
+      if (*end != '\0' || joins < 1) {
+        std::fprintf(stderr, "cgroup_join_bench: --joins needs a count >= 1, got '%s'\n", argv[i]);
+        return 2;
+      }
+    } else if (a == "--gaps" && i + 1 < argc) {
+      gaps.clear();
+      const std::string list = argv[++i];
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        gaps.push_back(std::atoi(list.substr(at, comma - at).c_str()));
+        at = comma + 1;
+      }
+    } else if (a == "--parent" && i + 1 < argc) {
+      parent = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: cgroup_join_bench [--joins N] [--gaps MS,...] [--parent DIR]\n");
+      return 2;
+    }
+  }
+  if (gaps.empty() || *std::min_element(gaps.begin(), gaps.end()) < 0) {
+    std::fprintf(stderr, "cgroup_join_bench: every gap must be >= 0 ms\n");
+    return 2;
+  }
+  if (parent.empty()) {
+    parent = Writable("/sys/fs/cgroup/pids") ? "/sys/fs/cgroup/pids" : "/sys/fs/cgroup";
+  }
+  if (!Writable(parent)) {
+    std::printf("cgroup_join_bench: skipped: %s/cgroup.procs is not writable (%s)\n",
+                parent.c_str(), std::strerror(errno));
+    return 0;
+  }
+  const std::string dir = parent + "/edge-cgroup-join-bench-" + std::to_string(::getpid());
+  if (::mkdir(dir.c_str(), 0755) != 0) {
+    std::printf("cgroup_join_bench: skipped: mkdir %s: %s\n", dir.c_str(), std::strerror(errno));
+    return 0;
+  }
+  std::printf("cgroup_join_bench: %d joins of %s per gap, %u CPUs\n", joins, dir.c_str(),
+              std::thread::hardware_concurrency());
+  bool failed = false;
+  for (int gap : gaps) {
+    std::vector<double> join, baseline;
+    for (int i = 0; i < joins && !failed; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(gap));
+      const double us = TimedChildWrite(dir + "/cgroup.procs");
+      if (us < 0) {  // e.g. a container that lets the directory be made but not joined
+        std::printf("cgroup_join_bench: skipped: a child could not join %s\n", dir.c_str());
+        failed = true;
+      }
+      join.push_back(us);
+    }
+    for (int i = 0; i < joins && !failed; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(gap));
+      // Baseline: the same child writing one byte to /dev/null instead.
+      baseline.push_back(TimedChildWrite("/dev/null"));
+    }
+    if (failed) break;
+    Print("join (write 0 to cgroup.procs)", gap, join);
+    Print("baseline (1 byte to /dev/null)", gap, baseline);
+  }
+  // Every child has exited: the group is empty and goes.
+  for (int tries = 0; ::rmdir(dir.c_str()) != 0 && tries < 100; ++tries)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return 0;  // figures, or why there are none: never a failure of the bench itself
+}
