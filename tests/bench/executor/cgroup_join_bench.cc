@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,12 +47,27 @@ double TimedChildWrite(const std::string& path) {
     (void)!::write(p[1], &us, sizeof us);
     ::_exit(0);
   }
+  ::close(p[1]);  // a child that dies before its report gives EOF, not a wait
   double us = -1;
   if (pid < 0 || ::read(p[0], &us, sizeof us) != static_cast<ssize_t>(sizeof us)) us = -1;
   if (pid > 0) ::waitpid(pid, nullptr, 0);
   ::close(p[0]);
-  ::close(p[1]);
   return us;
+}
+
+// Whether a cgroup2 mount shows `favordynmods` (the figures mean little without knowing):
+// "on", "off", or "unknown" when no cgroup2 mount is visible.
+const char* FavorDynmods() {
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string line;
+  bool seen = false;
+  while (std::getline(mounts, line)) {
+    const size_t dash = line.find(" - cgroup2 ");
+    if (dash == std::string::npos) continue;
+    seen = true;
+    if (line.find("favordynmods", dash) != std::string::npos) return "on";
+  }
+  return seen ? "off" : "unknown";
 }
 
 bool Writable(const std::string& dir) {
@@ -74,9 +90,11 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--joins" && i + 1 < argc) {
       char* end = nullptr;
-      joins = static_cast<int>(std::strtol(argv[++i], &end, 10));
-      if (*end != '\0' || joins < 1) {
-        std::fprintf(stderr, "cgroup_join_bench: --joins needs a count >= 1, got '%s'\n", argv[i]);
+      const long n = std::strtol(argv[++i], &end, 10);
+      joins = static_cast<int>(std::clamp(n, 0L, 100'000L));
+      if (*end != '\0' || n < 1 || n > 100'000) {
+        std::fprintf(stderr, "cgroup_join_bench: --joins needs a count 1..100000, got '%s'\n",
+                     argv[i]);
         return 2;
       }
     } else if (a == "--gaps" && i + 1 < argc) {
@@ -84,7 +102,17 @@ int main(int argc, char** argv) {
       const std::string list = argv[++i];
       for (size_t at = 0; at <= list.size();) {
         const size_t comma = std::min(list.find(',', at), list.size());
-        gaps.push_back(std::atoi(list.substr(at, comma - at).c_str()));
+        const std::string item = list.substr(at, comma - at);
+        char* end = nullptr;
+        const long ms = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || ms < 0 || ms > 60'000) {
+          std::fprintf(stderr,
+                       "cgroup_join_bench: --gaps needs milliseconds 0..60000 separated by "
+                       "commas, got '%s' in '%s'\n",
+                       item.c_str(), list.c_str());
+          return 2;
+        }
+        gaps.push_back(static_cast<int>(ms));
         at = comma + 1;
       }
     } else if (a == "--parent" && i + 1 < argc) {
@@ -93,10 +121,6 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: cgroup_join_bench [--joins N] [--gaps MS,...] [--parent DIR]\n");
       return 2;
     }
-  }
-  if (gaps.empty() || *std::min_element(gaps.begin(), gaps.end()) < 0) {
-    std::fprintf(stderr, "cgroup_join_bench: every gap must be >= 0 ms\n");
-    return 2;
   }
   if (parent.empty()) {
     parent = Writable("/sys/fs/cgroup/pids") ? "/sys/fs/cgroup/pids" : "/sys/fs/cgroup";
@@ -111,8 +135,8 @@ int main(int argc, char** argv) {
     std::printf("cgroup_join_bench: skipped: mkdir %s: %s\n", dir.c_str(), std::strerror(errno));
     return 0;
   }
-  std::printf("cgroup_join_bench: %d joins of %s per gap, %u CPUs\n", joins, dir.c_str(),
-              std::thread::hardware_concurrency());
+  std::printf("cgroup_join_bench: %d joins of %s per gap, %u CPUs, cgroup2 favordynmods %s\n",
+              joins, dir.c_str(), std::thread::hardware_concurrency(), FavorDynmods());
   bool failed = false;
   for (int gap : gaps) {
     std::vector<double> join, baseline;
@@ -128,14 +152,23 @@ int main(int argc, char** argv) {
     for (int i = 0; i < joins && !failed; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(gap));
       // Baseline: the same child writing one byte to /dev/null instead.
-      baseline.push_back(TimedChildWrite("/dev/null"));
+      const double us = TimedChildWrite("/dev/null");
+      if (us < 0) {
+        std::printf("cgroup_join_bench: skipped: the baseline child could not write /dev/null\n");
+        failed = true;
+      }
+      baseline.push_back(us);
     }
     if (failed) break;
     Print("join (write 0 to cgroup.procs)", gap, join);
     Print("baseline (1 byte to /dev/null)", gap, baseline);
   }
   // Every child has exited: the group is empty and goes.
-  for (int tries = 0; ::rmdir(dir.c_str()) != 0 && tries < 100; ++tries)
+  int tries = 0;
+  while (::rmdir(dir.c_str()) != 0 && ++tries < 100)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (tries == 100)
+    std::printf("cgroup_join_bench: %s could not be removed: %s\n", dir.c_str(),
+                std::strerror(errno));
   return 0;  // figures, or why there are none: never a failure of the bench itself
 }
