@@ -476,6 +476,44 @@ TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(n, 2);
 }
 
+// A body of 64 KiB or more is read with 64 KiB of room, which goes back before the handler
+// runs: what was read behind the body (the next requests, pipelined) must survive that.
+TEST_F(HttpServerTest, RequestsPipelinedBehindALargeBodyAreAnsweredInOrder) {
+  std::atomic<int> n{0};
+  std::string sizes;
+  std::mutex mu;
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    {
+      std::lock_guard lock(mu);
+      const std::string& body = ex->request().body;
+      sizes += std::string(ex->request().Path()) + "=" + std::to_string(body.size()) +
+               (body.empty() ? std::string() : std::string{body.front(), body.back()}) + ";";
+    }
+    ex->Respond({.body = std::string(ex->request().Path())});
+    ++n;
+  };
+  Start();
+  std::string big(200 * 1024, 'b');
+  big[0] = 'B';
+  big.back() = 'E';
+  std::string chunked_body;  // a chunked body of 96 KiB, in two chunks
+  chunked_body += "c000\r\n" + std::string(0xc000, 'c') + "\r\n";
+  chunked_body += "c000\r\n" + std::string(0xc000, 'd') + "\r\n0\r\n\r\n";
+  auto out = RawExchange(
+      "POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(big.size()) +
+      "\r\n\r\n" + big + "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      chunked_body + "GET /after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const auto a = out.find("/big"), b = out.find("/chunked"), c = out.find("/after");
+  EXPECT_NE(a, std::string::npos) << out;
+  EXPECT_NE(b, std::string::npos) << out;
+  EXPECT_NE(c, std::string::npos) << out;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_EQ(n, 3);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(sizes, "/big=204800BE;/chunked=98304cd;/after=0;");
+}
+
 TEST_F(HttpServerTest, ThousandConcurrentKeepAliveConnections) {
   std::atomic<int> calls{0};
   handler_.fn = [&](std::shared_ptr<Exchange> ex) {
