@@ -77,7 +77,7 @@ run() {
 }
 have() { [[ -x "$bin/$1" ]]; }
 
-have cgroup_join_bench && run cgroup_join "$bin/cgroup_join_bench" --joins "$runs"
+have cgroup_join_bench && run cgroup_join "$bin/cgroup_join_bench" --joins "$runs" --json "$out/cgroup_join.json"
 have executor_bench && run executor "$bin/executor_bench" --runs "$((runs * 5))" --mib "$mib" --json "$out/executor.json"
 run edge_vs_ssh "$root/tests/bench/edge/edge_vs_ssh.sh" "$bin" "$runs" "$mib"
 have stream_floor_bench && run stream_floor "$bin/stream_floor_bench" --mib "$mib" --runs 3 --json "$out/stream_floor.json"

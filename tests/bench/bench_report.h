@@ -31,6 +31,22 @@ inline Summary Summarize(std::vector<double> v) {
   return s;
 }
 
+// One figure as results.json holds it: {"name", "unit", "median", "p99", "min", "max", "n"}.
+inline nlohmann::json FigureJson(const std::string& name, const std::string& unit,
+                                 const Summary& s) {
+  return {{"name", name}, {"unit", unit}, {"median", s.median}, {"p99", s.p99}, {"min", s.min},
+          {"max", s.max}, {"n", s.n}};
+}
+
+// Writes `figures` (a JSON array) to `path` (nothing when `path` is empty); false on failure.
+// For the benchmarks that print their own lines and keep their figures themselves.
+inline bool WriteFigures(const std::string& path, const nlohmann::json& figures) {
+  if (path.empty()) return true;
+  std::ofstream out(path, std::ios::trunc);
+  out << figures.dump(1) << "\n";
+  return static_cast<bool>(out);
+}
+
 class BenchReport {
  public:
   // Prints the figure's line (with "(R x BASELINE)" when `baseline` names an earlier figure,
@@ -40,9 +56,7 @@ class BenchReport {
     Summary s = Summarize(std::move(samples));
     std::printf("  %-50s median %10.2f  p99 %10.2f  min %10.2f  max %10.2f %s (n=%zu)",
                 name.c_str(), s.median, s.p99, s.min, s.max, unit.c_str(), s.n);
-    nlohmann::json j = {{"name", name}, {"unit", unit}, {"median", s.median},
-                        {"p99", s.p99}, {"min", s.min}, {"max", s.max},
-                        {"n", s.n}};
+    nlohmann::json j = FigureJson(name, unit, s);
     for (const auto& f : figures_) {
       if (f.first == baseline && f.second.median != 0) {
         const double ratio = s.median / f.second.median;
@@ -57,12 +71,7 @@ class BenchReport {
     return figures_.back().second;
   }
   // Writes every figure as a JSON array to `path` (nothing when empty); false on failure.
-  bool Write(const std::string& path) const {
-    if (path.empty()) return true;
-    std::ofstream out(path, std::ios::trunc);
-    out << json_.dump(1) << "\n";
-    return static_cast<bool>(out);
-  }
+  bool Write(const std::string& path) const { return WriteFigures(path, json_); }
 
  private:
   std::vector<std::pair<std::string, Summary>> figures_;

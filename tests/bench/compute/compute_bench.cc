@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "compute_admin.grpc.pb.h"
+#include "tests/bench/bench_report.h"
 #include "tests/integration/controller_fixture.h"
 
 extern char** environ;
@@ -110,8 +111,10 @@ Figures Run(apb::ComputeAdmin::Stub& stub, int calls, int in_flight) {
 
 int main(int argc, char** argv) {
   int calls = 2000;
+  std::string json_path;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::max(1, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
   }
   TempDir dir;
   ControllerFixture ctl(dir, "ctl", "log:\n  level: warn\n");
@@ -155,11 +158,24 @@ int main(int argc, char** argv) {
   Run(*stub, std::min(calls, 50), 4);  // warm-up
   const double fork_rate = ForkExecPerSecond(calls);
   std::printf("  %-34s %9.0f /s\n", "fork/exec `cat` (baseline)", fork_rate);
+  namespace eb = edge::bench;
+  nlohmann::json figures = nlohmann::json::array();
+  figures.push_back(eb::FigureJson("fork/exec `cat`", "/s", eb::Summarize({fork_rate})));
   for (int in_flight : {1, 64}) {
     Figures f = Run(*stub, calls, in_flight);
-    std::printf("  %-34s %9.0f calls/s  p50 %7.2f ms  p99 %7.2f ms  failed %d\n",
-                ("dispatch, " + std::to_string(in_flight) + " in flight").c_str(), f.per_second,
-                f.p50_ms, f.p99_ms, f.failed);
+    const std::string name = "dispatch, " + std::to_string(in_flight) + " in flight";
+    std::printf("  %-34s %9.0f calls/s  p50 %7.2f ms  p99 %7.2f ms  failed %d\n", name.c_str(),
+                f.per_second, f.p50_ms, f.p99_ms, f.failed);
+    auto rate = eb::FigureJson(name, "calls/s", eb::Summarize({f.per_second}));
+    rate["baseline"] = "fork/exec `cat`";
+    rate["ratio"] = fork_rate > 0 ? f.per_second / fork_rate : 0.0;
+    figures.push_back(std::move(rate));
+    figures.push_back(eb::FigureJson(name + ": latency p50", "ms", eb::Summarize({f.p50_ms})));
+    figures.push_back(eb::FigureJson(name + ": latency p99", "ms", eb::Summarize({f.p99_ms})));
+  }
+  if (!eb::WriteFigures(json_path, figures)) {
+    std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+    return 1;
   }
   return 0;
 }

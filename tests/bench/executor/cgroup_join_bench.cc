@@ -8,10 +8,11 @@
 // writable cgroup directory (root on a v1 `pids` hierarchy or a cgroup2 mount); otherwise it
 // says why and exits 0.
 //
-// Usage: cgroup_join_bench [--joins N] [--gaps MS,MS,...] [--parent DIR]
+// Usage: cgroup_join_bench [--joins N] [--gaps MS,MS,...] [--parent DIR] [--json PATH]
 //   N joins per gap (default 20); gaps in ms (default 0,200,1000); DIR the cgroup under which
 //   the bench makes and removes its own group (default /sys/fs/cgroup/pids, else
-//   /sys/fs/cgroup when it is a cgroup2 mount).
+//   /sys/fs/cgroup when it is a cgroup2 mount); PATH gets every figure as JSON
+//   (tests/bench/bench_report.h, for scripts/bench.sh's results.json).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,6 +28,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/bench/bench_report.h"
 
 namespace {
 
@@ -74,10 +77,13 @@ bool Writable(const std::string& dir) {
   return ::access((dir + "/cgroup.procs").c_str(), W_OK) == 0;
 }
 
-void Print(const char* what, int gap_ms, std::vector<double> us) {
-  std::sort(us.begin(), us.end());
+// Prints one figure and keeps it for --json.
+void Print(nlohmann::json& figures, const char* what, int gap_ms, std::vector<double> us) {
+  const edge::bench::Summary s = edge::bench::Summarize(std::move(us));
   std::printf("  %-34s gap %5d ms  median %9.1f  min %9.1f  max %9.1f us (n=%zu)\n", what, gap_ms,
-              us[us.size() / 2], us.front(), us.back(), us.size());
+              s.median, s.min, s.max, s.n);
+  figures.push_back(edge::bench::FigureJson(
+      std::string(what) + ", " + std::to_string(gap_ms) + " ms apart", "us", s));
 }
 
 }  // namespace
@@ -86,6 +92,7 @@ int main(int argc, char** argv) {
   int joins = 20;
   std::vector<int> gaps = {0, 200, 1000};
   std::string parent;
+  std::string json_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--joins" && i + 1 < argc) {
@@ -117,6 +124,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--parent" && i + 1 < argc) {
       parent = argv[++i];
+    } else if (a == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
     } else {
       std::fprintf(stderr, "usage: cgroup_join_bench [--joins N] [--gaps MS,...] [--parent DIR]\n");
       return 2;
@@ -138,6 +147,7 @@ int main(int argc, char** argv) {
   std::printf("cgroup_join_bench: %d joins of %s per gap, %u CPUs, cgroup2 favordynmods %s\n",
               joins, dir.c_str(), std::thread::hardware_concurrency(), FavorDynmods());
   bool failed = false;
+  nlohmann::json figures = nlohmann::json::array();
   for (int gap : gaps) {
     std::vector<double> join, baseline;
     for (int i = 0; i < joins && !failed; ++i) {
@@ -160,8 +170,8 @@ int main(int argc, char** argv) {
       baseline.push_back(us);
     }
     if (failed) break;
-    Print("join (write 0 to cgroup.procs)", gap, join);
-    Print("baseline (1 byte to /dev/null)", gap, baseline);
+    Print(figures, "join (write 0 to cgroup.procs)", gap, join);
+    Print(figures, "baseline (1 byte to /dev/null)", gap, baseline);
   }
   // Every child has exited: the group is empty and goes.
   int tries = 0;
@@ -170,5 +180,9 @@ int main(int argc, char** argv) {
   if (tries == 100)
     std::printf("cgroup_join_bench: %s could not be removed: %s\n", dir.c_str(),
                 std::strerror(errno));
+  if (!edge::bench::WriteFigures(json_path, figures)) {
+    std::fprintf(stderr, "cgroup_join_bench: cannot write %s\n", json_path.c_str());
+    return 1;
+  }
   return 0;  // figures, or why there are none: never a failure of the bench itself
 }

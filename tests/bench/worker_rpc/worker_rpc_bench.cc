@@ -10,8 +10,9 @@
 //   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size; the
 //      client's base64 and envelope are inside the time, the response is read, not parsed.
 //
-// Usage: worker_rpc_bench [--runs N] [--mib M] [--file-mib F]
-//   M MiB for the stream (default 256), F MiB for the files (default: M).
+// Usage: worker_rpc_bench [--runs N] [--mib M] [--file-mib F] [--json PATH]
+//   M MiB for the stream (default 256), F MiB for the files (default: M); PATH gets every
+//   figure as JSON (tests/bench/bench_report.h, for scripts/bench.sh's results.json).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@
 #include "http/server.h"
 #include "sandbox/executor.h"
 #include "sandbox/tool_registry.h"
+#include "tests/bench/bench_report.h"
 
 namespace {
 
@@ -92,7 +94,9 @@ double RawPipeMiBs(size_t mib) {
 int main(int argc, char** argv) {
   int runs = 200;
   size_t mib = 256, file_mib = 0;
+  std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--mib") == 0) mib = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--file-mib") == 0) {
@@ -248,6 +252,28 @@ int main(int argc, char** argv) {
       "file_read %.2f s (%s) | cp %.2f s\n",
       file_mib, wsecs, wr && wr->status == 200 ? "ok" : "failed", encode_secs, rsecs,
       rd && rd->status == 200 ? "ok" : "failed", cp);
+
+  namespace eb = edge::bench;
+  json figures = json::array();
+  auto one = [](double v) { return eb::Summarize({v}); };
+  figures.push_back(eb::FigureJson("fork/exec /bin/true", "us", eb::Summarize(raw)));
+  figures.push_back(eb::FigureJson("GET /health round trip", "us", eb::Summarize(http_rt)));
+  auto exec_fig = eb::FigureJson("worker.exec /bin/true over /rpc", "us", eb::Summarize(door));
+  exec_fig["baseline"] = "fork/exec /bin/true";
+  exec_fig["ratio"] = b.median / a.median;
+  figures.push_back(std::move(exec_fig));
+  figures.push_back(eb::FigureJson("raw pipe read of the stream's command", "MiB/s", one(pipe)));
+  auto stream_fig = eb::FigureJson("exec_stream as NDJSON", "MiB/s", one(mib / secs));
+  stream_fig["baseline"] = "raw pipe read of the stream's command";
+  stream_fig["ratio"] = pipe > 0 ? (mib / secs) / pipe : 0.0;
+  figures.push_back(std::move(stream_fig));
+  figures.push_back(eb::FigureJson("cp of the file", "s", one(cp)));
+  figures.push_back(eb::FigureJson("file_write (client's base64 included)", "s", one(wsecs)));
+  figures.push_back(eb::FigureJson("file_read", "s", one(rsecs)));
+  if (!eb::WriteFigures(json_path, figures)) {
+    std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+    return 1;
+  }
 
   client->reset();
   server.Stop();
