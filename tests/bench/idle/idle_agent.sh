@@ -31,6 +31,9 @@
 # waits SETTLE seconds (default 40: each result's outbox entry is pruned by a timer 30 s after
 # its write, so the first 30 s after a burst still have work) and samples the idle window again.
 #
+# With BENCH_JSON=FILE (scripts/bench.sh), each of the agent's figures is also appended to FILE
+# as a JSON line of one sample ({"name", "unit", "median", "p99", "min", "max", "n": 1}).
+#
 # Usage: tests/bench/idle/idle_agent.sh BIN_DIR [SECONDS] [COMMANDS]
 #   BIN_DIR holds edge-agent and edge-controller (a Release build for meaningful figures);
 #   SECONDS (default 300) per idle window; COMMANDS (default 10000).
@@ -81,6 +84,12 @@ thread_names() {
 }
 
 # sample LABEL: one window of $window s over the agent and the sleep baseline.
+# figure NAME UNIT VALUE: one JSON line of one sample in $BENCH_JSON, when that is set.
+figure() {
+  [[ -n "${BENCH_JSON:-}" ]] || return 0
+  awk -v name="$1" -v unit="$2" -v v="$3" 'BEGIN {
+    printf "{\"name\":\"%s\",\"unit\":\"%s\",\"median\":%.4f,\"p99\":%.4f,\"min\":%.4f,\"max\":%.4f,\"n\":1}\n", name, unit, v, v, v, v }' >>"$BENCH_JSON"
+}
 sample() {
   local label=$1 t0 t1 a_cpu0 a_cpu1 a_ctx0 a_ctx1 s_cpu0 s_cpu1 s_ctx0 s_ctx1 rss0 a_flt0 a_flt1
   rss0=$(kb "$agent_pid" Rss)
@@ -114,6 +123,14 @@ sample() {
     'BEGIN { printf "  %-22s %14.1f %14s %14.1f\n", "wake-ups / min", 60 * a / t, "-", 60 * s / t }'
   awk -v a=$((a_flt1 - a_flt0)) -v t="$secs" \
     'BEGIN { printf "  %-22s %14.1f\n", "page faults / min", 60 * a / t }'
+  local tag="idle agent ${label%% (*}"
+  figure "$tag: RSS" MiB "$(awk -v a="$(kb "$agent_pid" Rss)" 'BEGIN { print a / 1024 }')"
+  figure "$tag: PSS" MiB "$(awk -v a="$(kb "$agent_pid" Pss)" 'BEGIN { print a / 1024 }')"
+  figure "$tag: USS" MiB "$(awk -v a="$(uss_kb "$agent_pid")" 'BEGIN { print a / 1024 }')"
+  figure "$tag: threads" threads "$(threads "$agent_pid")"
+  figure "$tag: CPU" % "$(awk -v a=$((a_cpu1 - a_cpu0)) -v hz="$hz" -v t="$secs" 'BEGIN { print 100 * a / hz / t }')"
+  figure "$tag: wake-ups" /min "$(awk -v a=$((a_ctx1 - a_ctx0)) -v t="$secs" 'BEGIN { print 60 * a / t }')"
+  figure "$tag: page faults" /min "$(awk -v a=$((a_flt1 - a_flt0)) -v t="$secs" 'BEGIN { print 60 * a / t }')"
   echo "  agent threads: $(thread_names "$agent_pid")"
   echo -n "  wake-ups / min by thread (tid name):"
   awk -v t="$secs" 'NR == FNR { before[$1] = $3; next }

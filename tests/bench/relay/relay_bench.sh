@@ -16,6 +16,7 @@
 # Usage: tests/bench/relay/relay_bench.sh BIN_DIR [LINES] [SOCKETS]
 #   BIN_DIR holds edge-agent, edge-controller and relay_bench (a Release build for figures);
 #   LINES (default 20000) per burst, SOCKETS (default 50) for the fan-out runs.
+#   BENCH_JSON=FILE: each run's frames/s and latency are also appended to FILE as JSON lines.
 set -euo pipefail
 bin=${1:?usage: relay_bench.sh BIN_DIR [LINES] [SOCKETS]}
 lines=${2:-20000}
@@ -127,3 +128,17 @@ done
 row "relay FRAMES_DROPPED / frames missing" "" "$dropped / $missing"
 echo "raw figures (latency: one-way, frame written → frame read; µs):"
 sed 's/^result /  /' "$results"
+# With BENCH_JSON=FILE (scripts/bench.sh): per result line, its frames/s (one sample) and its
+# latency (one-way, or the echo's round trip) as JSON lines.
+if [[ -n "${BENCH_JSON:-}" ]]; then
+  awk '$1 == "result" {
+    delete f
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+    id = f["name"] ", " f["sockets"] " socket(s)"
+    if ("fps_aggregate" in f)
+      printf "{\"name\":\"%s: frames/s\",\"unit\":\"frames/s\",\"median\":%s,\"p99\":%s,\"min\":%s,\"max\":%s,\"n\":1}\n", id, f["fps_aggregate"], f["fps_aggregate"], f["fps_aggregate"], f["fps_aggregate"]
+    p = ("rtt_median_us" in f) ? "rtt" : "lat"
+    if ((p "_median_us") in f)
+      printf "{\"name\":\"%s: %s\",\"unit\":\"us\",\"median\":%s,\"p99\":%s,\"min\":%s,\"max\":%s,\"n\":%s}\n", id, p == "rtt" ? "round trip" : "one-way latency", f[p "_median_us"], f[p "_p99_us"], f[p "_min_us"], f[p "_max_us"], f["frames"]
+  }' "$results" >>"$BENCH_JSON"
+fi
