@@ -46,19 +46,19 @@ window=${2:-300}
 commands=${3:-10000}
 parallel=${PARALLEL:-4}
 settle=${SETTLE:-40}
-hz=$(getconf CLK_TCK)
 
 source "$(dirname "$0")/../../../scripts/lib/local_run.sh" idle-bench
 sleep_pid=""
 trap '[[ -n "$sleep_pid" ]] && kill "$sleep_pid" 2>/dev/null; cleanup' EXIT
 
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../../../scripts/lib/bench_stats.sh"
+bench_json=${BENCH_JSON:-}
 start_idle_pair "$bin" bench-node
 sleep infinity &
 sleep_pid=$!
 
-# Figures of one process.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# Figures of one process (cpu_ticks and clk_tck: scripts/lib/bench_stats.sh).
 ctx_switches() {
   cat /proc/"$1"/task/*/status 2>/dev/null |
     awk '/^(voluntary|nonvoluntary)_ctxt_switches/ { s += $2 } END { print s + 0 }'
@@ -84,12 +84,8 @@ thread_names() {
 }
 
 # sample LABEL: one window of $window s over the agent and the sleep baseline.
-# figure NAME UNIT VALUE: one JSON line of one sample in $BENCH_JSON, when that is set.
-figure() {
-  [[ -n "${BENCH_JSON:-}" ]] || return 0
-  awk -v name="$1" -v unit="$2" -v v="$3" 'BEGIN {
-    printf "{\"name\":\"%s\",\"unit\":\"%s\",\"median\":%.4f,\"p99\":%.4f,\"min\":%.4f,\"max\":%.4f,\"n\":1}\n", name, unit, v, v, v, v }' >>"$BENCH_JSON"
-}
+# figure NAME UNIT VALUE: one figure of one sample as a JSON line (json_line), for BENCH_JSON.
+figure() { json_line "$1" "$2" "$3" "$3" "$3" "$3" 1; }
 sample() {
   local label=$1 t0 t1 a_cpu0 a_cpu1 a_ctx0 a_ctx1 s_cpu0 s_cpu1 s_ctx0 s_ctx1 rss0 a_flt0 a_flt1
   rss0=$(kb "$agent_pid" Rss)
@@ -117,7 +113,7 @@ sample() {
     'BEGIN { printf "  %-22s %10.1f MiB %14s %10.1f MiB\n", "USS", a / 1024, "-", s / 1024 }'
   printf "  %-22s %14s %14s %14s\n" "threads" "$(threads "$agent_pid")" "<= 6" \
     "$(threads "$sleep_pid")"
-  awk -v a=$((a_cpu1 - a_cpu0)) -v s=$((s_cpu1 - s_cpu0)) -v hz="$hz" -v t="$secs" \
+  awk -v a=$((a_cpu1 - a_cpu0)) -v s=$((s_cpu1 - s_cpu0)) -v hz="$clk_tck" -v t="$secs" \
     'BEGIN { printf "  %-22s %12.3f %% %12s %% %12.3f %%\n", "CPU", 100 * a / hz / t, "<= 0.05", 100 * s / hz / t }'
   awk -v a=$((a_ctx1 - a_ctx0)) -v s=$((s_ctx1 - s_ctx0)) -v t="$secs" \
     'BEGIN { printf "  %-22s %14.1f %14s %14.1f\n", "wake-ups / min", 60 * a / t, "-", 60 * s / t }'
@@ -128,7 +124,7 @@ sample() {
   figure "$tag: PSS" MiB "$(awk -v a="$(kb "$agent_pid" Pss)" 'BEGIN { print a / 1024 }')"
   figure "$tag: USS" MiB "$(awk -v a="$(uss_kb "$agent_pid")" 'BEGIN { print a / 1024 }')"
   figure "$tag: threads" threads "$(threads "$agent_pid")"
-  figure "$tag: CPU" % "$(awk -v a=$((a_cpu1 - a_cpu0)) -v hz="$hz" -v t="$secs" 'BEGIN { print 100 * a / hz / t }')"
+  figure "$tag: CPU" % "$(awk -v a=$((a_cpu1 - a_cpu0)) -v hz="$clk_tck" -v t="$secs" 'BEGIN { print 100 * a / hz / t }')"
   figure "$tag: wake-ups" /min "$(awk -v a=$((a_ctx1 - a_ctx0)) -v t="$secs" 'BEGIN { print 60 * a / t }')"
   figure "$tag: page faults" /min "$(awk -v a=$((a_flt1 - a_flt0)) -v t="$secs" 'BEGIN { print 60 * a / t }')"
   echo "  agent threads: $(thread_names "$agent_pid")"

@@ -31,6 +31,7 @@ CTL=$(realpath "$bin/edge-controller")
 BENCH=$(realpath "$bin/relay_bench")
 
 source "$(dirname "$0")/../../../scripts/lib/local_run.sh" relay-bench
+source "$(dirname "$0")/../../../scripts/lib/bench_stats.sh"
 
 cat >"$work/controller.yaml" <<YAML
 data_dir: $work/controller
@@ -131,14 +132,21 @@ sed 's/^result /  /' "$results"
 # With BENCH_JSON=FILE (scripts/bench.sh): per result line, its frames/s (one sample) and its
 # latency (one-way, or the echo's round trip) as JSON lines.
 if [[ -n "${BENCH_JSON:-}" ]]; then
+  bench_json=$BENCH_JSON
+  # Each figure as NAME|UNIT|MEDIAN|P99|MIN|MAX|N, then json_line.
   awk '$1 == "result" {
     delete f
     for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
     id = f["name"] ", " f["sockets"] " socket(s)"
-    if ("fps_aggregate" in f)
-      printf "{\"name\":\"%s: frames/s\",\"unit\":\"frames/s\",\"median\":%s,\"p99\":%s,\"min\":%s,\"max\":%s,\"n\":1}\n", id, f["fps_aggregate"], f["fps_aggregate"], f["fps_aggregate"], f["fps_aggregate"]
+    if ("fps_aggregate" in f) {
+      v = f["fps_aggregate"]
+      print id ": frames/s|frames/s|" v "|" v "|" v "|" v "|1"
+    }
     p = ("rtt_median_us" in f) ? "rtt" : "lat"
     if ((p "_median_us") in f)
-      printf "{\"name\":\"%s: %s\",\"unit\":\"us\",\"median\":%s,\"p99\":%s,\"min\":%s,\"max\":%s,\"n\":%s}\n", id, p == "rtt" ? "round trip" : "one-way latency", f[p "_median_us"], f[p "_p99_us"], f[p "_min_us"], f[p "_max_us"], f["frames"]
-  }' "$results" >>"$BENCH_JSON"
+      print id ": " (p == "rtt" ? "round trip" : "one-way latency") "|us|" f[p "_median_us"] "|" \
+        f[p "_p99_us"] "|" f[p "_min_us"] "|" f[p "_max_us"] "|" f["frames"]
+  }' "$results" | while IFS='|' read -r name unit med p99 min max n; do
+    json_line "$name" "$unit" "$med" "$p99" "$min" "$max" "$n"
+  done
 fi
