@@ -1,5 +1,7 @@
 #include "common/json_parse.h"
 
+#include <array>
+#include <bit>
 #include <charconv>
 #include <clocale>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_scan.h"
 #include "common/utf8.h"
 
 namespace edge {
@@ -240,6 +243,14 @@ class JsonReader {
     std::string out;
     size_t run = i_;  // start of the plain bytes not yet copied
     for (;;) {
+      while (i_ + kScanBlock <= s_.size()) {
+        const uint32_t m = JsonCareMask16(s_.data() + i_, true);
+        if (m != 0) {
+          i_ += static_cast<size_t>(std::countr_zero(m));
+          break;
+        }
+        i_ += kScanBlock;
+      }
       while (i_ + 8 <= s_.size() && !NeedsCare(Load8(s_.data() + i_), true))
         i_ += 8;
       if (i_ >= s_.size()) {
@@ -513,49 +524,91 @@ std::string DumpJson(const nlohmann::json& j) {
   return out;
 }
 
-void AppendJsonString(std::string& out, std::string_view s) {
+namespace {
+
+// For each byte JsonCareMask16 marks when writing (a quote, a backslash, a control
+// character): the letter after its backslash, 'u' for the six-byte \u00XX form; 0 for the
+// bytes written as they are.
+constexpr std::array<char, 256> kEscapeLetter = [] {
+  std::array<char, 256> t{};
+  for (int c = 0; c < 0x20; ++c)
+    t[c] = 'u';
+  t['"'] = '"';
+  t['\\'] = '\\';
+  t['\b'] = 'b';
+  t['\f'] = 'f';
+  t['\n'] = 'n';
+  t['\r'] = 'r';
+  t['\t'] = 't';
+  return t;
+}();
+
+// The bytes the escape of `c` (a byte that needs one) takes: two, or six for \u00XX.
+size_t EscapedSize(unsigned char c) {
+  return kEscapeLetter[c] == 'u' ? 6 : 2;
+}
+
+// Writes the escape of `c` (a byte that needs one) at `d`; returns the byte after it.
+char* WriteEscape(char* d, unsigned char c) {
   static constexpr char kHex[] = "0123456789abcdef";
-  out.reserve(out.size() + s.size() + 2);
-  out.push_back('"');
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    while (i + 8 <= s.size() && !NeedsCare(Load8(s.data() + i), false))
-      i += 8;
-    if (i >= s.size()) break;
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.append(s.data() + start, i - start);
-    start = i + 1;
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += "\\u00";
-        out.push_back(kHex[c >> 4]);
-        out.push_back(kHex[c & 15]);
-    }
+  const char letter = kEscapeLetter[c];
+  d[0] = '\\';
+  d[1] = letter;
+  if (letter != 'u') return d + 2;
+  d[2] = '0';
+  d[3] = '0';
+  d[4] = kHex[c >> 4];
+  d[5] = kHex[c & 15];
+  return d + 6;
+}
+
+}  // namespace
+
+// Two passes: the first finds the exact size, so the second writes into room made once, a
+// block of 16 bytes at a time (a block is stored whole, then the write goes on from its first
+// byte that needs an escape: the room after that point is at least the 16 bytes stored).
+void AppendJsonString(std::string& out, std::string_view s) {
+  const char* const src = s.data();
+  const size_t n = s.size();
+  size_t size = n + 2, i = 0;
+  for (; i + kScanBlock <= n; i += kScanBlock) {
+    for (uint32_t m = JsonCareMask16(src + i, false); m != 0; m &= m - 1)
+      size += EscapedSize(static_cast<unsigned char>(src[i + std::countr_zero(m)])) - 1;
   }
-  out.append(s.data() + start, s.size() - start);
-  out.push_back('"');
+  for (; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(src[i]);
+    if (kEscapeLetter[c] != 0) size += EscapedSize(c) - 1;
+  }
+  const size_t base = out.size();
+  // The size is returned as computed, not taken from the callback's argument: libstdc++ 12
+  // passes the grown capacity there when it reallocates (fixed in GCC 13).
+  out.resize_and_overwrite(base + size, [&](char* p, size_t) {
+    char* d = p + base;
+    *d++ = '"';
+    size_t j = 0;
+    while (j + kScanBlock <= n) {
+      std::memcpy(d, src + j, kScanBlock);
+      const uint32_t m = JsonCareMask16(src + j, false);
+      if (m == 0) {
+        d += kScanBlock;
+        j += kScanBlock;
+        continue;
+      }
+      const int k = std::countr_zero(m);
+      d = WriteEscape(d + k, static_cast<unsigned char>(src[j + k]));
+      j += k + 1;
+    }
+    for (; j < n; ++j) {
+      const auto c = static_cast<unsigned char>(src[j]);
+      if (kEscapeLetter[c] != 0) {
+        d = WriteEscape(d, c);
+      } else {
+        *d++ = static_cast<char>(c);
+      }
+    }
+    *d++ = '"';
+    return base + size;
+  });
 }
 
 }  // namespace edge

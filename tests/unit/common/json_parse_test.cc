@@ -125,6 +125,53 @@ TEST(AppendJsonString, EscapesExactlyAsNlohmannDumps) {
   EXPECT_EQ(out, "\"\\u0001\"");  // by hand: lowercase hex, four digits
 }
 
+TEST(AppendJsonString, EveryByteThatNeedsCareIsFoundAtEveryPlaceInABlock) {
+  // The writer and the reader scan 16 bytes at a time (common/byte_scan.h), then 8, then one:
+  // each byte that needs care, at every offset of strings up to three blocks long, alone and
+  // beside others, must come out as nlohmann writes it and read back as it went in.
+  const std::vector<std::string> marks = {"\"",   "\\",   "\n",   "\t",       std::string(1, '\0'),
+                                          "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac"};
+  for (const auto& mark : marks) {
+    for (size_t len = 0; len <= 48; ++len) {
+      for (size_t at = 0; at <= len; ++at) {
+        std::string s(len, 'a');
+        s.insert(at, mark);
+        if (at + 17 <= s.size()) s.insert(at + 17, mark);  // a second one a block later
+        std::string out = "[";
+        AppendJsonString(out, s);
+        out += "]";
+        const std::string want = "[" + nlohmann::json(s).dump() + "]";
+        ASSERT_EQ(out, want) << "mark " << nlohmann::json(mark).dump() << " at " << at;
+        auto back = ParseJsonBounded(out, "x");
+        ASSERT_TRUE(back) << back.error().message;
+        ASSERT_EQ((*back)[0].get<std::string>(), s) << "at " << at;
+      }
+    }
+  }
+  // A block made only of such bytes, and one of each kind in a row.
+  std::string dense;
+  for (int c = 0; c < 0x20; ++c)
+    dense += std::string(1, static_cast<char>(c)) + "\"\\";
+  std::string out;
+  AppendJsonString(out, dense);
+  EXPECT_EQ(out, nlohmann::json(dense).dump());
+}
+
+TEST(JsonParse, AByteThatMustBeRefusedIsFoundAtEveryPlaceInABlock) {
+  // A raw control character or invalid UTF-8 inside a string, at every offset: the reader
+  // names the byte where it is (counted from 1), however the scan's blocks fall.
+  for (const char bad : {'\x01', '\x1f', '\xff'}) {
+    for (size_t at = 0; at < 40; ++at) {
+      std::string text = "[\"" + std::string(40, 'b') + "\"]";
+      text[2 + at] = bad;
+      auto r = ParseJsonBounded(text, "x");
+      ASSERT_FALSE(r) << "at " << at;
+      EXPECT_NE(r.error().message.find("at byte " + std::to_string(3 + at)), std::string::npos)
+          << r.error().message;
+    }
+  }
+}
+
 // The values are written by hand from RFC 8259 and nlohmann's documented number rules, not
 // produced by a parser.
 TEST(JsonParse, BuildsTheValuesTheTextSays) {

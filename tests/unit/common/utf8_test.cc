@@ -38,6 +38,20 @@ TEST(Utf8Test, ValidPrefixStopsAtTheFirstBadByte) {
   EXPECT_EQ(ValidUtf8Prefix("\xC3\xA9\xE2\x82"), 2u);
 }
 
+TEST(Utf8Test, ValidPrefixFindsTheBadByteAtEveryPlaceInABlock) {
+  // ASCII is skipped 16 bytes at a time, then 8: a bad byte at every offset of three blocks,
+  // and a valid character across each block boundary.
+  for (size_t at = 0; at < 48; ++at) {
+    std::string s(48, 'a');
+    s[at] = '\xFF';
+    EXPECT_EQ(ValidUtf8Prefix(s), at);
+    std::string t(48, 'a');
+    t.replace(at, 3, "\xE2\x82\xAC");  // €, 3 bytes
+    t.resize(48);
+    EXPECT_EQ(ValidUtf8Prefix(t), at + 3 <= 48 ? 48u : at) << "at " << at;
+  }
+}
+
 TEST(Utf8Test, ReplacementFollowsMaximalSubparts) {
   EXPECT_EQ(ToValidUtf8("abc"), "abc");
   EXPECT_EQ(ToValidUtf8("bad\377name"), "bad" + kFffd + "name");
