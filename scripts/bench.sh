@@ -90,6 +90,7 @@ have grpc_floor_bench && run grpc_floor "$bin/grpc_floor_bench" "${grpc_floor_ar
 have fleet_bench && run fleet "$bin/fleet_bench" --bin-dir "$bin" --nodes "$fleet_nodes" --heartbeat 30s --measure 60s --restart --fleet-command --json "$out/fleet.json"
 have worker_rpc_bench && run worker_rpc "$bin/worker_rpc_bench" --runs "$((runs * 5))" --mib "$rpc_mib" --file-mib "$file_mib" --json "$out/worker_rpc.json"
 run worker_rpc_ssh "$root/tests/bench/worker_rpc/ssh_baseline.sh" "$runs" "$rpc_mib"
+have json_text_bench && run json_text "$bin/json_text_bench" --runs "$runs" --mib "$file_mib" --json "$out/json_text.json"
 have compute_bench && run compute "$bin/compute_bench" --calls "$calls" --json "$out/compute.json"
 have relay_bench && run relay "$root/tests/bench/relay/relay_bench.sh" "$bin" "$relay_lines"
 
