@@ -6,13 +6,16 @@
 //   1. `/bin/true` round trip: raw fork + execv + waitpid (baseline) versus worker.exec over
 //      POST /rpc (argv mode). Median and p95.
 //   2. exec_stream of SIZE bytes of text (`yes … | head -c SIZE`) as NDJSON over /rpc (the
-//      client reads and discards) versus a raw pipe read of the same command. MiB/s.
-//   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size; the
-//      client's base64 and envelope are inside the time, the response is read, not parsed.
+//      client reads and discards) versus a raw pipe read of the same command, R times each,
+//      interleaved. MiB/s.
+//   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size, R
+//      times each; the client's base64 and envelope are inside the time, the response is read,
+//      not parsed.
 //
-// Usage: worker_rpc_bench [--runs N] [--mib M] [--file-mib F] [--json PATH]
-//   M MiB for the stream (default 256), F MiB for the files (default: M); PATH gets every
-//   figure as JSON (tests/bench/bench_report.h, for scripts/bench.sh's results.json).
+// Usage: worker_rpc_bench [--runs N] [--stream-runs R] [--mib M] [--file-mib F] [--json PATH]
+//   N round trips (default 200), R streams and file pairs (default 5), M MiB for the stream
+//   (default 256), F MiB for the files (default: M); PATH gets every figure as JSON
+//   (tests/bench/bench_report.h, for scripts/bench.sh's results.json).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,20 +95,23 @@ double RawPipeMiBs(size_t mib) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 200;
+  int runs = 200, stream_runs = 5;
   size_t mib = 256, file_mib = 0;
   std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--stream-runs") == 0) stream_runs = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--mib") == 0) mib = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--file-mib") == 0) {
       file_mib = std::strtoull(argv[i + 1], nullptr, 10);
     }
   }
   if (file_mib == 0) file_mib = mib;
-  if (runs < 1 || mib < 1) {
-    std::fprintf(stderr, "usage: worker_rpc_bench [--runs N>0] [--mib M>0] [--file-mib F>0]\n");
+  if (runs < 1 || stream_runs < 1 || mib < 1) {
+    std::fprintf(stderr,
+                 "usage: worker_rpc_bench [--runs N>0] [--stream-runs R>0] [--mib M>0] "
+                 "[--file-mib F>0] [--json PATH]\n");
     return 2;
   }
   // The door logs every call at info: keep the figures readable.
@@ -196,29 +202,45 @@ int main(int argc, char** argv) {
       runs, a.median, a.p95, hr.median, b.median, b.p95, b.median / a.median,
       b.median / (a.median + hr.median));
 
-  // 2. NDJSON stream
-  const double pipe = RawPipeMiBs(mib);
-  size_t got = 0;
-  const auto t0 = SteadyClock::now();
-  json env = {
-      {"id", "s"},
-      {"method", "worker.exec_stream"},
-      {"params", {{"sandbox_id", "sb"}, {"command", TextCommand(mib)}, {"timeout", "10m"}}}};
-  auto h = hdr;
-  h.emplace_back("X-Worker-Stream", "ndjson");
-  auto sr = (*client)->SendStreaming(
-      {.method = "POST", .target = "/rpc", .headers = h, .body = env.dump()},
-      [&](std::string_view d) {
-        got += d.size();
-        return true;
-      });
-  const double secs = Seconds(SteadyClock::now() - t0);
+  // 2. NDJSON stream, R times, each beside a raw pipe read of the same command
+  auto stream_once = [&]() -> double {
+    size_t got = 0;
+    const auto t0 = SteadyClock::now();
+    json env = {
+        {"id", "s"},
+        {"method", "worker.exec_stream"},
+        {"params", {{"sandbox_id", "sb"}, {"command", TextCommand(mib)}, {"timeout", "10m"}}}};
+    auto h = hdr;
+    h.emplace_back("X-Worker-Stream", "ndjson");
+    auto sr = (*client)->SendStreaming(
+        {.method = "POST", .target = "/rpc", .headers = h, .body = env.dump()},
+        [&](std::string_view d) {
+          got += d.size();
+          return true;
+        });
+    const double secs = Seconds(SteadyClock::now() - t0);
+    // Every byte of output, escaped, came back: at least the output itself.
+    if (!sr || sr->status != 200 || got < (mib << 20)) return -1;
+    return mib / secs;
+  };
+  std::vector<double> pipes, streams;
+  for (int i = 0; i < stream_runs; ++i) {
+    pipes.push_back(RawPipeMiBs(mib));
+    const double v = stream_once();
+    if (v < 0) {
+      std::fprintf(stderr, "exec_stream failed\n");
+      return 1;
+    }
+    streams.push_back(v);
+  }
+  namespace eb = edge::bench;
+  const auto ps = eb::Summarize(pipes), ss = eb::Summarize(streams);
   std::printf(
-      "exec_stream %zu MiB as NDJSON: %.0f MiB/s of output (%.0f MiB of NDJSON read) | "
-      "raw pipe %.0f MiB/s%s\n",
-      mib, mib / secs, got / double(1 << 20), pipe, sr ? "" : " (stream failed)");
+      "exec_stream %zu MiB as NDJSON x%d: median %.0f MiB/s of output (min %.0f, max %.0f) | "
+      "raw pipe median %.0f MiB/s (min %.0f, max %.0f)\n",
+      mib, stream_runs, ss.median, ss.min, ss.max, ps.median, ps.min, ps.max);
 
-  // 3. file_write + file_read
+  // 3. file_write + file_read, R times each, beside cp
   const std::string src = dir + "/src.bin", dst = dir + "/dst.bin";
   {
     std::ofstream f(src, std::ios::binary);
@@ -226,50 +248,60 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < file_mib; ++i)
       f.write(block.data(), static_cast<std::streamsize>(block.size()));
   }
-  auto c0 = SteadyClock::now();
-  if (std::system(("cp " + src + " " + dst).c_str()) != 0) std::fprintf(stderr, "cp failed\n");
-  const double cp = Seconds(SteadyClock::now() - c0);
-  std::string content(file_mib << 20, 'x');
-  auto w0 = SteadyClock::now();
-  // The client's part, timed too: base64 and the envelope, written as a client would write
-  // it (nlohmann's dump of a 350 MB string would measure nlohmann, not the door).
-  const std::string encoded = edge::sandbox::Base64Encode(content);
-  std::string write_body;
-  write_body.reserve(encoded.size() + 128);
-  write_body.append(
-      R"({"id":"b","method":"worker.file_write","params":{"sandbox_id":"sb","path":"big.bin",)"
-      R"("content":")");
-  write_body.append(encoded).append(R"("}})");
-  const double encode_secs = Seconds(SteadyClock::now() - w0);
-  auto wr = (*client)->Send(
-      {.method = "POST", .target = "/rpc", .headers = hdr, .body = std::move(write_body)});
-  const double wsecs = Seconds(SteadyClock::now() - w0);
-  auto r0 = SteadyClock::now();
-  auto rd = rpc("worker.file_read", {{"sandbox_id", "sb"}, {"path", "big.bin"}});
-  const double rsecs = Seconds(SteadyClock::now() - r0);
+  const std::string content(file_mib << 20, 'x');
+  std::vector<double> cps, writes, reads, encodes;
+  for (int i = 0; i < stream_runs; ++i) {
+    auto c0 = SteadyClock::now();
+    if (std::system(("cp " + src + " " + dst).c_str()) != 0) {
+      std::fprintf(stderr, "cp failed\n");
+      return 1;
+    }
+    cps.push_back(Seconds(SteadyClock::now() - c0));
+    auto w0 = SteadyClock::now();
+    // The client's part, timed too: base64 and the envelope, written as a client would write
+    // it (nlohmann's dump of a 350 MB string would measure nlohmann, not the door).
+    const std::string encoded = edge::sandbox::Base64Encode(content);
+    std::string write_body;
+    write_body.reserve(encoded.size() + 128);
+    write_body.append(
+        R"({"id":"b","method":"worker.file_write","params":{"sandbox_id":"sb","path":"big.bin",)"
+        R"("content":")");
+    write_body.append(encoded).append(R"("}})");
+    encodes.push_back(Seconds(SteadyClock::now() - w0));
+    auto wr = (*client)->Send(
+        {.method = "POST", .target = "/rpc", .headers = hdr, .body = std::move(write_body)});
+    writes.push_back(Seconds(SteadyClock::now() - w0));
+    auto r0 = SteadyClock::now();
+    auto rd = rpc("worker.file_read", {{"sandbox_id", "sb"}, {"path", "big.bin"}});
+    reads.push_back(Seconds(SteadyClock::now() - r0));
+    if (!wr || wr->status != 200 || !rd || rd->status != 200) {
+      std::fprintf(stderr, "file_write or file_read failed\n");
+      return 1;
+    }
+  }
+  const auto cs = eb::Summarize(cps), ws = eb::Summarize(writes), rs = eb::Summarize(reads),
+             es = eb::Summarize(encodes);
   std::printf(
-      "file %zu MiB: file_write %.2f s (%s; the client's base64 and envelope %.2f s of it), "
-      "file_read %.2f s (%s) | cp %.2f s\n",
-      file_mib, wsecs, wr && wr->status == 200 ? "ok" : "failed", encode_secs, rsecs,
-      rd && rd->status == 200 ? "ok" : "failed", cp);
+      "file %zu MiB x%d: file_write median %.2f s (min %.2f, max %.2f; the client's base64 and "
+      "envelope %.2f s of it), file_read median %.2f s (min %.2f, max %.2f) | cp median %.2f s\n",
+      file_mib, stream_runs, ws.median, ws.min, ws.max, es.median, rs.median, rs.min, rs.max,
+      cs.median);
 
-  namespace eb = edge::bench;
   json figures = json::array();
-  auto one = [](double v) { return eb::Summarize({v}); };
   figures.push_back(eb::FigureJson("fork/exec /bin/true", "us", eb::Summarize(raw)));
   figures.push_back(eb::FigureJson("GET /health round trip", "us", eb::Summarize(http_rt)));
   auto exec_fig = eb::FigureJson("worker.exec /bin/true over /rpc", "us", eb::Summarize(door));
   exec_fig["baseline"] = "fork/exec /bin/true";
   exec_fig["ratio"] = b.median / a.median;
   figures.push_back(std::move(exec_fig));
-  figures.push_back(eb::FigureJson("raw pipe read of the stream's command", "MiB/s", one(pipe)));
-  auto stream_fig = eb::FigureJson("exec_stream as NDJSON", "MiB/s", one(mib / secs));
+  figures.push_back(eb::FigureJson("raw pipe read of the stream's command", "MiB/s", ps));
+  auto stream_fig = eb::FigureJson("exec_stream as NDJSON", "MiB/s", ss);
   stream_fig["baseline"] = "raw pipe read of the stream's command";
-  stream_fig["ratio"] = pipe > 0 ? (mib / secs) / pipe : 0.0;
+  stream_fig["ratio"] = ps.median > 0 ? ss.median / ps.median : 0.0;
   figures.push_back(std::move(stream_fig));
-  figures.push_back(eb::FigureJson("cp of the file", "s", one(cp)));
-  figures.push_back(eb::FigureJson("file_write (client's base64 included)", "s", one(wsecs)));
-  figures.push_back(eb::FigureJson("file_read", "s", one(rsecs)));
+  figures.push_back(eb::FigureJson("cp of the file", "s", cs));
+  figures.push_back(eb::FigureJson("file_write (client's base64 included)", "s", ws));
+  figures.push_back(eb::FigureJson("file_read", "s", rs));
   if (!eb::WriteFigures(json_path, figures)) {
     std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
     return 1;
