@@ -607,19 +607,30 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     size_t tail = 0;
     bool cut = false;
     void Add(std::string& to, const std::string& data) {
+      if (tail != 0 && data.size() >= tail && to.size() + data.size() > 2 * tail) {
+        // What Trim would keep of to + data lies inside `data` (a streamed chunk is often a
+        // megabyte): copy that alone instead of the whole chunk first.
+        to.assign(data, TailStart(data));
+        cut = true;
+        return;
+      }
       to += data;
       if (tail == 0 || to.size() <= 2 * tail) return;
       Trim(to);
     }
     void Trim(std::string& s) {
       if (tail == 0 || s.size() <= tail) return;
+      s.erase(0, TailStart(s));
+      cut = true;
+    }
+    // Where the last `tail` bytes of `s` (longer than tail) start, moved on to the start of a
+    // UTF-8 character, not inside one.
+    size_t TailStart(const std::string& s) const {
       size_t start = s.size() - tail;
-      // Start on a UTF-8 character, not inside one.
       for (int i = 0;
            i < 3 && start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80; ++i)
         ++start;
-      s.erase(0, start);
-      cut = true;
+      return start;
     }
   };
   auto collected = std::make_shared<Collected>();

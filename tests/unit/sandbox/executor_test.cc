@@ -577,6 +577,31 @@ TEST_F(ExecutorTest, ATailLimitKeepsTheLastBytesOfEachStreamAndSaysSo) {
   EXPECT_EQ(static_cast<unsigned char>(tail[0]), 0xC3);
 }
 
+TEST_F(ExecutorTest, ATailLimitKeepsExactlyTheLastBytesWhenChunksAreLargerThanIt) {
+  Open();
+  // Megabytes through chunks far larger than the tail: what is kept is cut out of the last
+  // chunks alone. The expected tails are built here, not by the executor's code.
+  InvokeRequest numbers = Exec("seq 1 400000");
+  numbers.collect_tail_bytes = 100;
+  InvokeResult r = Call(numbers);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.message;
+  std::string all;
+  for (int i = 1; i <= 400000; ++i)
+    all += std::to_string(i) + "\n";
+  EXPECT_EQ(r.payload["stdout"], all.substr(all.size() - 100));
+  EXPECT_EQ(r.payload["output_truncated"], true);
+  // 3 000 000 bytes of "é\n" (C3 A9 0A): the last 101 start on A9, inside a character, so
+  // the tail starts one byte later, on the newline.
+  InvokeRequest accents = Exec("yes \303\251 | head -c 3000000");
+  accents.collect_tail_bytes = 101;
+  r = Call(accents);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.message;
+  std::string want = "\n";
+  for (int i = 0; i < 33; ++i)
+    want += "\xC3\xA9\n";
+  EXPECT_EQ(r.payload["stdout"], want);
+}
+
 TEST_F(ExecutorTest, FileTools) {
   Open();
   InvokeRequest w;
