@@ -13,6 +13,7 @@
 #include "common/thread_name.h"
 #include "common/utf8.h"
 #include "sandbox/file_service.h"
+#include "sandbox/output_tail.h"
 #include "sandbox/run_as.h"
 #include "sandbox/scoped_root.h"
 #include "sandbox/shell_quote.h"
@@ -601,56 +602,25 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
   }
 
   // Output kept for the payload: all of it (up to the cap), or with a tail limit the last
-  // `tail` bytes of each stream, trimmed as it grows so memory stays bounded.
-  struct Collected {
-    std::string out, err;
-    size_t tail = 0;
-    bool cut = false;
-    void Add(std::string& to, const std::string& data) {
-      if (tail != 0 && data.size() >= tail && to.size() + data.size() > 2 * tail) {
-        // What Trim would keep of to + data lies inside `data` (a streamed chunk is often a
-        // megabyte): copy that alone instead of the whole chunk first.
-        to.assign(data, TailStart(data));
-        cut = true;
-        return;
-      }
-      to += data;
-      if (tail == 0 || to.size() <= 2 * tail) return;
-      Trim(to);
-    }
-    void Trim(std::string& s) {
-      if (tail == 0 || s.size() <= tail) return;
-      s.erase(0, TailStart(s));
-      cut = true;
-    }
-    // Where the last `tail` bytes of `s` (longer than tail) start, moved on to the start of a
-    // UTF-8 character, not inside one.
-    size_t TailStart(const std::string& s) const {
-      size_t start = s.size() - tail;
-      for (int i = 0;
-           i < 3 && start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80; ++i)
-        ++start;
-      return start;
-    }
-  };
-  auto collected = std::make_shared<Collected>();
-  collected->tail = request.collect_tail_bytes;
-  std::shared_ptr<LogBuffer> console =
-      request.sandbox_id.empty() ? nullptr : ConsoleLog(request.sandbox_id);
+  // bytes of each stream, trimmed as it grows so memory stays bounded.
+  size_t tail = request.collect_tail_bytes;
   bool collect = request.collect_output;
   if (job->control) {
     // A session can run for days: its result keeps only the last bytes of each stream.
     collect = true;
-    if (collected->tail == 0 || collected->tail > kSessionTailBytes) {
-      collected->tail = kSessionTailBytes;
-    }
+    if (tail == 0 || tail > kSessionTailBytes) tail = kSessionTailBytes;
   }
+  struct Collected {
+    OutputTail out, err;
+  };
+  auto collected = std::make_shared<Collected>(Collected{OutputTail(tail), OutputTail(tail)});
+  std::shared_ptr<LogBuffer> console =
+      request.sandbox_id.empty() ? nullptr : ConsoleLog(request.sandbox_id);
   ChunkSink sink = [collected, console, collect, on_chunk](OutputChunk chunk,
                                                            std::function<void()> ack) {
     if (console != nullptr) (void)console->Append(chunk.data);
     if (collect) {
-      collected->Add(chunk.stream == OutputStream::kStdout ? collected->out : collected->err,
-                     chunk.data);
+      (chunk.stream == OutputStream::kStdout ? collected->out : collected->err).Add(chunk.data);
     }
     if (on_chunk) {
       on_chunk(std::move(chunk), std::move(ack));
@@ -683,12 +653,12 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
                    r.payload["agent_name"] = agent_name;
                  }
                  if (collect) {
-                   collected->Trim(collected->out);
-                   collected->Trim(collected->err);
                    // Output is bytes: text when it is UTF-8, else lossy text + the exact bytes.
-                   PutBytes(r.payload, "stdout", collected->out);
-                   PutBytes(r.payload, "stderr", collected->err);
-                   if (collected->cut) r.payload["output_truncated"] = true;
+                   PutBytes(r.payload, "stdout", collected->out.Finish());
+                   PutBytes(r.payload, "stderr", collected->err.Finish());
+                   if (collected->out.cut() || collected->err.cut()) {
+                     r.payload["output_truncated"] = true;
+                   }
                  }
                  r.timeout = timeout;
                  if (pr->timed_out) {
