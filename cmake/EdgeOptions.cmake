@@ -31,9 +31,10 @@ function(edge_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC} PRIVATE edge_build_flags ${ARG_PRIVATE})
 endfunction()
 
-# edge_add_test(NAME SOURCES... DEPS...) — a gtest binary registered with ctest.
+# edge_add_test(NAME SOURCES... DEPS... [TIMEOUT s] [LABELS ...] [PREFIX p]) — a gtest binary
+# registered with ctest.
 function(edge_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;PREFIX" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   if(TARGET edge_test_main)
     set(_main edge_test_main)  # tests/support/test_main.cc
@@ -54,7 +55,8 @@ function(edge_add_test name)
   # Tests find the built binaries and the source tree (example configs) through these.
   target_compile_definitions(${name} PRIVATE EDGE_BIN_DIR="${PROJECT_BINARY_DIR}/bin"
                                              EDGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+  # PREFIX names the tests of a binary that runs the same test sources as another.
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_PREFIX "${ARG_PREFIX}"
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")
 endfunction()
 

@@ -1,5 +1,5 @@
 // Sixteen-byte scans for the hot loops over text: which bytes of a block a JSON string writer
-// or reader must look at one by one, and whether a block is all ASCII.
+// or reader must look at one by one, and which are not ASCII.
 //
 // SSE2 (every x86-64) where the compiler has it, else (or with EDGE_SCALAR_SCAN defined) the
 // same answer a byte at a time. The callers (AppendJsonString, the JSON reader's strings,
@@ -41,15 +41,16 @@ inline uint32_t JsonCareMask16(const char* p, bool ascii_only) {
 #endif
 }
 
-// True when none of p[0..15] has its high bit set.
-inline bool Ascii16(const char* p) {
+// Bit k set when p[k] >= 0x80 (not ASCII).
+inline uint32_t HighBitMask16(const char* p) {
 #if defined(__SSE2__) && !defined(EDGE_SCALAR_SCAN)
-  return _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))) == 0;
+  return static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 #else
-  uint32_t high = 0;
+  uint32_t mask = 0;
   for (unsigned k = 0; k < kScanBlock; ++k)
-    high |= static_cast<unsigned char>(p[k]) & 0x80u;
-  return high == 0;
+    if (static_cast<unsigned char>(p[k]) >= 0x80) mask |= 1u << k;
+  return mask;
 #endif
 }
 

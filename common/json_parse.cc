@@ -565,8 +565,9 @@ char* WriteEscape(char* d, unsigned char c) {
 }  // namespace
 
 // Two passes: the first finds the exact size, so the second writes into room made once, a
-// block of 16 bytes at a time (a block is stored whole, then the write goes on from its first
-// byte that needs an escape: the room after that point is at least the 16 bytes stored).
+// block of 16 bytes at a time. A block is stored whole, then the write goes on from its first
+// byte that needs an escape: while j + 16 <= n, what is left to write (src[j..n) escaped and
+// the closing quote) is at least n - j + 1 >= 17 bytes, so the 16 stored fit.
 void AppendJsonString(std::string& out, std::string_view s) {
   const char* const src = s.data();
   const size_t n = s.size();

@@ -50,7 +50,8 @@ std::string DumpJson(const nlohmann::json& j);
 // Appends `s` as a quoted JSON string, escaped byte for byte as nlohmann::json::dump does
 // (\" \\ \b \f \n \r \t, other controls as \u00xx, everything else as is), without
 // building a json value: the hot path of streamed output. `s` must be valid UTF-8
-// (IsValidUtf8); the caller checks.
+// (IsValidUtf8); the caller checks. `s` must not point into `out` (`out` may be reallocated
+// before `s` is read).
 void AppendJsonString(std::string& out, std::string_view s);
 
 }  // namespace edge

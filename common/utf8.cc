@@ -1,5 +1,6 @@
 #include "common/utf8.h"
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -63,12 +64,16 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
 size_t ValidUtf8Prefix(std::string_view s) {
   size_t i = 0, bad = 0;
   while (i < s.size()) {
-    // ASCII sixteen bytes at a time, then eight: no byte has its high bit set.
-    if (i + kScanBlock <= s.size() && Ascii16(s.data() + i)) {
-      i += kScanBlock;
-      continue;
-    }
-    if (i + 8 <= s.size()) {
+    // ASCII sixteen bytes at a time, on to the first byte that is not; then eight at a time
+    // near the end.
+    if (i + kScanBlock <= s.size()) {
+      const uint32_t high = HighBitMask16(s.data() + i);
+      if (high == 0) {
+        i += kScanBlock;
+        continue;
+      }
+      i += static_cast<size_t>(std::countr_zero(high));
+    } else if (i + 8 <= s.size()) {
       uint64_t word;
       std::memcpy(&word, s.data() + i, 8);
       if ((word & 0x8080808080808080ull) == 0) {

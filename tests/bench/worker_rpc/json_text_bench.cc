@@ -88,10 +88,7 @@ int main(int argc, char** argv) {
   std::vector<double> copy, write, dump;
   for (int r = 0; r < runs; ++r) {
     copy.push_back(MibPerSecond(bytes, [&] {
-      each_chunk([](std::string_view chunk, std::string& out) {
-        out.resize(chunk.size());
-        std::memcpy(out.data(), chunk.data(), chunk.size());
-      });
+      each_chunk([](std::string_view chunk, std::string& out) { out.assign(chunk); });
     }));
     write.push_back(MibPerSecond(bytes, [&] {
       each_chunk([](std::string_view chunk, std::string& out) {
@@ -115,10 +112,7 @@ int main(int argc, char** argv) {
   std::vector<double> rcopy, read, parse;
   for (int r = 0; r < runs; ++r) {
     std::string out;
-    rcopy.push_back(MibPerSecond(bytes, [&] {
-      out.resize(request.size());
-      std::memcpy(out.data(), request.data(), request.size());
-    }));
+    rcopy.push_back(MibPerSecond(bytes, [&] { out.assign(request); }));
     read.push_back(MibPerSecond(bytes, [&] {
       auto j = edge::ParseJsonBounded(request, "the request");
       if (!j || (*j)["params"]["content"].get_ref<const std::string&>().size() != bytes) {
