@@ -1,7 +1,7 @@
 // OutputTail against two independent definitions: hand-written cases, and, for many random
 // chunkings of random bytes, (1) the tail of the whole stream as the header defines it and
-// (2) the plain model the executor used before (append every chunk, trim past twice the
-// limit, trim at the end), which it must equal byte for byte, cut flag included.
+// (2) the plain model the executor used before 1f4b939 (append every chunk, trim past twice
+// the limit, trim at the end), which it must equal byte for byte, cut flag included.
 #include "sandbox/output_tail.h"
 
 #include <gtest/gtest.h>
@@ -36,7 +36,7 @@ std::string TailOfWhole(const std::string& all, size_t limit) {
   return all.substr(start);
 }
 
-// The executor's collection before OutputTail: append, trim past 2 × limit, trim at the end.
+// The executor's collection before 1f4b939: append, trim past 2 × limit, trim at the end.
 struct AppendThenTrim {
   size_t limit;
   std::string kept;
@@ -62,8 +62,8 @@ TEST(OutputTailTest, KeepsEverythingWithoutALimit) {
 
 TEST(OutputTailTest, KeepsTheLastBytesAndStartsOnACharacter) {
   OutputTail t(4);
-  t.Add("abcdefgh");  // a chunk over twice the limit: only its tail is kept
-  EXPECT_EQ(t.Finish(), "efgh");
+  t.Add("abcdefghi");  // a chunk over twice the limit: only its tail is copied
+  EXPECT_EQ(t.Finish(), "fghi");
   EXPECT_TRUE(t.cut());
   // "é" is C3 A9: a cut on A9 moves on to the next character; a cut on C3 keeps it whole.
   OutputTail u(2);
