@@ -187,6 +187,16 @@ TEST_F(WorkerRpcTest, HealthAndEveryMethod) {
   EXPECT_EQ(st5["result"]["file"]["size"], 5);
   EXPECT_EQ(st5["result"]["file"]["mode"], "0640");
   EXPECT_EQ(st5["result"]["file"]["is_dir"], false);
+  // 19 bytes, 28 base64 characters: sizes where a fresh string reallocates (libstdc++ 12's
+  // resize_and_overwrite once made both 30 bytes long). Vector from Python's base64 module.
+  auto [s5w, fox] = Call(
+      "worker.file_write",
+      {{"sandbox_id", "sb-1"}, {"path", "fox.txt"}, {"content", "VGhlIHF1aWNrIGJyb3duIGZveA=="}});
+  ASSERT_EQ(s5w, 200u) << fox.dump();
+  EXPECT_EQ(fox["result"]["size"], 19);
+  auto [s5r, foxr] = Call("worker.file_read", {{"sandbox_id", "sb-1"}, {"path", "fox.txt"}});
+  ASSERT_EQ(s5r, 200u) << foxr.dump();
+  EXPECT_EQ(foxr["result"]["content"], "VGhlIHF1aWNrIGJyb3duIGZveA==");
   auto [s6, ch] =
       Call("worker.file_chmod", {{"sandbox_id", "sb-1"}, {"path", "dir/a.txt"}, {"mode", "0600"}});
   EXPECT_EQ(s6, 200u) << ch.dump();
