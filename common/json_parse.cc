@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/byte_scan.h"
+#include "common/string_fill.h"
 #include "common/utf8.h"
 
 namespace edge {
@@ -581,9 +582,7 @@ void AppendJsonString(std::string& out, std::string_view s) {
     if (kEscapeLetter[c] != 0) size += EscapedSize(c) - 1;
   }
   const size_t base = out.size();
-  // The size is returned as computed, not taken from the callback's argument: libstdc++ 12
-  // passes the grown capacity there when it reallocates (fixed in GCC 13).
-  out.resize_and_overwrite(base + size, [&](char* p, size_t) {
+  ResizeAndOverwrite(out, base + size, [&](char* p) {
     char* d = p + base;
     *d++ = '"';
     size_t j = 0;

@@ -1,5 +1,6 @@
 #include "sandbox/tool_registry.h"
 
+#include "common/string_fill.h"
 #include "common/utf8.h"
 
 #include <signal.h>
@@ -431,15 +432,13 @@ constexpr std::array<uint8_t, 256> kBase64Values = [] {
 
 // Both directions write into a string sized once (resize_and_overwrite: no zero fill), a
 // whole group of 3 bytes / 4 characters per step (issue 14: file bodies of hundreds of MB).
-// The callbacks return the size asked for, never their size argument: libstdc++ 12 passes
-// the grown capacity there when it reallocates (fixed in GCC 13), which for a result of 16 to
-// 29 bytes in a fresh string is 30 — a tail of uninitialised bytes.
+// (ResizeAndOverwrite: the callback returns the size computed here, see common/string_fill.h.)
 std::string Base64Encode(std::string_view bytes) {
   const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t n = bytes.size();
   const size_t size = (n + 2) / 3 * 4;
   std::string out;
-  out.resize_and_overwrite(size, [&](char* o, size_t) {
+  ResizeAndOverwrite(out, size, [&](char* o) {
     size_t i = 0;
     for (; i + 3 <= n; i += 3, o += 4) {
       const uint32_t v = uint32_t{in[i]} << 16 | uint32_t{in[i + 1]} << 8 | in[i + 2];
@@ -478,7 +477,7 @@ Result<std::string> Base64Decode(std::string_view text, std::string_view field) 
   std::string out;
   size_t bad = n;  // the offset of the first character outside the alphabet, if any
   const size_t size = n / 4 * 3 - pad;
-  out.resize_and_overwrite(size, [&](char* o, size_t) {
+  ResizeAndOverwrite(out, size, [&](char* o) {
     for (size_t i = 0; i < n; i += 4) {
       const bool last = i + 4 == n;
       const uint8_t a = kBase64Values[in[i]], b = kBase64Values[in[i + 1]];
