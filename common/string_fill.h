@@ -4,18 +4,28 @@
 // returned its argument left uninitialised bytes at the end (a fresh string asked for 16 to
 // 29 bytes came back 30 long; stop 39 found two in base64). `write(char* p)` gets the
 // string's buffer — its first s.size() bytes as they were, room for `n` in all — and returns
-// the string's final size, at most `n` (fewer when it stops early, e.g. on bad input).
-// Header-only; no state.
+// the string's final size as a size_t, at most `n` (fewer when it stops early, e.g. on bad
+// input; more aborts: those bytes were never written). The only caller of
+// resize_and_overwrite in the tree (a lint test keeps it so). Header-only; no state.
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
+#include <type_traits>
 
 namespace edge {
 
 template <typename Write>
 void ResizeAndOverwrite(std::string& s, size_t n, Write&& write) {
-  s.resize_and_overwrite(n, [&](char* p, size_t) { return static_cast<size_t>(write(p)); });
+  static_assert(std::is_same_v<std::invoke_result_t<Write&, char*>, size_t>,
+                "the callback returns the string's final size as a size_t");
+  s.resize_and_overwrite(n, [&](char* p, size_t) {
+    const size_t size = write(p);
+    // More than asked for would keep bytes nobody wrote, as the library's bug did.
+    if (size > n) std::abort();
+    return size;
+  });
 }
 
 }  // namespace edge
