@@ -76,12 +76,12 @@ constexpr bool HasZeroByte(uint64_t w) {
   return ((w - kOnes) & ~w & kHighBits) != 0;
 }
 
-// True when some byte of `w` must be looked at one by one inside a JSON string: a quote, a
-// backslash, a control character (< 0x20), or — when `ascii_only` — a byte >= 0x80.
-constexpr bool NeedsCare(uint64_t w, bool ascii_only) {
+// True when some byte of `w` must be looked at one by one inside a JSON string being read: a
+// quote, a backslash, a control character (< 0x20) or a byte >= 0x80.
+constexpr bool NeedsCare(uint64_t w) {
   const bool control = ((w - kOnes * 0x20) & ~w & kHighBits) != 0;
   return control || HasZeroByte(w ^ (kOnes * '"')) || HasZeroByte(w ^ (kOnes * '\\')) ||
-         (ascii_only && (w & kHighBits) != 0);
+         (w & kHighBits) != 0;
 }
 
 uint64_t Load8(const char* p) {
@@ -252,7 +252,7 @@ class JsonReader {
         }
         i_ += kScanBlock;
       }
-      while (i_ + 8 <= s_.size() && !NeedsCare(Load8(s_.data() + i_), true))
+      while (i_ + 8 <= s_.size() && !NeedsCare(Load8(s_.data() + i_)))
         i_ += 8;
       if (i_ >= s_.size()) {
         return Fail(i_, "syntax error: the string opened at byte " + std::to_string(opened + 1) +

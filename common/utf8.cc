@@ -107,6 +107,14 @@ std::string ToValidUtf8(std::string_view s) {
   return out;
 }
 
+size_t Utf8TailStart(std::string_view s, size_t limit) {
+  size_t start = s.size() > limit ? s.size() - limit : 0;
+  for (int k = 0;
+       k < 3 && start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80; ++k)
+    ++start;
+  return start;
+}
+
 size_t Utf8CutPoint(std::string_view s, size_t limit) {
   if (limit >= s.size()) return s.size();
   size_t n = limit;

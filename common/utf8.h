@@ -35,4 +35,10 @@ std::string ToValidUtf8(std::string_view s);
 // such that s[n] does not continue a multi-byte sequence started before it.
 size_t Utf8CutPoint(std::string_view s, size_t limit);
 
+// Where the last `limit` bytes of `s` start (0 when `s` is no longer than `limit`), moved on
+// past at most three UTF-8 continuation bytes so the tail starts on a character — at 0 too:
+// `s` may itself be cut out of a longer text. s.size() when only continuation bytes are left.
+// (Utf8CutPoint's mirror, for tails.)
+size_t Utf8TailStart(std::string_view s, size_t limit);
+
 }  // namespace edge

@@ -1,12 +1,14 @@
 #include "sandbox/output_tail.h"
 
+#include "common/utf8.h"
+
 namespace edge::sandbox {
 
 void OutputTail::Add(std::string_view data) {
   if (limit_ != 0 && data.size() >= limit_ && kept_.size() + data.size() > 2 * limit_) {
     // What Trim would keep of kept_ + data lies inside `data`: copy that alone, not the whole
     // chunk first.
-    kept_.assign(data.substr(TailStart(data)));
+    kept_.assign(data.substr(Utf8TailStart(data, limit_)));
     cut_ = true;
     return;
   }
@@ -19,17 +21,9 @@ const std::string& OutputTail::Finish() {
   return kept_;
 }
 
-size_t OutputTail::TailStart(std::string_view s) const {
-  size_t start = s.size() - limit_;
-  for (int i = 0;
-       i < 3 && start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80; ++i)
-    ++start;
-  return start;
-}
-
 void OutputTail::Trim() {
   if (limit_ == 0 || kept_.size() <= limit_) return;
-  kept_.erase(0, TailStart(kept_));
+  kept_.erase(0, Utf8TailStart(kept_, limit_));
   cut_ = true;
 }
 

@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/time_util.h>
 
+#include "common/utf8.h"
+
 namespace edge::agentedge {
 namespace {
 
@@ -16,12 +18,7 @@ std::string_view EdgeErrorCode(ErrorCode code) {
 }
 
 std::string TailUtf8(std::string_view s, size_t limit) {
-  if (s.size() <= limit) return std::string(s);
-  size_t start = s.size() - limit;
-  // Skip continuation bytes (10xxxxxx) so the tail starts at a character boundary.
-  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
-    ++start;
-  return std::string(s.substr(start));
+  return std::string(s.substr(Utf8TailStart(s, limit)));
 }
 
 nlohmann::json TrimOutputs(nlohmann::json payload, bool executor_truncated, size_t limit) {

@@ -225,17 +225,21 @@ int main(int argc, char** argv) {
     // The command ended well (the last line says so: an error line is a failed stream) and at
     // least its output came back, escaped.
     const bool done = last.find(R"("result":{"done":true,"exit_code":0})") != std::string::npos;
-    if (!sr || sr->status != 200 || !done || got < (mib << 20)) return -1;
+    if (!sr || sr->status != 200 || !done || got < (mib << 20)) {
+      std::fprintf(stderr,
+                   "exec_stream failed: %s, status %u, %zu bytes of NDJSON for %zu of output, last "
+                   "line %s\n",
+                   sr ? "answered" : sr.error().ToString().c_str(), sr ? sr->status : 0u, got,
+                   mib << 20, done ? "a successful result" : ("not one: ..." + last).c_str());
+      return -1;
+    }
     return mib / secs;
   };
   std::vector<double> pipes, streams;
   for (int i = 0; i < stream_runs; ++i) {
     pipes.push_back(RawPipeMiBs(mib));
     const double v = stream_once();
-    if (v < 0) {
-      std::fprintf(stderr, "exec_stream failed\n");
-      return 1;
-    }
+    if (v < 0) return 1;
     streams.push_back(v);
   }
   namespace eb = edge::bench;

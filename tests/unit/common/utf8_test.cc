@@ -66,6 +66,27 @@ TEST(Utf8Test, ReplacementFollowsMaximalSubparts) {
   EXPECT_TRUE(IsValidUtf8(ToValidUtf8("\xC0\xAF\xF5\xFF")));
 }
 
+TEST(Utf8Test, TailStartMovesOnToTheNextCharacter) {
+  const std::string s =
+      "a\xE2\x82\xAC"
+      "b";                              // a € b: bytes 0, 1-3, 4
+  EXPECT_EQ(Utf8TailStart(s, 10), 0u);  // the whole text
+  EXPECT_EQ(Utf8TailStart(s, 5), 0u);
+  EXPECT_EQ(Utf8TailStart(s, 4), 1u);  // starts on the € itself
+  EXPECT_EQ(Utf8TailStart(s, 3), 4u);  // inside the €: on to 'b'
+  EXPECT_EQ(Utf8TailStart(s, 2), 4u);
+  EXPECT_EQ(Utf8TailStart(s, 1), 4u);
+  EXPECT_EQ(Utf8TailStart(s, 0), 5u);
+  // At most three continuation bytes are skipped (invalid text: a longer run).
+  EXPECT_EQ(Utf8TailStart("x\x80\x80\x80\x80\x80", 5), 4u);
+  EXPECT_EQ(Utf8TailStart("\x80\x80", 1), 2u);  // nothing but continuation bytes: empty
+  // A text that begins inside a character (cut out of a longer one) loses that part.
+  EXPECT_EQ(Utf8TailStart("\x82\xAC"
+                          "b",
+                          3),
+            2u);
+}
+
 TEST(Utf8Test, CutPointNeverSplitsACharacter) {
   const std::string s =
       "a\xE2\x82\xAC"
