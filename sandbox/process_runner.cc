@@ -427,6 +427,9 @@ class LargePipeHold {
 // unprivileged user may ask for), and the smallest window worth enlarging for.
 constexpr uint64_t kLargePipeBytes = 1 << 20;
 constexpr uint64_t kMinLargePipeWindow = 128 << 10;
+// The most one read of a windowed stdout takes (Child::window_read): a quarter of the
+// streaming window, a quarter of the large pipe.
+constexpr size_t kWindowReadBytes = 256 << 10;
 
 struct ProcessRunner::Impl : std::enable_shared_from_this<ProcessRunner::Impl> {
   struct Child;
@@ -515,6 +518,13 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
   std::array<bool, 2> reading{false, false};  // a read of that stream is pending
   std::array<uint64_t, 2> waiting{0, 0};      // bytes of that stream in `queue`
   std::array<std::array<char, OutputChunk::kMaxChunkBytes>, 2> buf{};
+  // With a window of at least kWindowReadBytes, stdout is read up to that much at a time
+  // (made at its first read, freed with the child), each read no larger than the room left
+  // in the chunk it will join: a fast producer's output reaches the sink in window-sized
+  // chunks with an eighth of the reads (and their event-loop round trips) that 32 KiB reads
+  // take. stderr, and commands without such a window, read into `buf`.
+  std::unique_ptr<char[]> window_read;
+  std::array<size_t, 2> asked{0, 0};  // the size of the pending (or last) read of a stream
   std::deque<OutputChunk> queue;
   bool in_flight = false;
   int in_flight_stream = 0;  // the stream of the chunk with the sink
@@ -634,9 +644,26 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
       if (window == 0 ? held : waiting[s] >= window) return;
     }
     reading[s] = true;
+    char* into = ReadInto(s);
+    asked[s] = buf[s].size();
+    if (into != buf[s].data()) {
+      asked[s] = kWindowReadBytes;
+      if (!queue.empty() && queue.back().stream == OutputStream::kStdout &&
+          queue.back().data.size() < spec.output_window_bytes) {
+        asked[s] = std::min(asked[s], spec.output_window_bytes - queue.back().data.size());
+      }
+    }
     auto self = shared_from_this();
-    out[s].async_read_some(asio::buffer(buf[s]), [self, s](const boost::system::error_code& ec,
-                                                           size_t n) { self->OnRead(s, ec, n); });
+    out[s].async_read_some(
+        asio::buffer(into, asked[s]),
+        [self, s](const boost::system::error_code& ec, size_t n) { self->OnRead(s, ec, n); });
+  }
+
+  // Where reads of stream `s` land (see window_read).
+  char* ReadInto(int s) {
+    if (s != 0 || spec.output_window_bytes < kWindowReadBytes) return buf[s].data();
+    if (!window_read) window_read = std::make_unique_for_overwrite<char[]>(kWindowReadBytes);
+    return window_read.get();
   }
 
   void OnRead(int s, const boost::system::error_code& ec, size_t n) {
@@ -666,19 +693,19 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     // within the window: fewer, bigger chunks for a consumer that is behind.
     if (spec.output_window_bytes > 0 && !queue.empty() && queue.back().stream == stream &&
         queue.back().data.size() + take <= spec.output_window_bytes) {
-      queue.back().data.append(buf[s].data(), take);
+      queue.back().data.append(ReadInto(s), take);
     } else {
       queue.push_back(OutputChunk{stream, {}});
       // A full read from a lingering producer will be joined up to the window: room for that
       // now, instead of a copy at every doubling. Only for a chunk that can linger (alone in
       // the queue: one that waits behind another goes as soon as the sink is free), and no
       // more than the output cap leaves.
-      if (spec.output_linger.count() > 0 && n == buf[s].size() && queue.size() == 1) {
+      if (spec.output_linger.count() > 0 && n == asked[s] && queue.size() == 1) {
         const uint64_t left = spec.max_output_bytes - total;  // total <= max: take fitted
         queue.back().data.reserve(
             static_cast<size_t>(std::min<uint64_t>(spec.output_window_bytes, take + left)));
       }
-      queue.back().data.append(buf[s].data(), take);
+      queue.back().data.append(ReadInto(s), take);
     }
     waiting[s] += take;
     Deliver();

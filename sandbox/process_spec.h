@@ -70,12 +70,13 @@ struct ProcessSpec {
   // With a window: a chunk smaller than the window waits up to this long (real time, from
   // when the sink could take it) for more of its stream's output to join it, while the pipe
   // keeps being read. A fast producer then fills chunks of up to the window (at least the
-  // window less one read, unless the linger runs out first) instead of one pipe read each
-  // (the read buffer is OutputChunk::kMaxChunkBytes), so a per-chunk cost is paid as rarely
-  // as the window allows; a quiet one's output is delivered at most this much later. End of
-  // its stream, or the other stream's output behind it deliver at once. 0 = never waits. A
-  // throughput setting, not a behaviour timer: real time like the drain after exit, so tests
-  // on an injected clock never have to move it.
+  // window less one read, unless the linger runs out first; exactly the window for stdout
+  // when the window is 256 KiB or more: its reads take up to 256 KiB, never more than the
+  // chunk has room for) instead of one pipe read each (32 KiB, OutputChunk::kMaxChunkBytes,
+  // otherwise), so a per-chunk cost is paid as rarely as the window allows; a quiet one's output is
+  // delivered at most this much later. End of its stream, or the other stream's output behind it
+  // deliver at once. 0 = never waits. A throughput setting, not a behaviour timer: real time like
+  // the drain after exit, so tests on an injected clock never have to move it.
   std::chrono::microseconds output_linger{0};
   // Written beside the group in the runner's ledger (the executor: the command id), so that
   // KillStaleGroups can say whose leftover group it killed. Newlines are dropped.

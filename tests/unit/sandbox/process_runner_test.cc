@@ -730,9 +730,9 @@ ProcessSpec Lingering(ProcessSpec spec, std::chrono::microseconds linger) {
   return spec;
 }
 
-// Issue 14: with a linger, a fast producer's pipe reads (32 KiB each) are joined into chunks
-// that fill the window (all but the last at least the window less one read) before delivery,
-// even for a sink that acks at once — without it that sink gets one chunk per read.
+// Issue 14: with a linger, a fast producer's pipe reads are joined into chunks that fill the
+// window before delivery, even for a sink that acks at once — without it that sink gets one
+// chunk per read.
 TEST_F(ProcessRunnerTest, ALingerJoinsAFastProducersReadsIntoChunksThatFillTheWindow) {
   constexpr size_t kTotal = 4u << 20, kWindow = 1u << 20;  // Lingering's window
   auto run_with = [&](std::chrono::microseconds linger) {
@@ -753,6 +753,24 @@ TEST_F(ProcessRunnerTest, ALingerJoinsAFastProducersReadsIntoChunksThatFillTheWi
   EXPECT_EQ(at_once.out.size(), kTotal);
   EXPECT_GT(at_once.chunks.size(), 2 * lingered.chunks.size())
       << "without a linger an eager sink gets about one chunk per pipe read";
+}
+
+// Issue 14: with a window of 256 KiB or more, stdout is read up to 256 KiB at a time, each
+// read no larger than the room left in the chunk it will join: every chunk but the last fills
+// a window of any size exactly. (Reads of 32 KiB left a 300 KiB window at 288 KiB; reads
+// that ignored the room started a new chunk whenever one did not fit.)
+TEST_F(ProcessRunnerTest, WindowedReadsFillEachChunkToExactlyTheWindow) {
+  constexpr size_t kTotal = 3u << 20, kWindow = (300u << 10) + 1;
+  ProcessSpec spec = Spec({"/usr/bin/head", "-c", std::to_string(kTotal), "/dev/zero"});
+  spec.output_window_bytes = kWindow;
+  spec.output_linger = std::chrono::seconds(30);
+  Outcome run = RunSync(spec);
+  ASSERT_TRUE(run.result->has_value());
+  EXPECT_EQ(run.out, std::string(kTotal, '\0'));
+  ASSERT_EQ(run.chunks.size(), kTotal / kWindow + 1);
+  for (size_t i = 0; i + 1 < run.chunks.size(); ++i)
+    EXPECT_EQ(run.chunks[i].data.size(), kWindow) << "chunk " << i;
+  EXPECT_EQ(run.chunks.back().data.size(), kTotal % kWindow);
 }
 
 // The linger is bounded: a quiet command's first line arrives one linger later, long before
