@@ -17,6 +17,7 @@
 #include <boost/beast/ssl.hpp>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -51,6 +52,16 @@ namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 using Clean = beast::error_code;
 using detail::HeaderSafe;
+
+// net::async_write's completion condition without Asio's 64 KiB cap on each write_some
+// (transfer_all's default_max_transfer_size): a megabyte of a streamed answer goes to the
+// kernel in one sendmsg when the socket takes it, not sixteen, each its own trip through the
+// event loop. Over TLS each write_some is one record whatever this says.
+struct WholeWrites {
+  size_t operator()(const Clean& ec, size_t) const {
+    return ec ? 0 : std::numeric_limits<size_t>::max();
+  }
+};
 
 constexpr auto kGonePollInterval = std::chrono::milliseconds(200);
 
@@ -647,7 +658,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void WriteFront() {
     if (closed_ || writes_.empty()) return;
     tcp().expires_after(opts().write_timeout);
-    net::async_write(stream_, net::buffer(writes_.front().bytes),
+    net::async_write(stream_, net::buffer(writes_.front().bytes), WholeWrites{},
                      [self = this->shared_from_this()](Clean ec, size_t) { self->Wrote(ec); });
   }
 

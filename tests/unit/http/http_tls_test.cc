@@ -114,6 +114,21 @@ TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheClientCa) {
                      .server_name = "localhost"}));
 }
 
+// Over TLS a write of any size goes out a record at a time: megabytes each way arrive whole.
+TEST_F(HttpTlsTest, MegabytesEachWayArriveWhole) {
+  Start(false);
+  std::string body((5u << 20) + 3, '\0');
+  for (size_t i = 0; i < body.size(); ++i)
+    body[i] = static_cast<char>(i % 251);
+  auto c = Client::Connect(
+      "127.0.0.1", server_->port(),
+      {.timeout = 10s, .tls = ClientTls{.ca_file = dir_ / "ca.pem", .server_name = "localhost"}});
+  ASSERT_TRUE(c) << c.error().message;
+  auto r = (*c)->Send({.method = "POST", .target = "/", .body = body});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->body == "tls:" + body) << "the answer's " << r->body.size() << " bytes differ";
+}
+
 TEST_F(HttpTlsTest, UnreadableCertificateIsAnError) {
   ServerOptions o;
   o.tls = TlsFiles{dir_ / "missing.pem", dir_ / "missing.key", ""};
