@@ -16,7 +16,9 @@
 //   N round trips (default 200), R streams and file pairs (default 5), M MiB for the stream
 //   (default 256), F MiB for the files (default: M); PATH gets every figure as JSON
 //   (tests/bench/bench_report.h, for scripts/bench.sh's results.json).
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,6 +54,19 @@ double Micros(SteadyClock::duration d) {
 }
 double Seconds(SteadyClock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+// CPU-seconds of this thread; of the whole process (every thread); of the waited-for children.
+double CpuSeconds(clockid_t clock) {
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+double ChildrenCpuSeconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_CHILDREN, &ru);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(ru.ru_utime) + s(ru.ru_stime);
 }
 
 struct Stats {
@@ -202,10 +217,17 @@ int main(int argc, char** argv) {
       runs, a.median, a.p95, hr.median, b.median, b.p95, b.median / a.median,
       b.median / (a.median + hr.median));
 
-  // 2. NDJSON stream, R times, each beside a raw pipe read of the same command
+  // 2. NDJSON stream, R times, each beside a raw pipe read of the same command. Where each
+  // stream's CPU went, per GiB of output (as exec_stream_floor_bench reports its floor): this
+  // thread (the client), the rest of this process (the door: executor, handler, server), the
+  // command (sh, yes, head).
+  std::vector<double> client_cpu, door_cpu, command_cpu;
   auto stream_once = [&]() -> double {
     size_t got = 0;
     std::string last;  // the end of what came, for the final line
+    const double self0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
+    const double process0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
+    const double children0 = ChildrenCpuSeconds();
     const auto t0 = SteadyClock::now();
     json env = {
         {"id", "s"},
@@ -222,6 +244,11 @@ int main(int argc, char** argv) {
           return true;
         });
     const double secs = Seconds(SteadyClock::now() - t0);
+    const double gib = static_cast<double>(mib) / 1024.0;
+    const double self = CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - self0;
+    client_cpu.push_back(self / gib);
+    door_cpu.push_back((CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - process0 - self) / gib);
+    command_cpu.push_back((ChildrenCpuSeconds() - children0) / gib);
     // The command ended well (the last line says so: an error line is a failed stream) and at
     // least its output came back, escaped.
     const bool done = last.find(R"("result":{"done":true,"exit_code":0})") != std::string::npos;
@@ -248,6 +275,12 @@ int main(int argc, char** argv) {
       "exec_stream %zu MiB as NDJSON x%d: median %.0f MiB/s of output (min %.0f, max %.0f) | "
       "raw pipe median %.0f MiB/s (min %.0f, max %.0f)\n",
       mib, stream_runs, ss.median, ss.min, ss.max, ps.median, ps.min, ps.max);
+  const auto cc = eb::Summarize(client_cpu), dc = eb::Summarize(door_cpu),
+             kc = eb::Summarize(command_cpu);
+  std::printf(
+      "exec_stream CPU-s per GiB of output, medians: door (executor, handler, server) %.2f, "
+      "client %.2f, the command (sh, yes, head) %.2f, all %.2f\n",
+      dc.median, cc.median, kc.median, dc.median + cc.median + kc.median);
 
   // 3. file_write + file_read, R times each, beside cp
   const std::string src = dir + "/src.bin", dst = dir + "/dst.bin";
@@ -308,6 +341,9 @@ int main(int argc, char** argv) {
   stream_fig["baseline"] = "raw pipe read of the stream's command";
   stream_fig["ratio"] = ps.median > 0 ? ss.median / ps.median : 0.0;
   figures.push_back(std::move(stream_fig));
+  figures.push_back(eb::FigureJson("exec_stream: door CPU per GiB", "CPU-s/GiB", dc));
+  figures.push_back(eb::FigureJson("exec_stream: client CPU per GiB", "CPU-s/GiB", cc));
+  figures.push_back(eb::FigureJson("exec_stream: the command's CPU per GiB", "CPU-s/GiB", kc));
   figures.push_back(eb::FigureJson("cp of the file", "s", cs));
   figures.push_back(eb::FigureJson("file_write (client's base64 included)", "s", ws));
   figures.push_back(eb::FigureJson("file_read", "s", rs));
