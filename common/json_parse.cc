@@ -563,24 +563,69 @@ char* WriteEscape(char* d, unsigned char c) {
   return d + 6;
 }
 
-}  // namespace
-
-// Two passes: the first finds the exact size, so the second writes into room made once, a
-// block of 16 bytes at a time. A block is stored whole, then the write goes on from its first
-// byte that needs an escape: while j + 16 <= n, what is left to write (src[j..n) escaped and
-// the closing quote) is at least n - j + 1 >= 17 bytes, so the 16 stored fit.
-void AppendJsonString(std::string& out, std::string_view s) {
+// The bytes `s` takes as a quoted JSON string; with `check_utf8`, nullopt when `s` is not
+// valid UTF-8, found in the same scan: a block's bytes >= 0x80 are marked too, and each marks
+// a sequence (Utf8SequenceLength, as ValidUtf8Prefix checks them) whose bytes are skipped,
+// into the next block when it crosses one.
+std::optional<size_t> JsonStringSizeOf(std::string_view s, bool check_utf8) {
   const char* const src = s.data();
   const size_t n = s.size();
   size_t size = n + 2, i = 0;
-  for (; i + kScanBlock <= n; i += kScanBlock) {
-    for (uint32_t m = JsonCareMask16(src + i, false); m != 0; m &= m - 1)
-      size += EscapedSize(static_cast<unsigned char>(src[i + std::countr_zero(m)])) - 1;
+  while (i + kScanBlock <= n) {
+    size_t next = i + kScanBlock;
+    for (uint32_t m = JsonCareMask16(src + i, check_utf8); m != 0;) {
+      const size_t p = i + static_cast<size_t>(std::countr_zero(m));
+      const auto c = static_cast<unsigned char>(src[p]);
+      if (c < 0x80) {
+        size += EscapedSize(c) - 1;
+        m &= m - 1;
+        continue;
+      }
+      const size_t len = Utf8SequenceLength(s, p);
+      if (len == 0) return std::nullopt;
+      if (p + len >= next) {
+        next = p + len;
+        break;
+      }
+      m &= ~((1u << (p + len - i)) - 1);  // this sequence's bytes, and the ones before it
+    }
+    i = next;
   }
-  for (; i < n; ++i) {
+  while (i < n) {
     const auto c = static_cast<unsigned char>(src[i]);
+    if (check_utf8 && c >= 0x80) {
+      const size_t len = Utf8SequenceLength(s, i);
+      if (len == 0) return std::nullopt;
+      i += len;
+      continue;
+    }
     if (kEscapeLetter[c] != 0) size += EscapedSize(c) - 1;
+    ++i;
   }
+  return size;
+}
+
+}  // namespace
+
+std::optional<JsonSizedString> JsonStringSize(std::string_view s) {
+  const auto size = JsonStringSizeOf(s, true);
+  if (!size) return std::nullopt;
+  return JsonSizedString(s, *size);
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  AppendJsonString(out, JsonSizedString(s, *JsonStringSizeOf(s, false)));
+}
+
+// Two passes: the first (JsonStringSize) finds the exact size, so this one writes into room
+// made once, a block of 16 bytes at a time. A block is stored whole, then the write goes on
+// from its first byte that needs an escape: while j + 16 <= n, what is left to write
+// (src[j..n) escaped and the closing quote) is at least n - j + 1 >= 17 bytes, so the 16
+// stored fit.
+void AppendJsonString(std::string& out, const JsonSizedString& sized) {
+  const char* const src = sized.s_.data();
+  const size_t n = sized.s_.size();
+  const size_t size = sized.bytes_;
   const size_t base = out.size();
   ResizeAndOverwrite(out, base + size, [&](char* p) {
     char* d = p + base;

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -53,5 +55,27 @@ std::string DumpJson(const nlohmann::json& j);
 // (IsValidUtf8); the caller checks. `s` must not point into `out` (`out` may be reallocated
 // before `s` is read).
 void AppendJsonString(std::string& out, std::string_view s);
+// A string measured by JsonStringSize, for AppendJsonString to write without scanning it
+// again. It refers to the string, which must outlive it unchanged; only JsonStringSize makes
+// one, so the size always belongs to the string.
+class JsonSizedString {
+ public:
+  // The bytes AppendJsonString appends: the string escaped and quoted.
+  size_t bytes() const { return bytes_; }
+
+ private:
+  JsonSizedString(std::string_view s, size_t bytes) : s_(s), bytes_(bytes) {}
+  friend std::optional<JsonSizedString> JsonStringSize(std::string_view s);
+  friend void AppendJsonString(std::string& out, const JsonSizedString& s);
+  friend void AppendJsonString(std::string& out, std::string_view s);
+  std::string_view s_;
+  size_t bytes_;
+};
+// Measures `s` for AppendJsonString, or nullopt when `s` is not valid UTF-8 — checked in the
+// same scan, so a caller that has not checked `s` needs no IsValidUtf8 before it.
+std::optional<JsonSizedString> JsonStringSize(std::string_view s);
+// AppendJsonString(out, s) for a string already measured: one scan fewer, and the caller can
+// make room for all it appends at once (bytes()).
+void AppendJsonString(std::string& out, const JsonSizedString& s);
 
 }  // namespace edge

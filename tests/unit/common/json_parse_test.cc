@@ -1,4 +1,5 @@
 #include "common/json_parse.h"
+#include "common/utf8.h"
 #include "tests/support/same_json.h"
 
 #include <gtest/gtest.h>
@@ -155,6 +156,54 @@ TEST(AppendJsonString, EveryByteThatNeedsCareIsFoundAtEveryPlaceInABlock) {
   std::string out;
   AppendJsonString(out, dense);
   EXPECT_EQ(out, nlohmann::json(dense).dump());
+}
+
+TEST(JsonStringSize, MeasuresWhatAppendJsonStringWritesForValidUtf8) {
+  // A character of 2, 3 or 4 bytes (and a byte to escape) at every offset of strings up to
+  // three blocks long: across every block boundary, alone, doubled, and beside an escape.
+  const std::vector<std::string> marks = {
+      "\xc3\xa9",         "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf",
+      "\xc3\xa9\xc3\xa9", "\xc3\xa9\n",   "\n\xe2\x82\xac",   "\""};
+  for (const auto& mark : marks) {
+    for (size_t len = 0; len <= 40; ++len) {
+      for (size_t at = 0; at <= len; ++at) {
+        std::string s(len, 'a');
+        s.insert(at, mark);
+        const std::string want = "<" + nlohmann::json(s).dump();
+        const auto sized = JsonStringSize(s);
+        ASSERT_TRUE(sized) << nlohmann::json(s).dump();
+        EXPECT_EQ(sized->bytes(), want.size() - 1) << nlohmann::json(s).dump();
+        std::string out = "<";
+        AppendJsonString(out, *sized);
+        ASSERT_EQ(out, want);
+      }
+    }
+  }
+}
+
+TEST(JsonStringSize, RefusesInvalidUtf8AtEveryPlaceInABlock) {
+  // Each kind of ill-formed UTF-8 (hand-written: a byte never used, a stray continuation
+  // byte, overlong forms, a surrogate, past U+10FFFF, a sequence cut off by the end), at
+  // every offset, alone and right after a valid character in the same block: refused exactly
+  // when IsValidUtf8 (tested with its own vectors) refuses the whole string.
+  const std::vector<std::string> bad = {"\xff",         "\x80",         "\xc0\xaf",
+                                        "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                        "\xc3",         "\xe2\x82",     "\xf0\x9f\x98"};
+  for (const auto& b : bad) {
+    for (const std::string before : {"", "\xc3\xa9", "\xe2\x82\xac"}) {
+      for (size_t at = 0; at <= 40; ++at) {
+        std::string s(40, 'z');
+        s.insert(at, before + b);
+        ASSERT_FALSE(IsValidUtf8(s));
+        EXPECT_FALSE(JsonStringSize(s))
+            << "bad "
+            << nlohmann::json(b).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+            << " at " << at;
+        // At the very end, where the scan goes a byte at a time.
+        EXPECT_FALSE(JsonStringSize(std::string(at, 'y') + before + b)) << "at the end, " << at;
+      }
+    }
+  }
 }
 
 TEST(JsonParse, AByteThatMustBeRefusedIsFoundAtEveryPlaceInABlock) {
