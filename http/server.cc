@@ -401,13 +401,15 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       if (cb) cb(true);
       return;
     }
+    Write w{std::move(data), std::move(cb), After::kNone};
     if (!http10_) {
-      char size[32];
-      std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-      data.insert(0, size);
-      data += "\r\n";
+      // The chunk's size line and its CRLF go beside its bytes, not into them (a copy of a
+      // megabyte to make room at the front).
+      w.size_line_bytes = static_cast<uint8_t>(
+          std::snprintf(w.size_line.data(), w.size_line.size(), "%zx\r\n", w.bytes.size()));
+      w.crlf = true;
     }
-    Queue(std::move(data), std::move(cb), After::kNone);
+    Queue(std::move(w));
   }
   void DoEndStream(uint64_t gen) override {
     if (closed_ || gen != gen_ || !streaming_) return;
@@ -426,6 +428,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     std::string bytes;
     std::function<void(bool)> cb;
     After after = After::kNone;
+    // A chunk of a chunked body: "<size in hex>\r\n" written before `bytes`, "\r\n" after.
+    std::array<char, 24> size_line{};
+    uint8_t size_line_bytes = 0;
+    bool crlf = false;
   };
 
   const ServerOptions& opts() const { return server_->options; }
@@ -651,14 +657,21 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   // ---- writing: one write in flight, in order ----
   void Queue(std::string bytes, std::function<void(bool)> cb, After after) {
-    writes_.push_back({std::move(bytes), std::move(cb), after});
+    Queue(Write{std::move(bytes), std::move(cb), after});
+  }
+  void Queue(Write w) {
+    writes_.push_back(std::move(w));
     if (writes_.size() == 1) WriteFront();
   }
 
   void WriteFront() {
     if (closed_ || writes_.empty()) return;
     tcp().expires_after(opts().write_timeout);
-    net::async_write(stream_, net::buffer(writes_.front().bytes), WholeWrites{},
+    const Write& w = writes_.front();
+    const std::array<net::const_buffer, 3> pieces = {
+        net::buffer(w.size_line.data(), w.size_line_bytes), net::buffer(w.bytes),
+        net::buffer("\r\n", w.crlf ? 2 : 0)};
+    net::async_write(stream_, pieces, WholeWrites{},
                      [self = this->shared_from_this()](Clean ec, size_t) { self->Wrote(ec); });
   }
 
