@@ -648,9 +648,14 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     asked[s] = buf[s].size();
     if (into != buf[s].data()) {
       asked[s] = kWindowReadBytes;
-      if (!queue.empty() && queue.back().stream == OutputStream::kStdout &&
-          queue.back().data.size() < spec.output_window_bytes) {
-        asked[s] = std::min(asked[s], spec.output_window_bytes - queue.back().data.size());
+      // No more than the window has left (at most N bytes wait, as before) and than the chunk
+      // it will join has room for. A read past the output cap (draining) is dropped: full size.
+      if (!draining) {
+        asked[s] = std::min<uint64_t>(asked[s], spec.output_window_bytes - waiting[s]);
+        if (!queue.empty() && queue.back().stream == OutputStream::kStdout &&
+            queue.back().data.size() < spec.output_window_bytes) {
+          asked[s] = std::min(asked[s], spec.output_window_bytes - queue.back().data.size());
+        }
       }
     }
     auto self = shared_from_this();

@@ -573,9 +573,9 @@ TEST_F(ProcessRunnerTest, BackPressureHoldsTheChildUntilAcked) {
 // blocking; what was read meanwhile arrives joined, in chunks of at most the window.
 TEST_F(ProcessRunnerTest, AWindowReadsAheadWhileAChunkIsHeldAndJoinsWhatWaits) {
   const std::string done = dir_ + "/wrote-everything";
-  // 300 000 bytes > the held chunk (≤ 32 KiB) + a 64 KiB pipe: without the read-ahead the
-  // child blocks on the full pipe and never reaches `touch`. The pipe stays at the kernel's
-  // 64 KiB (no budget for a larger one), so what the child can write is the read-ahead's.
+  // 300 000 bytes > the held chunk (one read: ≤ 64 KiB, the pipe) + a 64 KiB pipe: without the
+  // read-ahead the child blocks on the full pipe and never reaches `touch`. The pipe stays at the
+  // kernel's 64 KiB (no budget for a larger one), so what the child can write is the read-ahead's.
   ProcessRunner::Options no_large_pipes{dir_ + "/state", "", ""};
   no_large_pipes.large_pipe_budget_bytes = 0;
   runner_.emplace(io_, clock_, no_large_pipes);
@@ -618,9 +618,9 @@ TEST_F(ProcessRunnerTest, AWindowReadsAheadWhileAChunkIsHeldAndJoinsWhatWaits) {
 // Issue 14: a command with a wide output window gets a 1 MiB stdout pipe while the runner's
 // budget lasts, and the budget comes back when the command is dropped. Seen from the child:
 // with its first chunk held by the sink, it can write the window the runner reads ahead
-// (1 MiB, plus at most one 32 KiB read each side) plus what the pipe holds. 1.5 MiB then fits
-// only in a 1 MiB pipe (about 2 MiB in all), not in the kernel's default of 64 KiB (at most
-// about 1.1 MiB in all), so `touch` after it runs only with the large pipe.
+// (1 MiB in all: a read never takes more than the window has left) plus what the pipe holds. 1.5
+// MiB then fits only in a 1 MiB pipe (about 2 MiB in all), not in the kernel's default of 64 KiB
+// (at most about 1.1 MiB in all), so `touch` after it runs only with the large pipe.
 TEST_F(ProcessRunnerTest, AWideWindowGetsALargeStdoutPipeWhileTheBudgetLasts) {
   uint64_t pipe_max = 0;
   std::ifstream("/proc/sys/fs/pipe-max-size") >> pipe_max;
