@@ -320,8 +320,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     exchange_.reset();
     for (auto& w : writes_) {
       if (w.cb) w.cb(false);
+      w.cb = nullptr;
     }
-    writes_.clear();
+    // The front is the write in flight: its bytes stay until the session goes. Over TLS the
+    // write may still go on after the socket is closed (a completion already queued), and
+    // Asio's SSL write copies from them as it goes.
+    if (!writes_.empty()) writes_.erase(writes_.begin() + 1, writes_.end());
     auto& sock = beast::get_lowest_layer(stream_).socket();
     Clean ignored;
     sock.shutdown(tcp::socket::shutdown_both, ignored);
