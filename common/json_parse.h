@@ -56,8 +56,8 @@ std::string DumpJson(const nlohmann::json& j);
 // before `s` is read).
 void AppendJsonString(std::string& out, std::string_view s);
 // A string measured by JsonStringSize, for AppendJsonString to write without scanning it
-// again. It refers to the string, which must outlive it unchanged; only JsonStringSize makes
-// one, so the size always belongs to the string.
+// again. It refers to the string, which must outlive it unchanged; only JsonStringSize (and
+// AppendJsonString itself) makes one, so the size always belongs to the string.
 class JsonSizedString {
  public:
   // The bytes AppendJsonString appends: the string escaped and quoted.

@@ -92,7 +92,7 @@ have fleet_bench && run fleet "$bin/fleet_bench" --bin-dir "$bin" --nodes "$flee
 have worker_rpc_bench && run worker_rpc "$bin/worker_rpc_bench" --runs "$((runs * 5))" --stream-runs "$((runs < 5 ? runs : 5))" --mib "$rpc_mib" --file-mib "$file_mib" --json "$out/worker_rpc.json"
 run worker_rpc_ssh "$root/tests/bench/worker_rpc/ssh_baseline.sh" "$runs" "$rpc_mib"
 # exec_stream's floor on this machine, beside ssh's rate on the same command just measured.
-ssh_mibs=$(sed -n "s/.*(exec_stream's command) median *\([0-9.]*\).*/\1/p" "$out/worker_rpc_ssh.txt" 2>/dev/null || true)
+ssh_mibs=$(sed -n "s/.*(exec_stream's command) *median *\([0-9.]*\).*/\1/p" "$out/worker_rpc_ssh.txt" 2>/dev/null || true)
 have exec_stream_floor_bench && run exec_stream_floor "$bin/exec_stream_floor_bench" --mib "$rpc_mib" --runs "$((runs < 5 ? runs : 5))" ${ssh_mibs:+--ssh-mibs "$ssh_mibs"} --json "$out/exec_stream_floor.json"
 have json_text_bench && run json_text "$bin/json_text_bench" --runs "$runs" --mib "$file_mib" --json "$out/json_text.json"
 have compute_bench && run compute "$bin/compute_bench" --calls "$calls" --json "$out/compute.json"

@@ -21,6 +21,13 @@ using namespace std::chrono_literals;
 class Echo : public Handler {
  public:
   void Handle(std::shared_ptr<Exchange> ex) override {
+    if (ex->request().target == "/stream") {  // the body back in two chunks
+      const std::string& b = ex->request().body;
+      ex->BeginStream(200, {}, "application/octet-stream");
+      ex->WriteChunk(b.substr(0, b.size() / 3), nullptr);
+      ex->WriteChunk(b.substr(b.size() / 3), nullptr);
+      return ex->EndStream();
+    }
     ex->Respond({.body = "tls:" + ex->request().body, .content_type = "text/plain"});
   }
 };
@@ -114,7 +121,8 @@ TEST_F(HttpTlsTest, MutualTlsRequiresAClientCertificateFromTheClientCa) {
                      .server_name = "localhost"}));
 }
 
-// Over TLS a write of any size goes out a record at a time: megabytes each way arrive whole.
+// Over TLS a write of any size goes out a record at a time: megabytes each way arrive whole,
+// as one answer and as a chunked stream.
 TEST_F(HttpTlsTest, MegabytesEachWayArriveWhole) {
   Start(false);
   std::string body((5u << 20) + 3, '\0');
@@ -127,6 +135,15 @@ TEST_F(HttpTlsTest, MegabytesEachWayArriveWhole) {
   auto r = (*c)->Send({.method = "POST", .target = "/", .body = body});
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_TRUE(r->body == "tls:" + body) << "the answer's " << r->body.size() << " bytes differ";
+  // And as a streamed answer: each chunk's size line, bytes and CRLF in one gather write.
+  std::string streamed;
+  auto s = (*c)->SendStreaming({.method = "POST", .target = "/stream", .body = body},
+                               [&](std::string_view d) {
+                                 streamed.append(d);
+                                 return true;
+                               });
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_TRUE(streamed == body) << "the stream's " << streamed.size() << " bytes differ";
 }
 
 TEST_F(HttpTlsTest, UnreadableCertificateIsAnError) {
