@@ -46,6 +46,7 @@
 #include "agent/identity/node_key.h"
 #include "common/clock.h"
 #include "node_cluster.pb.h"
+#include "tests/bench/bench_os.h"
 #include "tests/bench/bench_report.h"
 
 namespace {
@@ -56,9 +57,7 @@ using edge::identity::EnvelopeCodec;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double ThreadCpuSeconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  return edge::bench::CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 [[noreturn]] void Die(const std::string& what) {
@@ -127,25 +126,11 @@ std::pair<double, double> UnixHop(size_t total, size_t chunk) {
 }
 
 std::pair<double, double> TcpHop(size_t total, size_t chunk) {
-  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (lfd < 0 || ::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(lfd, 1) != 0 || ::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Die("loopback listen");
-  }
-  const int cfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (cfd < 0 || ::connect(cfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    Die("loopback connect");
-  }
-  const int sfd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (sfd < 0) Die("loopback accept");
+  const auto [sfd, cfd] = edge::bench::LoopbackTcpPair();
+  if (sfd < 0) Die("loopback TCP pair");
   auto r = Hop(cfd, sfd, total, chunk);
   ::close(cfd);
   ::close(sfd);
-  ::close(lfd);
   return r;
 }
 

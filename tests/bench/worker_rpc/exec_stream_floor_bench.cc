@@ -30,14 +30,10 @@
 // Prints figures; asserts nothing (design.md §8). The run fails (exit 1) when the client does
 // not receive every byte the door sent, or the command fails.
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -50,6 +46,7 @@
 #include <vector>
 
 #include "agent/worker_rpc/rpc_envelope.h"
+#include "tests/bench/bench_os.h"
 #include "tests/bench/bench_report.h"
 
 extern char** environ;
@@ -68,17 +65,9 @@ constexpr size_t kConsoleFileBytes = 16 << 20;  // LogBuffer's default max_file_
 }
 
 double ThreadCpuSeconds() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  return edge::bench::CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
 }
-
-double ChildrenCpuSeconds() {
-  rusage ru{};
-  ::getrusage(RUSAGE_CHILDREN, &ru);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return s(ru.ru_utime) + s(ru.ru_stime);
-}
+using edge::bench::ChildrenCpuSeconds;
 
 void WriteAll(int fd, iovec* iov, int count) {
   while (count > 0) {
@@ -99,30 +88,6 @@ void WriteAll(int fd, iovec* iov, int count) {
   }
 }
 
-// A connected loopback TCP pair: {door's end, client's end}.
-std::pair<int, int> LoopbackPair() {
-  const int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (lfd < 0 || ::bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(lfd, 1) != 0 || ::getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    Die("loopback listen");
-  }
-  const int cfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (cfd < 0 || ::connect(cfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    Die("loopback connect");
-  }
-  const int sfd = ::accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC);
-  if (sfd < 0) Die("loopback accept");
-  ::close(lfd);
-  const int one = 1;
-  ::setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  ::setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return {sfd, cfd};
-}
-
 struct RunFigures {
   double mibs = 0, door = 0, client = 0, command = 0;  // MiB/s; CPU-s per GiB of output
 };
@@ -133,7 +98,8 @@ RunFigures RunOnce(size_t mib, const std::string& console_dir) {
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) Die("pipe");
   ::fcntl(out[0], F_SETPIPE_SZ, static_cast<int>(kChunkBytes));  // as the executor's
-  auto [door_fd, client_fd] = LoopbackPair();
+  auto [door_fd, client_fd] = edge::bench::LoopbackTcpPair();
+  if (door_fd < 0) Die("loopback TCP pair");
 
   size_t received = 0;
   double client_cpu = 0;

@@ -16,9 +16,7 @@
 //   N round trips (default 200), R streams and file pairs (default 5), M MiB for the stream
 //   (default 256), F MiB for the files (default: M); PATH gets every figure as JSON
 //   (tests/bench/bench_report.h, for scripts/bench.sh's results.json).
-#include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +40,7 @@
 #include "http/server.h"
 #include "sandbox/executor.h"
 #include "sandbox/tool_registry.h"
+#include "tests/bench/bench_os.h"
 #include "tests/bench/bench_report.h"
 
 namespace {
@@ -56,18 +55,8 @@ double Seconds(SteadyClock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// CPU-seconds of this thread; of the whole process (every thread); of the waited-for children.
-double CpuSeconds(clockid_t clock) {
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
-}
-double ChildrenCpuSeconds() {
-  rusage ru{};
-  ::getrusage(RUSAGE_CHILDREN, &ru);
-  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
-  return s(ru.ru_utime) + s(ru.ru_stime);
-}
+using edge::bench::ChildrenCpuSeconds;
+using edge::bench::CpuSeconds;
 
 struct Stats {
   double median, p95;
