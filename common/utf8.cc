@@ -124,4 +124,16 @@ size_t Utf8CutPoint(std::string_view s, size_t limit) {
   return n;
 }
 
+size_t Utf8IncompleteTail(std::string_view s) {
+  for (size_t k = 1; k <= 3 && k <= s.size(); ++k) {
+    const auto c = static_cast<unsigned char>(s[s.size() - k]);
+    if (c < 0x80) return 0;
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    if (c < 0xC2 || c > 0xF4) return 0;
+    const size_t announced = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    return announced > k ? k : 0;
+  }
+  return 0;
+}
+
 }  // namespace edge

@@ -41,4 +41,11 @@ size_t Utf8CutPoint(std::string_view s, size_t limit);
 // (Utf8CutPoint's mirror, for tails.)
 size_t Utf8TailStart(std::string_view s, size_t limit);
 
+// How many bytes (0-3) at the end of `s` begin a character that the end cuts off: a lead
+// byte (0xC2-0xF4) followed by fewer continuation bytes than it announces. 0 when `s` ends
+// on a whole character, on ASCII, or on bytes that no continuation could make a character.
+// For a stream cut into pieces: held back and put in front of the next piece, the character
+// arrives whole.
+size_t Utf8IncompleteTail(std::string_view s);
+
 }  // namespace edge

@@ -1,12 +1,14 @@
 #include "agent/worker_rpc/worker_rpc_handler.h"
 
 #include <algorithm>
+#include <array>
 
 #include <boost/asio/post.hpp>
 
 #include "agent/identity/worker_token.h"
 #include "common/json_parse.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "sandbox/tool_registry.h"
 
 namespace edge::workerrpc {
@@ -349,25 +351,53 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
     json chunks = json::array();  // buffered exec_stream
     bool begun = false;           // NDJSON: the 200 and its headers went out
     size_t unwritten = 0;         // NDJSON bytes handed to the connection, not yet written
+    // Per stream (stdout, stderr): the start of a character that the end of its last chunk
+    // cut off (Utf8IncompleteTail), put in front of its next chunk, or sent alone when the
+    // command ends: a character split across two reads arrives whole, as text, instead of
+    // making both chunks bytes that are not UTF-8 (U+FFFD in `data`, and `data_base64`).
+    std::array<std::string, 2> carry;
   };
   auto state = std::make_shared<StreamState>();
   const std::string sid = *sandbox_id;
   auto line = [call](json body) { return Dump(body) + "\n"; };
+  // A chunk as the answer carries it: {stream, data}, with data_base64 beside a `data` made
+  // valid when the bytes are not UTF-8 text.
+  auto entry = [](sandbox::OutputStream s, const std::string& data) {
+    json c = json::object();
+    c["stream"] = sandbox::OutputStreamName(s);
+    sandbox::PutBytes(c, "data", data);
+    return c;
+  };
+  // Its NDJSON line: straight into a string when it is text, else through json.
+  auto chunk_line = [call, line, entry](sandbox::OutputStream s, const std::string& data) {
+    if (auto fast = NdjsonChunkLine(call->request.id, call->worker_id, sandbox::OutputStreamName(s),
+                                    data)) {
+      return std::move(*fast);
+    }
+    return line(ResultEnvelope(call->request.id, call->worker_id, entry(s, data)));
+  };
 
   sandbox::ChunkSink sink;
   if (stream) {
-    sink = [call, state, ndjson, line](sandbox::OutputChunk chunk, std::function<void()> ack) {
-      std::optional<std::string> fast;
-      if (ndjson) {
-        fast = NdjsonChunkLine(call->request.id, call->worker_id,
-                               sandbox::OutputStreamName(chunk.stream), chunk.data);
+    sink = [call, state, ndjson, entry, chunk_line](sandbox::OutputChunk chunk,
+                                                    std::function<void()> ack) {
+      {
+        std::lock_guard lock(state->mu);
+        std::string& carry = state->carry[chunk.stream == sandbox::OutputStream::kStdout ? 0 : 1];
+        if (!carry.empty()) {
+          chunk.data.insert(0, carry);
+          carry.clear();
+        }
+        const size_t cut = Utf8IncompleteTail(chunk.data);
+        carry.assign(chunk.data, chunk.data.size() - cut, cut);
+        chunk.data.resize(chunk.data.size() - cut);
       }
-      json c = json::object();
-      if (!fast) {
-        c["stream"] = sandbox::OutputStreamName(chunk.stream);
-        sandbox::PutBytes(c, "data", chunk.data);
+      if (chunk.data.empty()) {  // all of it waits for the rest of its character
+        ack();
+        return;
       }
       if (!ndjson) {
+        json c = entry(chunk.stream, chunk.data);
         {
           std::lock_guard lock(state->mu);
           state->chunks.push_back(std::move(c));
@@ -386,9 +416,7 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
       }
       // Back-pressure with a small window: the next chunk is read from the process at once
       // while less than kStreamWindowBytes wait for the socket, else when this one is written.
-      std::string text =
-          fast ? std::move(*fast)
-               : line(ResultEnvelope(call->request.id, call->worker_id, std::move(c)));
+      std::string text = chunk_line(chunk.stream, chunk.data);
       const size_t n = text.size();
       bool ack_now;
       {
@@ -410,22 +438,32 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
 
   executor_.Invoke(
       std::move(req), source.token(), std::move(sink),
-      [this, call, key, state, stream, ndjson, sid, line](sandbox::InvokeResult r) {
+      [this, call, key, state, stream, ndjson, sid, line, entry,
+       chunk_line](sandbox::InvokeResult r) {
         {
           std::lock_guard lock(mu_);
           running_.erase(key);
         }
         const bool ok = r.outcome == sandbox::Outcome::kOk;
         bool begun;
+        std::array<std::string, 2> carry;  // what the last chunks held back, sent now
         {
           std::lock_guard lock(state->mu);
           begun = state->begun;
+          carry = std::move(state->carry);
         }
-        if (ndjson && (begun || ok)) {
+        const bool held = !carry[0].empty() || !carry[1].empty();
+        constexpr sandbox::OutputStream kStreams[] = {sandbox::OutputStream::kStdout,
+                                                      sandbox::OutputStream::kStderr};
+        if (ndjson && (begun || ok || held)) {
           if (!begun) {
             http::Headers h = call->headers;
             h.emplace_back("X-Worker-Stream", "ndjson");
             call->exchange->BeginStream(200, std::move(h), "application/x-ndjson");
+          }
+          for (int i = 0; i < 2; ++i) {
+            if (!carry[i].empty())
+              call->exchange->WriteChunk(chunk_line(kStreams[i], carry[i]), nullptr);
           }
           // The last line: the exit code, or the error that ended the command.
           json last = ok ? ResultEnvelope(call->request.id, call->worker_id,
@@ -444,6 +482,9 @@ void WorkerRpcHandler::RunExec(const std::shared_ptr<Call>& call, bool stream, b
           {
             std::lock_guard lock(state->mu);
             chunks = std::move(state->chunks);
+          }
+          for (int i = 0; i < 2; ++i) {
+            if (!carry[i].empty()) chunks.push_back(entry(kStreams[i], carry[i]));
           }
           call->Ok(
               {{"sandbox_id", sid}, {"exit_code", r.exit_code}, {"chunks", std::move(chunks)}});

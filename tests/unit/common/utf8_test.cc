@@ -123,5 +123,26 @@ TEST(Utf8Test, ValidPrefixFindsABadByteAtEveryOffsetOfAnAsciiRun) {
   EXPECT_TRUE(IsValidUtf8(std::string(41, 'a') + "\xc3\xa9" + std::string(9, 'b')));
 }
 
+TEST(Utf8IncompleteTail, CountsTheStartOfACharacterTheEndCutsOff) {
+  // Hand-written: é = C3 A9, € = E2 82 AC, 😀 = F0 9F 98 80.
+  EXPECT_EQ(Utf8IncompleteTail(""), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("abc"), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("caf\xc3\xa9"), 0u);       // whole
+  EXPECT_EQ(Utf8IncompleteTail("caf\xc3"), 1u);           // é cut after its lead
+  EXPECT_EQ(Utf8IncompleteTail("\xc3"), 1u);              // nothing but the lead
+  EXPECT_EQ(Utf8IncompleteTail("x\xe2"), 1u);             // € cut after 1 of 3
+  EXPECT_EQ(Utf8IncompleteTail("x\xe2\x82"), 2u);         // after 2 of 3
+  EXPECT_EQ(Utf8IncompleteTail("x\xe2\x82\xac"), 0u);     // whole
+  EXPECT_EQ(Utf8IncompleteTail("x\xf0\x9f\x98"), 3u);     // 😀 after 3 of 4
+  EXPECT_EQ(Utf8IncompleteTail("\xf0\x9f\x98\x80"), 0u);  // whole
+  // Bytes no continuation makes a character: nothing to hold back.
+  EXPECT_EQ(Utf8IncompleteTail("x\xff"), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("x\xc0"), 0u);  // overlong lead
+  EXPECT_EQ(Utf8IncompleteTail("x\xf5"), 0u);  // past U+10FFFF
+  EXPECT_EQ(Utf8IncompleteTail("x\x80"), 0u);  // a stray continuation byte
+  EXPECT_EQ(Utf8IncompleteTail("\x80\x80\x80"), 0u);
+  EXPECT_EQ(Utf8IncompleteTail("\xc3\xa9\xa9"), 0u);  // a continuation too many
+}
+
 }  // namespace
 }  // namespace edge

@@ -719,6 +719,55 @@ TEST_F(WorkerRpcHandlerTest, ExecStreamNdjsonFramesEveryChunkAndEndsWithTheExitC
   EXPECT_EQ(json::parse(lines[2])["result"], json({{"exit_code", 7}, {"done", true}}));
 }
 
+// A character split across two chunks arrives whole, as text: the start of it is held back
+// and put in front of its stream's next chunk (per stream); a chunk that is nothing but the
+// start of a character sends nothing; what is still held when the command ends is sent then,
+// as the bytes it is (data_base64), before the last line. Hand-written: é = C3 A9,
+// € = E2 82 AC; base64 of E2 82 is "4oI=".
+TEST_F(WorkerRpcHandlerTest, ExecStreamKeepsACharacterSplitAcrossChunksWhole) {
+  auto h = Auth();
+  h.emplace_back("X-Worker-Stream", "ndjson");
+  auto ex = Rpc({{"id", "s1"},
+                 {"method", "worker.exec_stream"},
+                 {"params", {{"sandbox_id", "sb-1"}, {"command", "x"}}}},
+                h);
+  using sandbox::OutputStream;
+  int acks = 0;
+  auto count = [&] { ++acks; };
+  exec_.fake.Chunk("", {OutputStream::kStdout, "caf\xc3"}, count);
+  exec_.fake.Chunk("", {OutputStream::kStderr, "x\xe2\x82"}, count);
+  exec_.fake.Chunk("", {OutputStream::kStdout, "\xa9!\n"}, count);
+  exec_.fake.Chunk("", {OutputStream::kStdout, "\xe2"}, count);  // all of it held
+  exec_.fake.Chunk("", {OutputStream::kStdout, "\x82\xac"}, count);
+  EXPECT_EQ(acks, 5);
+  exec_.fake.Finish("", InvokeResult{});
+  ASSERT_TRUE(ex->ended());
+  std::vector<json> got;
+  for (const auto& l : ex->chunks())
+    got.push_back(json::parse(l)["result"]);
+  const std::vector<json> want = {
+      {{"stream", "stdout"}, {"data", "caf"}},
+      {{"stream", "stderr"}, {"data", "x"}},
+      {{"stream", "stdout"}, {"data", "\xc3\xa9!\n"}},
+      {{"stream", "stdout"}, {"data", "\xe2\x82\xac"}},
+      {{"stream", "stderr"}, {"data", "\xef\xbf\xbd"}, {"data_base64", "4oI="}},
+      {{"exit_code", 0}, {"done", true}}};
+  EXPECT_EQ(got, want);
+}
+
+// The same in the buffered answer's "chunks".
+TEST_F(WorkerRpcHandlerTest, ExecStreamBufferedKeepsACharacterSplitAcrossChunksWhole) {
+  auto ex = Call("worker.exec_stream", {{"sandbox_id", "sb-1"}, {"command", "x"}});
+  exec_.fake.Chunk("", {sandbox::OutputStream::kStdout, "caf\xc3"});
+  exec_.fake.Chunk("", {sandbox::OutputStream::kStdout, "\xa9"});
+  exec_.fake.Chunk("", {sandbox::OutputStream::kStdout, "\xe2\x82"});
+  exec_.fake.Finish("", InvokeResult{});
+  AwaitAnswer(ex);
+  EXPECT_EQ(ex->body()["result"]["chunks"],
+            json::parse(R"([{"stream":"stdout","data":"caf"},{"stream":"stdout","data":"é"},)"
+                        R"({"stream":"stdout","data":"\ufffd","data_base64":"4oI="}])"));
+}
+
 TEST_F(WorkerRpcHandlerTest, ExecStreamNdjsonTimeoutEndsWithAnErrorLine) {
   auto h = Auth();
   h.emplace_back("X-Worker-Stream", "ndjson");
