@@ -203,6 +203,15 @@ class WorkerRpcHandlerTest : public ::testing::Test {
     if (headers.empty()) headers = Auth();
     return Send("POST", "/rpc", envelope.dump(), headers);
   }
+  // worker.exec_stream of `x` in sb-1 with `id`, answered as NDJSON.
+  std::shared_ptr<FakeExchange> NdjsonExecStream(const std::string& id) {
+    auto h = Auth();
+    h.emplace_back("X-Worker-Stream", "ndjson");
+    return Rpc({{"id", id},
+                {"method", "worker.exec_stream"},
+                {"params", {{"sandbox_id", "sb-1"}, {"command", "x"}}}},
+               h);
+  }
   std::shared_ptr<FakeExchange> Call(const std::string& method, json params,
                                      std::optional<json> lease = std::nullopt) {
     json env = {{"id", "req-1"},
@@ -691,12 +700,7 @@ TEST_F(WorkerRpcHandlerTest, ExecStreamBuffered) {
 }
 
 TEST_F(WorkerRpcHandlerTest, ExecStreamNdjsonFramesEveryChunkAndEndsWithTheExitCode) {
-  auto h = Auth();
-  h.emplace_back("X-Worker-Stream", "ndjson");
-  auto ex = Rpc({{"id", "s1"},
-                 {"method", "worker.exec_stream"},
-                 {"params", {{"sandbox_id", "sb-1"}, {"command", "x"}}}},
-                h);
+  auto ex = NdjsonExecStream("s1");
   bool acked = false;
   exec_.fake.Chunk("", {sandbox::OutputStream::kStdout, "hello\n"}, [&] { acked = true; });
   EXPECT_TRUE(acked);
@@ -725,12 +729,7 @@ TEST_F(WorkerRpcHandlerTest, ExecStreamNdjsonFramesEveryChunkAndEndsWithTheExitC
 // as the bytes it is (data_base64), before the last line. Hand-written: é = C3 A9,
 // € = E2 82 AC; base64 of E2 82 is "4oI=".
 TEST_F(WorkerRpcHandlerTest, ExecStreamKeepsACharacterSplitAcrossChunksWhole) {
-  auto h = Auth();
-  h.emplace_back("X-Worker-Stream", "ndjson");
-  auto ex = Rpc({{"id", "s1"},
-                 {"method", "worker.exec_stream"},
-                 {"params", {{"sandbox_id", "sb-1"}, {"command", "x"}}}},
-                h);
+  auto ex = NdjsonExecStream("s1");
   using sandbox::OutputStream;
   int acks = 0;
   auto count = [&] { ++acks; };
