@@ -646,7 +646,7 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
     reading[s] = true;
     char* into = ReadInto(s);
     asked[s] = buf[s].size();
-    if (into != buf[s].data()) {
+    if (WindowedRead(s)) {
       asked[s] = kWindowReadBytes;
       // No more than the window has left (at most N bytes wait, as before) and than the chunk
       // it will join has room for. A read past the output cap (draining) is dropped: full size.
@@ -664,9 +664,11 @@ struct ProcessRunner::Impl::Child : std::enable_shared_from_this<Child> {
         [self, s](const boost::system::error_code& ec, size_t n) { self->OnRead(s, ec, n); });
   }
 
-  // Where reads of stream `s` land (see window_read).
+  // Whether reads of stream `s` go to window_read (see there) rather than `buf`.
+  bool WindowedRead(int s) const { return s == 0 && spec.output_window_bytes >= kWindowReadBytes; }
+  // Where reads of stream `s` land.
   char* ReadInto(int s) {
-    if (s != 0 || spec.output_window_bytes < kWindowReadBytes) return buf[s].data();
+    if (!WindowedRead(s)) return buf[s].data();
     if (!window_read) window_read = std::make_unique_for_overwrite<char[]>(kWindowReadBytes);
     return window_read.get();
   }

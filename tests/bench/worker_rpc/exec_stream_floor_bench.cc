@@ -88,6 +88,19 @@ void WriteAll(int fd, iovec* iov, int count) {
   }
 }
 
+// Sends `body` as one chunk of a chunked HTTP body (its size line, the bytes, CRLF), then
+// `after` (the end of the body, for the last one), in one writev; returns the bytes sent.
+size_t SendChunk(int fd, std::string_view body, std::string_view after = {}) {
+  char size[32];
+  const int sn = std::snprintf(size, sizeof size, "%zx\r\n", body.size());
+  const std::string end = "\r\n" + std::string(after);
+  iovec iov[3] = {{size, static_cast<size_t>(sn)},
+                  {const_cast<char*>(body.data()), body.size()},
+                  {const_cast<char*>(end.data()), end.size()}};
+  WriteAll(fd, iov, 3);
+  return static_cast<size_t>(sn) + body.size() + end.size();
+}
+
 struct RunFigures {
   double mibs = 0, door = 0, client = 0, command = 0;  // MiB/s; CPU-s per GiB of output
 };
@@ -162,26 +175,15 @@ RunFigures RunOnce(size_t mib, const std::string& console_dir) {
     }
     auto line = edge::workerrpc::NdjsonChunkLine("s", "worker-1", "stdout", data);
     if (!line) Die("the command's output is not UTF-8 text", false);
-    char size[32];
-    const int sn = std::snprintf(size, sizeof size, "%zx\r\n", line->size());
-    iovec iov[3] = {{size, static_cast<size_t>(sn)},
-                    {line->data(), line->size()},
-                    {const_cast<char*>("\r\n"), 2}};
-    WriteAll(door_fd, iov, 3);
-    sent += static_cast<size_t>(sn) + line->size() + 2;
+    sent += SendChunk(door_fd, *line);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("the command failed", false);
-  std::string last = R"({"id":"s","result":{"done":true,"exit_code":0},"worker_id":"worker-1"})";
-  last += "\n";
-  char size[32];
-  const int sn = std::snprintf(size, sizeof size, "%zx\r\n", last.size());
-  iovec iov[3] = {{size, static_cast<size_t>(sn)},
-                  {last.data(), last.size()},
-                  {const_cast<char*>("\r\n0\r\n\r\n"), 7}};
-  WriteAll(door_fd, iov, 3);
-  sent += static_cast<size_t>(sn) + last.size() + 7;
+  sent += SendChunk(
+      door_fd,
+      "{\"id\":\"s\",\"result\":{\"done\":true,\"exit_code\":0},\"worker_id\":\"worker-1\"}\n",
+      "0\r\n\r\n");  // the last line, then the end of the body
   ::shutdown(door_fd, SHUT_WR);
   const double door_cpu = ThreadCpuSeconds() - door0;
   client.join();
@@ -230,8 +232,10 @@ int main(int argc, char** argv) {
   }
   if (mib < 1 || runs < 1 || cores < 1 || ssh_mibs < 0) {
     std::fprintf(stderr,
-                 "exec_stream_floor_bench: --mib, --runs and --cores must be > 0, --ssh-mibs "
-                 ">= 0\n");
+                 "exec_stream_floor_bench: --mib, --runs and --cores must be whole numbers > 0 "
+                 "and --ssh-mibs a number >= 0; got --mib %zu --runs %d --cores %d --ssh-mibs "
+                 "%g\n",
+                 mib, runs, cores, ssh_mibs);
     return 2;
   }
   char tmpl[] = "/tmp/edge-floor-XXXXXX";
