@@ -1,9 +1,16 @@
 # Compiler flags shared by every target of the project.
 
+# ccache, when present, with paths under the source tree made relative (base_dir) and the
+# build directory left out of the key (hash_dir off): a fresh clone elsewhere — CI's, on the
+# machine of the session that built before it — hits the objects this checkout cached. The
+# cost: an object's debug info may name the other checkout's build directory as its
+# compilation directory (its source paths are relative to it); the code is the same.
 find_program(EDGE_CCACHE ccache)
 if(EDGE_CCACHE)
-  set(CMAKE_C_COMPILER_LAUNCHER ${EDGE_CCACHE})
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${EDGE_CCACHE})
+  set(_edge_ccache ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} CCACHE_NOHASHDIR=1
+      ${EDGE_CCACHE})
+  set(CMAKE_C_COMPILER_LAUNCHER ${_edge_ccache})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${_edge_ccache})
 endif()
 
 add_library(edge_build_flags INTERFACE)
@@ -20,7 +27,13 @@ endif()
 
 if(EDGE_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-  add_link_options(-fsanitize=address,undefined)
+  # Not position-independent: UBSan's data for each check (a source location, type
+  # descriptors) holds pointers, about 130 MB of them in edge-agent at -O0, and in a PIE each
+  # is a relocation the loader applies at start, dirtying every page — 0.8 s of every start of
+  # the agent, the controller or its CLI on a machine with costly page faults, before main;
+  # 0.5 s without (bin/edge-agent --version, measured). The integration tests start these
+  # binaries hundreds of times. Release builds stay PIE.
+  add_link_options(-fsanitize=address,undefined -no-pie)
 endif()
 
 # edge_add_library(NAME SOURCES... DEPS...) — a project library with the shared flags.
@@ -52,9 +65,8 @@ function(edge_add_test name)
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
-  # Tests find the built binaries and the source tree (example configs) through these.
-  target_compile_definitions(${name} PRIVATE EDGE_BIN_DIR="${PROJECT_BINARY_DIR}/bin"
-                                             EDGE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  # Tests find the built binaries and the source tree through BinDir() and SourceDir()
+  # (tests/support/build_paths.h), not through paths compiled into every test source.
   # PREFIX names the tests of a binary that runs the same test sources as another.
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_PREFIX "${ARG_PREFIX}"
     PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}")

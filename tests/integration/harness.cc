@@ -21,16 +21,6 @@
 namespace edge::testing {
 namespace fs = std::filesystem;
 
-// Overridable from the environment (e.g. to test installed binaries); built-in defaults
-// come from the build (see edge_add_test).
-std::string BinDir() {
-  const char* d = std::getenv("EDGE_BIN_DIR");
-  return d != nullptr ? d : EDGE_BIN_DIR;
-}
-std::string SourceDir() {
-  const char* d = std::getenv("EDGE_SOURCE_DIR");
-  return d != nullptr ? d : EDGE_SOURCE_DIR;
-}
 std::string AgentBin() {
   return BinDir() + "/edge-agent";
 }

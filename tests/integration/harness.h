@@ -11,14 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_paths.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_until.h"
 
 namespace edge::testing {
 
-// Directory of the built binaries ($EDGE_BIN_DIR, set by ctest) and of the source tree.
-std::string BinDir();
-std::string SourceDir();
+// The built binaries (in BinDir(), tests/support/build_paths.h).
 std::string AgentBin();
 std::string ControllerBin();
 

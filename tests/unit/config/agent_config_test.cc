@@ -1,4 +1,5 @@
 #include "config/agent_config.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -294,8 +295,7 @@ worker:
 }
 
 TEST(AgentConfig, ExampleFileValidates) {
-  const char* src = EDGE_SOURCE_DIR;
-  auto c = LoadAgentConfig(std::string(src) + "/config/agent.yaml", NoEnv());
+  auto c = LoadAgentConfig(edge::testing::SourceDir() + "/config/agent.yaml", NoEnv());
   ASSERT_TRUE(c) << c.error().ToString();
   EXPECT_TRUE(c->controller.join_token.empty()) << "the example must not carry a join token";
   EXPECT_TRUE(c->tools.contains("disk-usage"));

@@ -1,4 +1,5 @@
 #include "config/controller_config.h"
+#include "tests/support/build_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -174,8 +175,7 @@ TEST(ControllerConfig, EnvOverride) {
 }
 
 TEST(ControllerConfig, ExampleFileValidates) {
-  const char* src = EDGE_SOURCE_DIR;
-  auto c = LoadControllerConfig(std::string(src) + "/config/controller.yaml", NoEnv());
+  auto c = LoadControllerConfig(edge::testing::SourceDir() + "/config/controller.yaml", NoEnv());
   ASSERT_TRUE(c) << c.error().ToString();
 }
 

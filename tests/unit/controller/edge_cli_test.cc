@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/build_paths.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 extern char** environ;
@@ -46,7 +47,7 @@ class EdgeCliTest : public ControllerHarness {
   // Runs `edge-controller --config <ours> args…`, capturing stdout and stderr.
   CliResult Cli(std::vector<std::string> args) {
     const std::string out = dir_ + "/cli.out", err = dir_ + "/cli.err";
-    std::vector<std::string> argv = {std::string(EDGE_BIN_DIR) + "/edge-controller", "--config",
+    std::vector<std::string> argv = {edge::testing::BinDir() + "/edge-controller", "--config",
                                      config_};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> cargv;

@@ -4,6 +4,7 @@
 // routes, content types, headers and CSP, and the refusals (unknown names, odd spellings,
 // other methods). The page in a real browser: tests/browser/.
 #include "controller/ui_assets.h"
+#include "tests/support/build_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -32,7 +33,7 @@ std::string Header(const http::Response& r, std::string_view name) {
 }
 
 fs::path UiDir() {
-  return fs::path(EDGE_SOURCE_DIR) / "controller" / "ui";
+  return fs::path(edge::testing::SourceDir()) / "controller" / "ui";
 }
 
 bool Served(const fs::path& p) {
