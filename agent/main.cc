@@ -158,7 +158,9 @@ int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
     return edge::OkStatus();
   };
   edge::daemon::AgentDaemon daemon(*cfg, std::move(daemon_options), clock);
-  auto host = std::make_unique<edge::daemon::ExecutorHost>(*cfg, EDGE_VERSION, clock);
+  auto host = std::make_unique<edge::daemon::ExecutorHost>(
+      *cfg, EDGE_VERSION, clock,
+      edge::daemon::ExecutorHost::Options{.threads = static_cast<size_t>(cfg->sandbox.io_threads)});
   edge::daemon::ExecutorHost& executor = *host;
   daemon.services().Add(std::move(host));
   if (!cfg->edge.enabled) {

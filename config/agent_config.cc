@@ -56,6 +56,7 @@ const std::vector<std::string> kScalarPaths = {
     "sandbox.kill_grace",
     "sandbox.bwrap_network",
     "sandbox.max_sessions",
+    "sandbox.io_threads",
     "log.level",
     "log.format",
     "metrics.listen",
@@ -270,7 +271,7 @@ namespace {
 void ReadSandbox(const YAML::Node& sandbox, YamlReader& r, SandboxConfig& s) {
   if (!r.Map(sandbox, "sandbox",
              {"root", "provider", "max_sandboxes", "max_concurrent", "default_timeout",
-              "max_output_bytes", "kill_grace", "bwrap_network", "max_sessions"})) {
+              "max_output_bytes", "kill_grace", "bwrap_network", "max_sessions", "io_threads"})) {
     return;
   }
   r.String(sandbox, "root", "sandbox.root", s.root);
@@ -285,6 +286,7 @@ void ReadSandbox(const YAML::Node& sandbox, YamlReader& r, SandboxConfig& s) {
   r.Duration(sandbox, "kill_grace", "sandbox.kill_grace", s.kill_grace, 0ms, 10min);
   r.Bool(sandbox, "bwrap_network", "sandbox.bwrap_network", s.bwrap_network);
   r.Int(sandbox, "max_sessions", "sandbox.max_sessions", s.max_sessions, 1, 1000);
+  r.Int(sandbox, "io_threads", "sandbox.io_threads", s.io_threads, 1, 16);
 }
 
 // security_contexts: name -> allowed tools, run_as, mounts, required roles, limits.
@@ -645,8 +647,8 @@ std::string DumpRedacted(const AgentConfig& c) {
     << FormatDuration(s.default_timeout) << YAML::Key << "max_output_bytes" << YAML::Value
     << FormatSize(s.max_output_bytes) << YAML::Key << "kill_grace" << YAML::Value
     << FormatDuration(s.kill_grace) << YAML::Key << "bwrap_network" << YAML::Value
-    << s.bwrap_network << YAML::Key << "max_sessions" << YAML::Value << s.max_sessions
-    << YAML::EndMap;
+    << s.bwrap_network << YAML::Key << "max_sessions" << YAML::Value << s.max_sessions << YAML::Key
+    << "io_threads" << YAML::Value << s.io_threads << YAML::EndMap;
   e << YAML::Key << "tools" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, t] : c.tools) {
     e << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "command" << YAML::Value

@@ -126,6 +126,10 @@ struct SandboxConfig {
   bool bwrap_network = false;
   // Live sessions (session.start, wire.md §5.5) at once; each also counts as a command.
   int64_t max_sessions = 8;
+  // Threads running the executor's event loop (commands' pipes, the worker RPC door's HTTP
+  // server): 1-16. One by default (issue 14): with two, each pipe read's completion was handed
+  // from the thread that polled to the other (a futex wake and a context switch per read).
+  int64_t io_threads = 1;
 };
 
 struct ToolConfig {

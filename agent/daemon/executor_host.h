@@ -33,7 +33,8 @@ namespace edge::daemon {
 class ExecutorHost final : public Service {
  public:
   struct Options {
-    size_t threads = 2;
+    // The I/O threads (config sandbox.io_threads).
+    size_t threads = 1;
     // While a running command holds a lease: its expiry is judged this often.
     std::chrono::milliseconds tick_interval{std::chrono::seconds(1)};
     // With nothing to watch (the idle agent): one tick this often.

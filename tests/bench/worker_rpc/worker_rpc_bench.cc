@@ -12,9 +12,12 @@
 //      times each; the client's base64 and envelope are inside the time, the response is read,
 //      not parsed.
 //
-// Usage: worker_rpc_bench [--runs N] [--stream-runs R] [--mib M] [--file-mib F] [--json PATH]
+// Usage: worker_rpc_bench [--runs N] [--stream-runs R] [--mib M] [--file-mib F]
+//                         [--io-threads T] [--json PATH]
 //   N round trips (default 200), R streams and file pairs (default 5), M MiB for the stream
-//   (default 256), F MiB for the files (default: M); PATH gets every figure as JSON
+//   (default 256), F MiB for the files (default: M); T threads run the event loop that the
+//   executor and the server share (default 1, as the agent's sandbox.io_threads); PATH gets
+//   every figure as JSON
 //   (tests/bench/bench_report.h, for scripts/bench.sh's results.json).
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,23 +102,24 @@ double RawPipeMiBs(size_t mib) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 200, stream_runs = 5;
+  int runs = 200, stream_runs = 5, io_threads = 1;
   size_t mib = 256, file_mib = 0;
   std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--json") == 0) json_path = argv[i + 1];
     if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--stream-runs") == 0) stream_runs = std::atoi(argv[i + 1]);
+    if (std::strcmp(argv[i], "--io-threads") == 0) io_threads = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--mib") == 0) mib = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--file-mib") == 0) {
       file_mib = std::strtoull(argv[i + 1], nullptr, 10);
     }
   }
   if (file_mib == 0) file_mib = mib;
-  if (runs < 1 || stream_runs < 1 || mib < 1) {
+  if (runs < 1 || stream_runs < 1 || mib < 1 || io_threads < 1 || io_threads > 16) {
     std::fprintf(stderr,
                  "usage: worker_rpc_bench [--runs N>0] [--stream-runs R>0] [--mib M>0] "
-                 "[--file-mib F>0] [--json PATH]\n");
+                 "[--file-mib F>0] [--io-threads 1-16] [--json PATH]\n");
     return 2;
   }
   // The door logs every call at info: keep the figures readable.
@@ -125,7 +129,9 @@ int main(int argc, char** argv) {
 
   boost::asio::io_context io;
   auto work = boost::asio::make_work_guard(io);
-  std::thread t1([&] { io.run(); }), t2([&] { io.run(); });
+  std::vector<std::thread> io_pool;
+  for (int i = 0; i < io_threads; ++i)
+    io_pool.emplace_back([&] { io.run(); });
   edge::SystemClock clock;
   edge::sandbox::ExecutorOptions opts;
   opts.data_dir = dir;
@@ -261,9 +267,9 @@ int main(int argc, char** argv) {
   namespace eb = edge::bench;
   const auto ps = eb::Summarize(pipes), ss = eb::Summarize(streams);
   std::printf(
-      "exec_stream %zu MiB as NDJSON x%d: median %.0f MiB/s of output (min %.0f, max %.0f) | "
-      "raw pipe median %.0f MiB/s (min %.0f, max %.0f)\n",
-      mib, stream_runs, ss.median, ss.min, ss.max, ps.median, ps.min, ps.max);
+      "exec_stream %zu MiB as NDJSON x%d, %d I/O thread(s): median %.0f MiB/s of output (min "
+      "%.0f, max %.0f) | raw pipe median %.0f MiB/s (min %.0f, max %.0f)\n",
+      mib, stream_runs, io_threads, ss.median, ss.min, ss.max, ps.median, ps.min, ps.max);
   const auto cc = eb::Summarize(client_cpu), dc = eb::Summarize(door_cpu),
              kc = eb::Summarize(command_cpu);
   std::printf(
@@ -345,8 +351,8 @@ int main(int argc, char** argv) {
   server.Stop();
   work.reset();
   io.stop();
-  t1.join();
-  t2.join();
+  for (auto& t : io_pool)
+    t.join();
   std::filesystem::remove_all(dir);
   return 0;
 }

@@ -186,6 +186,26 @@ TEST(AgentConfig, InteractiveToolsAndMaxSessions) {
       2);
 }
 
+// sandbox.io_threads: the executor's event-loop threads, one unless the file or the
+// environment says otherwise, 1-16, and a restart-only setting like the rest of sandbox.
+TEST(AgentConfig, IoThreadsDefaultOverrideAndBounds) {
+  EXPECT_EQ(LoadOk("node_id: a\n").sandbox.io_threads, 1);
+  auto c = LoadOk("node_id: a\nsandbox: { io_threads: 4 }\n");
+  EXPECT_EQ(c.sandbox.io_threads, 4);
+  EXPECT_NE(DumpRedacted(c).find("io_threads: 4"), std::string::npos) << DumpRedacted(c);
+  EXPECT_EQ(
+      LoadOk("node_id: a\n", Env({{"EDGE_AGENT_SANDBOX_IO_THREADS", "2"}})).sandbox.io_threads, 2);
+  EXPECT_EQ(OnlyError("node_id: a\nsandbox:\n  io_threads: 0\n"),
+            "agent.yaml:3:15: sandbox.io_threads: value \"0\": must be an integer between 1 and "
+            "16");
+  EXPECT_EQ(OnlyError("node_id: a\nsandbox:\n  io_threads: 17\n"),
+            "agent.yaml:3:15: sandbox.io_threads: value \"17\": must be an integer between 1 and "
+            "16");
+  EXPECT_EQ(OnlyError("node_id: a\n", Env({{"EDGE_AGENT_SANDBOX_IO_THREADS", "two"}})),
+            "environment EDGE_AGENT_SANDBOX_IO_THREADS: sandbox.io_threads: value \"two\": must "
+            "be an integer between 1 and 16");
+}
+
 TEST(AgentConfig, BadInteractiveAndMaxSessionsAreRefusedWithWhereAndWhy) {
   EXPECT_EQ(OnlyError("node_id: a\ntools:\n  t: { command: [sh], interactive: maybe }\n"),
             "agent.yaml:3:36: tools.t.interactive: value \"maybe\": must be true or false");
