@@ -3,6 +3,9 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -191,6 +194,38 @@ TEST(Agent, RunsHealthyAndStopsOnSigterm) {
   EXPECT_GT(n, 0);
   auto after = status();
   EXPECT_EQ(after.exit_code, 1) << "a stopped agent must not report healthy";
+}
+
+// sandbox.io_threads (issue 14): the executor's event loop runs on that many threads, named
+// edge-io, one when the file says nothing.
+TEST(Agent, RunsItsEventLoopOnTheConfiguredNumberOfThreads) {
+  auto io_threads = [](pid_t pid) {
+    int n = 0;
+    for (const auto& task :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+      std::string comm;
+      std::getline(std::ifstream(task.path() / "comm"), comm);
+      n += comm == "edge-io";
+    }
+    return n;
+  };
+  for (const auto& [extra, want] :
+       std::vector<std::pair<std::string, int>>{{"", 1}, {"sandbox:\n  io_threads: 3\n", 3}}) {
+    TempDir dir;
+    WriteText(dir / "agent.yaml", AgentYaml(dir, extra));
+    ChildProcess agent({AgentBin(), "--config", dir / "agent.yaml", "run"}, dir.path());
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          return RunCommand({AgentBin(), "--config", dir / "agent.yaml", "status"}).exit_code == 0;
+        },
+        20s))
+        << agent.Stderr();
+    EXPECT_EQ(io_threads(agent.pid()), want) << extra;
+    EXPECT_NE(agent.Stderr().find(std::to_string(want) + " I/O threads"), std::string::npos)
+        << agent.Stderr();
+    agent.Signal(SIGTERM);
+    ASSERT_TRUE(agent.Wait(10s).has_value());
+  }
 }
 
 }  // namespace
