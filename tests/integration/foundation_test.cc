@@ -3,14 +3,12 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include <filesystem>
-#include <fstream>
-
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tests/integration/harness.h"
+#include "tests/support/processes.h"
 
 namespace edge::testing {
 namespace {
@@ -199,16 +197,6 @@ TEST(Agent, RunsHealthyAndStopsOnSigterm) {
 // sandbox.io_threads (issue 14): the executor's event loop runs on that many threads, named
 // edge-io, one when the file says nothing.
 TEST(Agent, RunsItsEventLoopOnTheConfiguredNumberOfThreads) {
-  auto io_threads = [](pid_t pid) {
-    int n = 0;
-    for (const auto& task :
-         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
-      std::string comm;
-      std::getline(std::ifstream(task.path() / "comm"), comm);
-      n += comm == "edge-io";
-    }
-    return n;
-  };
   for (const auto& [extra, want] :
        std::vector<std::pair<std::string, int>>{{"", 1}, {"sandbox:\n  io_threads: 3\n", 3}}) {
     TempDir dir;
@@ -220,7 +208,7 @@ TEST(Agent, RunsItsEventLoopOnTheConfiguredNumberOfThreads) {
         },
         20s))
         << agent.Stderr();
-    EXPECT_EQ(io_threads(agent.pid()), want) << extra;
+    EXPECT_EQ(ThreadsNamed("edge-io", agent.pid()), want) << extra;
     EXPECT_NE(agent.Stderr().find(std::to_string(want) + " I/O threads"), std::string::npos)
         << agent.Stderr();
     agent.Signal(SIGTERM);

@@ -34,10 +34,12 @@ std::vector<pid_t> GroupMembers(pid_t pgid) {
   return out;
 }
 
-int ThreadsNamed(const std::string& name) {
+int ThreadsNamed(const std::string& name, pid_t pid) {
   int n = 0;
   std::error_code ec;  // a thread that ends while this reads is simply not counted
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+  const std::string tasks =
+      "/proc/" + (pid == 0 ? std::string("self") : std::to_string(pid)) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
     std::ifstream comm(task.path() / "comm");
     std::string s;
     std::getline(comm, s);
