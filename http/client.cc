@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstddef>
+#include <limits>
 #include <variant>
 
 namespace edge::http {
@@ -18,28 +19,42 @@ namespace net = boost::asio;
 namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
 
-constexpr size_t kReadBufferBytes = 64 * 1024;  // the most beast's HTTP reads take at once
+constexpr size_t kReadBufferBytes = 64 * 1024;  // the header's reads (beast's at most)
+// A body's reads start at kReadBufferBytes and double, up to this, each time one fills all the
+// room it was given: a stream that is already there is taken a megabyte a read (the size of
+// the worker door's chunks), a small answer never grows the buffer.
+constexpr size_t kMaxBodyReadBytes = 1024 * 1024;
 
 }  // namespace
 
-// Every wait is an asynchronous operation on the client's own io_context, run to completion on
-// the calling thread, with the tcp_stream's expiry set to `timeout` before it: a peer that
-// accepts and then says nothing (a stalled process, a half-open link) ends the wait with
-// UNAVAILABLE "... timed out after N ms" and the connection closed. (A socket receive timeout
-// cannot do this: Asio's blocking operations answer EAGAIN by polling again without limit.)
+// Every wait is an asynchronous operation on the client's own io_context, run on the calling
+// thread until it has completed. One watchdog timer bounds them all: a wait that has lasted
+// `timeout` (a peer that accepts and then says nothing: a stalled process, a half-open link)
+// has its socket closed, and ends with UNAVAILABLE "... timed out after N ms"
+// and the connection closed. (A socket receive timeout cannot do this: Asio's blocking
+// operations answer EAGAIN by polling again without limit.) The watchdog is armed once and
+// re-armed only when it fires early, for the wait then running: a streamed answer's thousands
+// of reads do not each set and cancel a timer (each of those was a timerfd_settime: issue 14).
 struct Client::Impl {
   ClientOptions options;
   std::string host;
   net::io_context io;
   std::unique_ptr<ssl::context> ctx;
   std::variant<std::monostate, beast::tcp_stream, ssl::stream<beast::tcp_stream>> stream;
-  // Beast reads into it as much as it has room for: at least 512 bytes, at most 64 KiB
-  // (beast::read_size). Without this reserve its capacity stayed near 512 bytes, and a
+  // Beast reads a header into it as much as it has room for: at least 512 bytes, at most
+  // 64 KiB (beast::read_size). Without this reserve its capacity stayed near 512 bytes, and a
   // streamed answer was read 512 bytes at a time: a million reads, each with its own wait and
   // timer, for 512 MiB of NDJSON, at 40 % of the speed (issue 14). Capacity stays after each
   // consume; a client made for one small call (the worker's heartbeat) touches only the
   // pages its answer needs.
   beast::flat_buffer buffer;
+  // The watchdog (declared after `io`, so it goes first). `wait_started` is when the wait
+  // now running began; none runs between two calls.
+  net::steady_timer watchdog{io};
+  bool watchdog_armed = false;
+  bool waiting = false;
+  bool timed_out = false;
+  std::chrono::steady_clock::time_point wait_started;
 
   beast::tcp_stream& Lowest() {
     if (auto* s = std::get_if<beast::tcp_stream>(&stream)) return *s;
@@ -52,16 +67,57 @@ struct Client::Impl {
     return fn(std::get<ssl::stream<beast::tcp_stream>>(stream));
   }
 
+  void ArmWatchdog(std::chrono::steady_clock::time_point at) {
+    watchdog_armed = true;
+    watchdog.expires_at(at);
+    watchdog.async_wait([this](const beast::error_code& ec) {
+      watchdog_armed = false;
+      if (ec || !waiting) return;  // idle between calls: the next wait arms it again
+      const auto deadline = wait_started + options.timeout;
+      if (std::chrono::steady_clock::now() < deadline) return ArmWatchdog(deadline);
+      timed_out = true;
+      beast::error_code ignored;
+      // Closed, not just cancelled: an operation that would try again (a connect's next
+      // address) ends too. The caller then closes what is left.
+      if (!std::holds_alternative<std::monostate>(stream)) Lowest().socket().close(ignored);
+    });
+  }
+
   // Starts one operation with `start(handler)` on `s` (the stream, or a layer of it), bounded
   // by the timeout, and runs the io_context until it has completed. Returns its error.
   template <class Start>
   beast::error_code Await(Start&& start) {
     beast::error_code result = net::error::would_block;
-    Lowest().expires_after(options.timeout);
+    wait_started = std::chrono::steady_clock::now();
+    waiting = true;
+    timed_out = false;
+    // Armed for this wait's deadline or earlier: when it fires early it re-arms itself.
+    if (!watchdog_armed) ArmWatchdog(wait_started + options.timeout);
     start([&result](beast::error_code ec, auto&&...) { result = ec; });
     io.restart();
-    io.run();
+    while (result == net::error::would_block) {
+      if (io.run_one() == 0) result = net::error::operation_aborted;  // out of work: a bug
+    }
+    waiting = false;
+    if (timed_out) result = beast::error::timeout;
     return result;
+  }
+
+  // One read of a body's bytes into `buffer`, as many as the kernel has up to `room`.
+  beast::error_code ReadSome(size_t room, size_t& got) {
+    beast::error_code ec;
+    got = 0;
+    With([&](auto& s) {
+      ec = Await([&](auto h) {
+        s.async_read_some(buffer.prepare(room),
+                          [&got, h = std::move(h)](beast::error_code e, size_t n) mutable {
+                            got = n;
+                            h(e);
+                          });
+      });
+    });
+    buffer.commit(got);
+    return ec;
   }
 
   std::unexpected<Error> Failed(const std::string& what, const beast::error_code& ec) {
@@ -106,8 +162,27 @@ struct Client::Impl {
       return Failed("write failed", ec);
     }
     bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(options.max_response_bytes);
+    // An answer held in memory is bounded; a streamed one is handed over piece by piece and
+    // may be as long as it keeps moving (`worker exec-stream` of more than a GiB).
+    // (The largest value, not boost::none: beast 1.74 compares a Content-Length with the
+    // optional limit, and every length is greater than none.)
+    if (on_data != nullptr) {
+      parser.body_limit(std::numeric_limits<uint64_t>::max());
+    } else {
+      parser.body_limit(options.max_response_bytes);
+    }
     parser.header_limit(64 << 10);
+    // A streamed chunked body goes to `on_data` straight from the read buffer, a chunk's bytes
+    // at a time, without being copied into the message's body first.
+    bool stopped = false;
+    auto on_chunk = [&](uint64_t, beast::string_view piece, beast::error_code& cec) -> size_t {
+      if (!piece.empty() && !(*on_data)(std::string_view(piece.data(), piece.size()))) {
+        stopped = true;
+        cec = net::error::operation_aborted;  // ends the parse; the connection is closed
+      }
+      return piece.size();
+    };
+    if (on_data != nullptr) parser.on_chunk_body(on_chunk);
     With([&](auto& s) {
       ec = Await([&](auto h) { bhttp::async_read_header(s, buffer, parser, std::move(h)); });
     });
@@ -122,14 +197,39 @@ struct Client::Impl {
       out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     }
     out.content_type = std::string(h[bhttp::field::content_type]);
+    // The body: what the header's reads brought first, then reads of growing size, each
+    // parsed as it comes (beast's own body reads are 64 KiB at most).
+    size_t room = kReadBufferBytes;
+    bool need_read = buffer.size() == 0;
     while (!parser.is_done()) {
-      With([&](auto& s) {
-        ec = Await([&](auto h) { bhttp::async_read_some(s, buffer, parser, std::move(h)); });
-      });
-      if (ec) {
+      if (need_read) {
+        size_t got = 0;
+        ec = ReadSome(room, got);
+        if (ec == net::error::eof) {
+          parser.put_eof(ec);  // ends a body that runs to the close; anything else is cut
+          if (!ec) continue;
+        }
+        if (ec) {
+          Close();
+          return Failed("read failed", ec);
+        }
+        if (got == room && room < kMaxBodyReadBytes) room *= 2;
+        need_read = false;
+      }
+      const size_t used = parser.put(buffer.data(), ec);
+      buffer.consume(used);
+      if (stopped) {
+        Close();
+        return out;
+      }
+      if (ec == bhttp::error::need_more || (!ec && used == 0)) {
+        ec = {};
+        need_read = true;
+      } else if (ec) {
         Close();
         return Failed("read failed", ec);
       }
+      if (buffer.size() == 0) need_read = true;
       if (on_data != nullptr) {
         auto& body = parser.get().body();
         if (!body.empty()) {

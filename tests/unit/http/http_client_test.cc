@@ -4,7 +4,10 @@
 // UNAVAILABLE saying so — the worker's heartbeat and lease renewal run on this client, and a
 // control plane that stalls must not stall them (or the agent's shutdown, which joins them).
 // And a streamed answer that is already there is read in large pieces, not 512 bytes at a
-// time (issue 14: `worker exec-stream` ran at 40 % of its speed).
+// time (issue 14: `worker exec-stream` ran at 40 % of its speed). One watchdog timer bounds
+// every wait, re-armed only when it fires (not set and cancelled per read): a stream that keeps
+// moving outlasts the timeout, and a connection left idle longer than it is still usable. A
+// streamed chunked answer goes to the callback a chunk's bytes at a time, however long it is.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,8 +16,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -183,6 +188,163 @@ TEST(HttpClientTest, AStreamedBodyAlreadyReceivedIsHandedOverInLargePieces) {
   ASSERT_FALSE(pieces.empty());
   EXPECT_LE(pieces.size(), 16u);
   EXPECT_GE(*std::max_element(pieces.begin(), pieces.end()), 32u * 1024);
+}
+
+// Writes `s` whole, or until the client has closed (false then; MSG_NOSIGNAL: no SIGPIPE).
+bool WriteAll(int fd, std::string_view s) {
+  while (!s.empty()) {
+    const ssize_t n = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+std::string ChunkHeader(size_t n) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%zx\r\n", n);
+  return b;
+}
+
+// Each wait is bounded, not the call: a stream whose pieces come 100 ms apart goes on for four
+// times the 300 ms timeout and is read to its end.
+TEST(HttpClientTest, AStreamThatKeepsMovingOutlastsTheTimeout) {
+  SilentPeer peer;
+  auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 300ms});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::thread server([&] {
+    const int fd = peer.Accept();
+    ASSERT_GE(fd, 0);
+    char buf[4096];
+    ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // the request
+    ASSERT_TRUE(WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    for (int i = 0; i < 12; ++i) {
+      std::this_thread::sleep_for(100ms);
+      ASSERT_TRUE(WriteAll(fd, "2\r\n" + std::to_string(i % 10) + "\n\r\n"));
+    }
+    ASSERT_TRUE(WriteAll(fd, "0\r\n\r\n"));
+  });
+  std::string got;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto f = std::async(std::launch::async, [&] {
+    return (*c)->SendStreaming({.method = "GET", .target = "/slow"}, [&](std::string_view d) {
+      got += d;
+      return true;
+    });
+  });
+  auto r = Bounded(f, peer);
+  server.join();
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(got, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n0\n1\n");
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1200ms);
+}
+
+// A keep-alive connection left idle for longer than the timeout between two calls is still
+// usable: the timeout counts only while a call waits.
+TEST(HttpClientTest, AConnectionIdleLongerThanTheTimeoutBetweenCallsStillWorks) {
+  SilentPeer peer;
+  auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 200ms});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::thread server([&] {
+    const int fd = peer.Accept();
+    ASSERT_GE(fd, 0);
+    for (const char* body : {"one", "two"}) {
+      char buf[4096];
+      ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // a request
+      ASSERT_TRUE(WriteAll(fd, std::string("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n") + body));
+    }
+  });
+  auto first = (*c)->Send({.method = "GET", .target = "/1"});
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_EQ(first->body, "one");
+  std::this_thread::sleep_for(500ms);  // idle: no call waits
+  auto f =
+      std::async(std::launch::async, [&] { return (*c)->Send({.method = "GET", .target = "/2"}); });
+  auto second = Bounded(f, peer);
+  server.join();
+  ASSERT_TRUE(second) << second.error().ToString();
+  EXPECT_EQ(second->body, "two");
+}
+
+// A streamed answer is handed over, not held: a chunked one far past `max_response_bytes` is
+// read whole, in order, through chunks of many sizes (one byte, across a read, a megabyte),
+// while the same answer asked for with Send is refused at the limit.
+TEST(HttpClientTest, AStreamedAnswerPastTheResponseLimitIsHandedOverWhole) {
+  std::string body;
+  std::string answer = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (size_t n :
+       {size_t{1}, size_t{4095}, size_t{65536}, size_t{70001}, size_t{1} << 20, size_t{3}}) {
+    std::string chunk(n, '\0');
+    for (size_t i = 0; i < n; ++i)
+      chunk[i] = static_cast<char>('a' + (body.size() + i) % 23);
+    body += chunk;
+    answer += ChunkHeader(n) + chunk + "\r\n";
+  }
+  answer += "0\r\n\r\n";
+  SilentPeer peer;
+  auto c =
+      Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s, .max_response_bytes = 64 * 1024});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::thread server([&] {
+    const int fd = peer.Accept();
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 2; ++i) {
+      char buf[4096];
+      ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // a request
+      // The second answer is cut short: the client closes at the limit.
+      if (!WriteAll(fd, answer)) break;
+    }
+  });
+  std::string got;
+  auto f = std::async(std::launch::async, [&] {
+    auto streamed =
+        (*c)->SendStreaming({.method = "GET", .target = "/stream"}, [&](std::string_view d) {
+          got += d;
+          return true;
+        });
+    if (!streamed) return streamed;
+    return (*c)->Send({.method = "GET", .target = "/whole"});
+  });
+  auto r = Bounded(f, peer);
+  server.join();
+  EXPECT_EQ(got.size(), body.size());
+  EXPECT_TRUE(got == body) << "the stream's " << got.size() << " bytes differ";
+  ASSERT_FALSE(r) << "Send held " << r->body.size() << " bytes past the 64 KiB limit";
+  EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(r.error().message.find("read failed: body limit exceeded"), std::string::npos)
+      << r.error().message;
+}
+
+// The callback saying stop in the middle of a chunk ends the call at once, with the answer's
+// status, and closes the connection (the rest of the chunk never comes).
+TEST(HttpClientTest, StoppingInTheMiddleOfAChunkEndsTheCallAndClosesTheConnection) {
+  SilentPeer peer;
+  auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::thread server([&] {
+    const int fd = peer.Accept();
+    ASSERT_GE(fd, 0);
+    char buf[4096];
+    ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // the request
+    // A chunk of 1000 bytes of which 10 are sent; the connection then stays open.
+    ASSERT_TRUE(WriteAll(
+        fd, "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n0123456789"));
+  });
+  std::string got;
+  auto f = std::async(std::launch::async, [&] {
+    return (*c)->SendStreaming({.method = "GET", .target = "/stream"}, [&](std::string_view d) {
+      got += d;
+      return false;
+    });
+  });
+  auto r = Bounded(f, peer);
+  server.join();
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->status, 201);
+  EXPECT_EQ(got, "0123456789");
+  auto again = (*c)->Send({.method = "GET", .target = "/"});
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("closed"), std::string::npos) << again.error().message;
 }
 
 }  // namespace
