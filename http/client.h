@@ -33,6 +33,8 @@ struct ClientTls {
 struct ClientOptions {
   std::chrono::milliseconds timeout{30'000};
   std::optional<ClientTls> tls;
+  // Bounds an answer held in memory (Send). A streamed answer (SendStreaming) is handed over
+  // piece by piece and is not bounded in total.
   uint64_t max_response_bytes = 1ull << 30;
 };
 
