@@ -30,11 +30,11 @@ constexpr size_t kMaxBodyReadBytes = 1024 * 1024;
 // Every wait is an asynchronous operation on the client's own io_context, run on the calling
 // thread until it has completed. One watchdog timer bounds them all: a wait that has lasted
 // `timeout` (a peer that accepts and then says nothing: a stalled process, a half-open link)
-// has its socket closed, and ends with UNAVAILABLE "... timed out after N ms"
-// and the connection closed. (A socket receive timeout cannot do this: Asio's blocking
-// operations answer EAGAIN by polling again without limit.) The watchdog is armed once and
-// re-armed only when it fires early, for the wait then running: a streamed answer's thousands
-// of reads do not each set and cancel a timer (each of those was a timerfd_settime: issue 14).
+// has its socket closed, and ends with UNAVAILABLE "... timed out after N ms". (A socket receive
+// timeout cannot do this: Asio's blocking operations answer EAGAIN by polling again without limit.)
+// The watchdog is armed once and re-armed only when it fires early, for the wait then running: a
+// streamed answer's thousands of reads do not each set and cancel a timer (each of those was a
+// timerfd_settime: issue 14).
 struct Client::Impl {
   ClientOptions options;
   std::string host;

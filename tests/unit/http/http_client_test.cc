@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <string>
 #include <string_view>
@@ -47,6 +49,20 @@ class SilentPeer {
   ~SilentPeer() { CloseAll(); }
   uint16_t port() const { return port_; }
   int Accept() { return accepted_ = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC); }
+  // Accepts the client's connection and reads its request. Returns the connection, or -1 with
+  // the test failed.
+  int AcceptRequest() {
+    const int fd = Accept();
+    EXPECT_GE(fd, 0) << "accept: " << std::strerror(errno);
+    return fd >= 0 && ReadRequest(fd) ? fd : -1;
+  }
+  // Reads one request (one read: the tests' requests are small and come whole).
+  static bool ReadRequest(int fd) {
+    char buf[4096];
+    const bool came = ::read(fd, buf, sizeof buf) > 0;
+    EXPECT_TRUE(came) << "no request came";
+    return came;
+  }
   // Ends every connection: a client still waiting (the defect this file is about) then sees a
   // reset or an end of stream and returns, so a failing test does not hang.
   void CloseAll() {
@@ -109,10 +125,8 @@ TEST(HttpClientTest, ATlsHandshakeThatNeverCompletesEndsAtTheTimeout) {
 TEST(HttpClientTest, AStreamedBodyThatStopsEndsAtTheTimeoutAfterWhatCame) {
   SilentPeer peer;
   std::thread server([&] {
-    const int fd = peer.Accept();
+    const int fd = peer.AcceptRequest();
     ASSERT_GE(fd, 0);
-    char buf[4096];
-    ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // the request
     const std::string head =
         "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
         "Transfer-Encoding: chunked\r\n\r\n6\r\nhello\n\r\n";
@@ -213,10 +227,8 @@ TEST(HttpClientTest, AStreamThatKeepsMovingOutlastsTheTimeout) {
   auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 300ms});
   ASSERT_TRUE(c) << c.error().ToString();
   std::thread server([&] {
-    const int fd = peer.Accept();
+    const int fd = peer.AcceptRequest();
     ASSERT_GE(fd, 0);
-    char buf[4096];
-    ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // the request
     ASSERT_TRUE(WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"));
     for (int i = 0; i < 12; ++i) {
       std::this_thread::sleep_for(100ms);
@@ -249,8 +261,7 @@ TEST(HttpClientTest, AConnectionIdleLongerThanTheTimeoutBetweenCallsStillWorks) 
     const int fd = peer.Accept();
     ASSERT_GE(fd, 0);
     for (const char* body : {"one", "two"}) {
-      char buf[4096];
-      ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // a request
+      ASSERT_TRUE(SilentPeer::ReadRequest(fd));
       ASSERT_TRUE(WriteAll(fd, std::string("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n") + body));
     }
   });
@@ -289,8 +300,7 @@ TEST(HttpClientTest, AStreamedAnswerPastTheResponseLimitIsHandedOverWhole) {
     const int fd = peer.Accept();
     ASSERT_GE(fd, 0);
     for (int i = 0; i < 2; ++i) {
-      char buf[4096];
-      ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // a request
+      ASSERT_TRUE(SilentPeer::ReadRequest(fd));
       // The second answer is cut short: the client closes at the limit.
       if (!WriteAll(fd, answer)) break;
     }
@@ -322,10 +332,8 @@ TEST(HttpClientTest, StoppingInTheMiddleOfAChunkEndsTheCallAndClosesTheConnectio
   auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s});
   ASSERT_TRUE(c) << c.error().ToString();
   std::thread server([&] {
-    const int fd = peer.Accept();
+    const int fd = peer.AcceptRequest();
     ASSERT_GE(fd, 0);
-    char buf[4096];
-    ASSERT_GT(::read(fd, buf, sizeof buf), 0);  // the request
     // A chunk of 1000 bytes of which 10 are sent; the connection then stays open.
     ASSERT_TRUE(WriteAll(
         fd, "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n0123456789"));
