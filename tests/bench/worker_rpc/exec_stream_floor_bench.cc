@@ -11,13 +11,23 @@
 //     writev; a last line and the end of the body when the command ends;
 //   - one "client" thread reads that connection 1 MiB at a time and discards it (no HTTP
 //     parsing: the least a client does).
-// No executor, no event loop, no locks or hand-offs between threads. Each run is made twice,
-// interleaved: as above, and with the door thread also appending every chunk to a file that
-// starts again every 16 MiB (the sandbox console log's work, sandbox/log_buffer.h: the
-// product's choice, not the contract's), to show what that costs.
+// No executor, no event loop, no locks or hand-offs between threads. Each run is made in four
+// ways, interleaved:
+//   - as above ("floor");
+//   - with the door thread also appending every chunk to a file that starts again every 16 MiB
+//     (the sandbox console log's work, sandbox/log_buffer.h: the product's choice, not the
+//     contract's), to show what that costs;
+//   - pipelined: the door's reading and escaping on one thread and its sending on another, one
+//     line handed over at a time (the product's window), so that reading the next chunk
+//     overlaps sending the last, the most a door's structure can overlap of the same work;
+//   - the pipe alone: the door thread reads the command's output and drops it, with no
+//     escaping, no socket and no client: what the command delivers to the cheapest reader in
+//     this process, the ceiling of any transport of it (`ssh_baseline.sh`'s `| cat` is the
+//     same with a process).
 //
 // Per run: the throughput (MiB of command output a second, from the spawn to the client's
-// last byte) and each part's CPU-seconds per GiB: the door thread, the client thread, and the
+// last byte) and each part's CPU-seconds per GiB: the door (both threads when pipelined), the
+// client thread, and the
 // command itself (sh, yes and head: RUSAGE_CHILDREN). With `--ssh-mibs X` (ssh's rate on the
 // same command, tests/bench/worker_rpc/ssh_baseline.sh) it prints the floor's ratio to ssh and
 // the CPU per GiB that 2x ssh leaves on `--cores` cores beside what the floor spends. The CPU
@@ -37,10 +47,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,7 +118,66 @@ struct RunFigures {
   double mibs = 0, door = 0, client = 0, command = 0;  // MiB/s; CPU-s per GiB of output
 };
 
-RunFigures RunOnce(size_t mib, const std::string& console_dir) {
+// How a run's door works (the four ways in the header).
+enum class Door { kSerial, kSerialWithConsoleLog, kPipelined, kPipeAlone };
+
+// The pipelined door's sending thread: takes one line at a time from Hand and sends it as a
+// chunk; Finish sends the last line and the end of the body, then joins. Its CPU is the door's.
+class LineSender {
+ public:
+  explicit LineSender(int fd) : fd_(fd), thread_([this] { Run(); }) {}
+  // Waits until the line before has been taken, then hands `line` over.
+  void Hand(std::string line) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !slot_; });
+    slot_ = std::move(line);
+    cv_.notify_all();
+  }
+  // Returns the bytes sent and the thread's CPU-seconds.
+  std::pair<size_t, double> Finish() {
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !slot_; });
+      done_ = true;
+      cv_.notify_all();
+    }
+    thread_.join();
+    return {sent_, cpu_};
+  }
+
+ private:
+  void Run() {
+    const double t0 = ThreadCpuSeconds();
+    for (;;) {
+      std::string line;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return slot_ || done_; });
+        if (!slot_) break;
+        line = std::move(*slot_);
+        slot_.reset();
+        cv_.notify_all();
+      }
+      sent_ += SendChunk(fd_, line);
+    }
+    sent_ += SendChunk(fd_, kLastLine, "0\r\n\r\n");
+    ::shutdown(fd_, SHUT_WR);
+    cpu_ = ThreadCpuSeconds() - t0;
+  }
+
+  static constexpr std::string_view kLastLine =
+      "{\"id\":\"s\",\"result\":{\"done\":true,\"exit_code\":0},\"worker_id\":\"worker-1\"}\n";
+  const int fd_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<std::string> slot_;
+  bool done_ = false;
+  size_t sent_ = 0;
+  double cpu_ = 0;
+  std::thread thread_;  // last: starts once the rest is made
+};
+
+RunFigures RunOnce(size_t mib, Door door, const std::string& console_dir) {
   const std::string cmd =
       "yes abcdefghijklmnopqrstuvwxyz0123456789 | head -c " + std::to_string(mib << 20);
   int out[2];
@@ -116,18 +188,20 @@ RunFigures RunOnce(size_t mib, const std::string& console_dir) {
 
   size_t received = 0;
   double client_cpu = 0;
-  std::thread client([&, fd = client_fd] {
-    std::vector<char> buf(kChunkBytes);
-    const double t0 = ThreadCpuSeconds();
-    for (;;) {
-      const ssize_t n = ::read(fd, buf.data(), buf.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) Die("client read");
-      if (n == 0) break;
-      received += static_cast<size_t>(n);
-    }
-    client_cpu = ThreadCpuSeconds() - t0;
-  });
+  std::thread client;
+  if (door != Door::kPipeAlone)
+    client = std::thread([&, fd = client_fd] {
+      std::vector<char> buf(kChunkBytes);
+      const double t0 = ThreadCpuSeconds();
+      for (;;) {
+        const ssize_t n = ::read(fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) Die("client read");
+        if (n == 0) break;
+        received += static_cast<size_t>(n);
+      }
+      client_cpu = ThreadCpuSeconds() - t0;
+    });
 
   const double children0 = ChildrenCpuSeconds();
   const auto wall0 = std::chrono::steady_clock::now();
@@ -143,6 +217,8 @@ RunFigures RunOnce(size_t mib, const std::string& console_dir) {
   ::close(out[1]);
 
   const double door0 = ThreadCpuSeconds();
+  std::optional<LineSender> sender;
+  if (door == Door::kPipelined) sender.emplace(door_fd);
   std::string chunk(kChunkBytes, '\0');
   size_t sent = 0, output = 0, console_bytes = 0;
   int console_fd = -1;
@@ -162,7 +238,8 @@ RunFigures RunOnce(size_t mib, const std::string& console_dir) {
     if (len == 0) break;
     output += len;
     const std::string_view data(chunk.data(), len);
-    if (!console_dir.empty()) {
+    if (door == Door::kPipeAlone) continue;
+    if (door == Door::kSerialWithConsoleLog) {
       if (console_fd < 0 || console_bytes + len > kConsoleFileBytes) {
         if (console_fd >= 0) ::close(console_fd);
         ::unlink(console_path.c_str());
@@ -175,18 +252,29 @@ RunFigures RunOnce(size_t mib, const std::string& console_dir) {
     }
     auto line = edge::workerrpc::NdjsonChunkLine("s", "worker-1", "stdout", data);
     if (!line) Die("the command's output is not UTF-8 text", false);
-    sent += SendChunk(door_fd, *line);
+    if (sender) {
+      sender->Hand(std::move(*line));
+    } else {
+      sent += SendChunk(door_fd, *line);
+    }
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) Die("the command failed", false);
-  sent += SendChunk(
-      door_fd,
-      "{\"id\":\"s\",\"result\":{\"done\":true,\"exit_code\":0},\"worker_id\":\"worker-1\"}\n",
-      "0\r\n\r\n");  // the last line, then the end of the body
-  ::shutdown(door_fd, SHUT_WR);
-  const double door_cpu = ThreadCpuSeconds() - door0;
-  client.join();
+  double door_cpu = 0;
+  if (sender) {
+    const auto [bytes, cpu] = sender->Finish();
+    sent = bytes;
+    door_cpu = cpu;
+  } else if (door != Door::kPipeAlone) {
+    sent += SendChunk(
+        door_fd,
+        "{\"id\":\"s\",\"result\":{\"done\":true,\"exit_code\":0},\"worker_id\":\"worker-1\"}\n",
+        "0\r\n\r\n");  // the last line, then the end of the body
+    ::shutdown(door_fd, SHUT_WR);
+  }
+  door_cpu += ThreadCpuSeconds() - door0;
+  if (client.joinable()) client.join();
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   ::close(door_fd);
@@ -242,19 +330,22 @@ int main(int argc, char** argv) {
   if (::mkdtemp(tmpl) == nullptr) Die("mkdtemp");
   const std::string console_dir = tmpl;
 
-  // Two floors, their runs interleaved: the contract's work alone, and with the console log.
+  // The four ways of the header, their runs interleaved.
   struct Variant {
     const char* name;
-    std::string console_dir;
-    std::vector<double> mibs, door, client, command, total;
+    Door door;
+    std::vector<double> mibs, door_cpu, client, command, total;
   };
-  std::vector<Variant> variants = {{"exec_stream floor", ""},
-                                   {"exec_stream floor with the console log file", console_dir}};
+  std::vector<Variant> variants = {
+      {"exec_stream floor", Door::kSerial},
+      {"exec_stream floor with the console log file", Door::kSerialWithConsoleLog},
+      {"exec_stream floor, pipelined (read and escape | send)", Door::kPipelined},
+      {"the pipe alone (read and drop: no escaping, socket or client)", Door::kPipeAlone}};
   for (int r = 0; r < runs; ++r) {
     for (auto& v : variants) {
-      const RunFigures f = RunOnce(mib, v.console_dir);
+      const RunFigures f = RunOnce(mib, v.door, console_dir);
       v.mibs.push_back(f.mibs);
-      v.door.push_back(f.door);
+      v.door_cpu.push_back(f.door);
       v.client.push_back(f.client);
       v.command.push_back(f.command);
       v.total.push_back(f.door + f.client + f.command);
@@ -265,11 +356,12 @@ int main(int argc, char** argv) {
   namespace eb = edge::bench;
   nlohmann::json figures = nlohmann::json::array();
   for (const auto& v : variants) {
-    const auto m = eb::Summarize(v.mibs), d = eb::Summarize(v.door), c = eb::Summarize(v.client),
-               k = eb::Summarize(v.command), t = eb::Summarize(v.total);
+    const auto m = eb::Summarize(v.mibs), d = eb::Summarize(v.door_cpu),
+               c = eb::Summarize(v.client), k = eb::Summarize(v.command),
+               t = eb::Summarize(v.total);
     std::printf(
         "%s, %zu MiB x%d: median %.0f MiB/s (min %.0f, max %.0f) | CPU-s per GiB of output, "
-        "medians: door thread %.2f, client thread %.2f, the command (sh, yes, head) %.2f, all "
+        "medians: door %.2f, client thread %.2f, the command (sh, yes, head) %.2f, all "
         "%.2f\n",
         v.name, mib, runs, m.median, m.min, m.max, d.median, c.median, k.median, t.median);
     const std::string name = v.name;
