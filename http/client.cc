@@ -24,6 +24,8 @@ constexpr size_t kReadBufferBytes = 64 * 1024;  // the header's reads (beast's a
 // room it was given: a stream that is already there is taken a megabyte a read (the size of
 // the worker door's chunks), a small answer never grows the buffer.
 constexpr size_t kMaxBodyReadBytes = 1024 * 1024;
+constexpr uint32_t kMaxHeaderBytes = 64 * 1024;  // an answer's header, status line included
+constexpr int kMaxInterimAnswers = 8;            // 1xx answers before the final one
 
 }  // namespace
 
@@ -120,6 +122,36 @@ struct Client::Impl {
     return ec;
   }
 
+  // A read that failed: a malformed or oversized answer says so and names the peer; a closed,
+  // reset or timed-out connection as Failed does.
+  std::unexpected<Error> ReadFailed(const beast::error_code& ec) {
+    if (ec == bhttp::error::body_limit) {
+      return MakeError(
+          ErrorCode::kUnavailable,
+          "read failed: the answer from " + host + " is longer than the " +
+              std::to_string(options.max_response_bytes) +
+              " bytes a held answer may have (max_response_bytes): body limit exceeded");
+    }
+    if (ec == bhttp::error::header_limit) {
+      return MakeError(ErrorCode::kUnavailable,
+                       "read failed: the answer from " + host + " has a header longer than " +
+                           std::to_string(kMaxHeaderBytes) + " bytes: header limit exceeded");
+    }
+    const auto& http_errors = bhttp::make_error_code(bhttp::error::bad_version).category();
+    if (ec.category() == http_errors && ec != bhttp::error::end_of_stream &&
+        ec != bhttp::error::partial_message) {
+      return MakeError(ErrorCode::kUnavailable, "read failed: the answer from " + host +
+                                                    " is not valid HTTP/1.1: " + ec.message());
+    }
+    if (ec == bhttp::error::partial_message || ec == bhttp::error::end_of_stream) {
+      return MakeError(ErrorCode::kUnavailable, "read failed: " + host +
+                                                    " closed the connection before the whole "
+                                                    "answer came: " +
+                                                    ec.message());
+    }
+    return Failed("read failed", ec);
+  }
+
   std::unexpected<Error> Failed(const std::string& what, const beast::error_code& ec) {
     if (ec == beast::error::timeout) {
       return MakeError(ErrorCode::kUnavailable, what + ": timed out after " +
@@ -161,17 +193,39 @@ struct Client::Impl {
       Close();
       return Failed("write failed", ec);
     }
-    bhttp::response_parser<bhttp::string_body> parser;
-    // An answer held in memory is bounded; a streamed one is handed over piece by piece and
-    // may be as long as it keeps moving (`worker exec-stream` of more than a GiB).
-    // (The largest value, not boost::none: beast 1.74 compares a Content-Length with the
-    // optional limit, and every length is greater than none.)
-    if (on_data != nullptr) {
-      parser.body_limit(std::numeric_limits<uint64_t>::max());
-    } else {
-      parser.body_limit(options.max_response_bytes);
+    // Interim answers (1xx but 101, RFC 9110 §15.2) come before the final one and are read
+    // and dropped: the final answer, not a stale one, goes to this call. Each parse is set up
+    // before its header is read (beast checks a Content-Length against the body limit, and
+    // decides whether a body follows, as the header ends).
+    std::optional<bhttp::response_parser<bhttp::string_body>> parser_slot;
+    for (int interim = 0;; ++interim) {
+      auto& p = parser_slot.emplace();
+      p.header_limit(kMaxHeaderBytes);
+      // An answer held in memory is bounded; a streamed one is handed over piece by piece and
+      // may be as long as it keeps moving (`worker exec-stream` of more than a GiB). (The
+      // largest value, not boost::none: beast 1.74 compares a Content-Length with the optional
+      // limit, and every length is greater than none.)
+      p.body_limit(on_data != nullptr ? std::numeric_limits<uint64_t>::max()
+                                      : options.max_response_bytes);
+      // The answer to HEAD has the header of the answer GET would have, and no body.
+      if (req.method() == bhttp::verb::head) p.skip(true);
+      With([&](auto& s) {
+        ec = Await([&](auto h) { bhttp::async_read_header(s, buffer, p, std::move(h)); });
+      });
+      if (ec) {
+        Close();
+        return ReadFailed(ec);
+      }
+      const unsigned status = p.get().result_int();
+      if (status < 100 || status >= 200 || status == 101) break;
+      if (interim == kMaxInterimAnswers) {
+        Close();
+        return MakeError(ErrorCode::kUnavailable, "read failed: " + host + " sent more than " +
+                                                      std::to_string(kMaxInterimAnswers) +
+                                                      " interim (1xx) answers and no final one");
+      }
     }
-    parser.header_limit(64 << 10);
+    auto& parser = *parser_slot;
     // A streamed chunked body goes to `on_data` straight from the read buffer, a chunk's bytes
     // at a time, without being copied into the message's body first.
     bool stopped = false;
@@ -183,13 +237,6 @@ struct Client::Impl {
       return piece.size();
     };
     if (on_data != nullptr) parser.on_chunk_body(on_chunk);
-    With([&](auto& s) {
-      ec = Await([&](auto h) { bhttp::async_read_header(s, buffer, parser, std::move(h)); });
-    });
-    if (ec) {
-      Close();
-      return Failed("read failed", ec);
-    }
     Response out;
     const auto& h = parser.get();
     out.status = h.result_int();
@@ -211,7 +258,7 @@ struct Client::Impl {
         }
         if (ec) {
           Close();
-          return Failed("read failed", ec);
+          return ReadFailed(ec);
         }
         if (got == room && room < kMaxBodyReadBytes) room *= 2;
         need_read = false;
@@ -227,7 +274,7 @@ struct Client::Impl {
         need_read = true;
       } else if (ec) {
         Close();
-        return Failed("read failed", ec);
+        return ReadFailed(ec);
       }
       if (buffer.size() == 0) need_read = true;
       if (on_data != nullptr) {

@@ -4,9 +4,11 @@
 // a CA to verify the server and a client certificate (mTLS). Every wait — connect, TLS
 // handshake, each piece written and each read — is bounded by `timeout` (the wait, not the
 // whole exchange: a large request or a streamed answer may last longer as long as it keeps
-// moving); past it the call is
-// UNAVAILABLE "... timed out after N ms ..." and the connection is closed. A streamed body is
-// handed over as it arrives.
+// moving); past it the call is UNAVAILABLE "... timed out after N ms ..." and the connection
+// is closed. A streamed body is handed over as it arrives. Interim answers (1xx but 101) are
+// read and dropped; the answer to HEAD has no body. An answer that is not valid HTTP/1.1, has
+// a header over 64 KiB, is held and longer than max_response_bytes, or is cut short by the
+// peer is UNAVAILABLE saying which and naming the peer (host:port), and closes the connection.
 #pragma once
 
 #include <chrono>

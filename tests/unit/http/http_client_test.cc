@@ -321,7 +321,9 @@ TEST(HttpClientTest, AStreamedAnswerPastTheResponseLimitIsHandedOverWhole) {
   EXPECT_TRUE(got == body) << "the stream's " << got.size() << " bytes differ";
   ASSERT_FALSE(r) << "Send held " << r->body.size() << " bytes past the 64 KiB limit";
   EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
-  EXPECT_NE(r.error().message.find("read failed: body limit exceeded"), std::string::npos)
+  EXPECT_NE(r.error().message.find("is longer than the 65536 bytes a held answer may have "
+                                   "(max_response_bytes): body limit exceeded"),
+            std::string::npos)
       << r.error().message;
 }
 
@@ -353,6 +355,159 @@ TEST(HttpClientTest, StoppingInTheMiddleOfAChunkEndsTheCallAndClosesTheConnectio
   auto again = (*c)->Send({.method = "GET", .target = "/"});
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().message.find("closed"), std::string::npos) << again.error().message;
+}
+
+// Bad input from the peer: every malformed, oversized or cut answer ends the call with
+// UNAVAILABLE saying what was wrong and naming the peer, hands over nothing past the last
+// valid byte, and closes the connection (nothing of it is taken for the next call's answer).
+TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnectionClosed) {
+  struct Case {
+    const char* name;
+    std::string answer;  // written whole, then the connection is closed if `close`
+    bool close;
+    bool streamed;  // SendStreaming (else Send)
+    std::string want;
+    std::string handed_over;  // what SendStreaming's callback must have had
+  };
+  const std::string big_header =
+      "HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n";
+  const std::vector<Case> cases = {
+      {"not HTTP", "GARBAGE\r\n\r\n", false, false, "is not valid HTTP/1.1: bad version", ""},
+      {"a status that is not a number", "HTTP/1.1 2x0 OK\r\n\r\n", false, false,
+       "is not valid HTTP/1.1: bad status", ""},
+      {"two different lengths",
+       "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", false, false,
+       "is not valid HTTP/1.1: bad Content-Length", ""},
+      {"a length past 64 bits",
+       "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n", false, false,
+       "is not valid HTTP/1.1: bad Content-Length", ""},
+      {"a chunk size that is not hex",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n", false, true,
+       "is not valid HTTP/1.1: bad chunk", "abc"},
+      {"a chunk size past 64 bits",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n", false,
+       true, "is not valid HTTP/1.1: bad chunk", ""},
+      {"a header over 64 KiB", big_header, false, false,
+       "has a header longer than 65536 bytes: header limit exceeded", ""},
+      {"a body cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", true, false,
+       "closed the connection before the whole answer came: partial message", ""},
+      {"a streamed body cut short",
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nshort\r\n8\r\nhal", true, true,
+       "closed the connection before the whole answer came: partial message", "shorthal"},
+      {"no answer at all", "", true, false,
+       "closed the connection before the whole answer came: end of stream", ""},
+      {"a held answer past max_response_bytes", "HTTP/1.1 200 OK\r\nContent-Length: 2048\r\n\r\n",
+       false, false, "is longer than the 1024 bytes a held answer may have (max_response_bytes)",
+       ""},
+  };
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.name);
+    SilentPeer peer;
+    auto c =
+        Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s, .max_response_bytes = 1024});
+    ASSERT_TRUE(c) << c.error().ToString();
+    std::thread server([&] {
+      const int fd = peer.AcceptRequest();
+      ASSERT_GE(fd, 0);
+      WriteAll(fd, k.answer);
+      if (k.close) ::shutdown(fd, SHUT_WR);
+    });
+    std::string got;
+    auto f = std::async(std::launch::async, [&] {
+      const Request req{.method = "GET", .target = "/"};
+      if (!k.streamed) return (*c)->Send(req);
+      return (*c)->SendStreaming(req, [&](std::string_view d) {
+        got += d;
+        return true;
+      });
+    });
+    auto r = Bounded(f, peer);
+    server.join();
+    ASSERT_FALSE(r) << "answered " << r->status;
+    EXPECT_EQ(r.error().code, ErrorCode::kUnavailable);
+    EXPECT_NE(r.error().message.find(k.want), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find("127.0.0.1:" + std::to_string(peer.port())), std::string::npos)
+        << r.error().message;
+    EXPECT_EQ(got, k.handed_over);
+    auto again = (*c)->Send({.method = "GET", .target = "/"});
+    ASSERT_FALSE(again);
+    EXPECT_EQ(again.error().message, "the connection is closed");
+  }
+}
+
+// Interim answers (100 Continue, 103 Early Hints) before the final one are dropped: the call
+// gets the final answer, and the next call on the same connection gets its own. A peer that
+// sends nothing but interim answers is refused after eight of them.
+TEST(HttpClientTest, InterimAnswersAreSkippedAndTheFinalOneIsTheAnswer) {
+  SilentPeer peer;
+  auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::string endless;
+  for (int i = 0; i < 9; ++i)
+    endless += "HTTP/1.1 100 Continue\r\n\r\n";
+  std::thread server([&] {
+    const int fd = peer.Accept();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SilentPeer::ReadRequest(fd));
+    ASSERT_TRUE(WriteAll(fd,
+                         "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n"
+                         "\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none"));
+    ASSERT_TRUE(SilentPeer::ReadRequest(fd));
+    ASSERT_TRUE(WriteAll(fd, "HTTP/1.1 201 Created\r\nContent-Length: 3\r\n\r\ntwo"));
+    ASSERT_TRUE(SilentPeer::ReadRequest(fd));
+    WriteAll(fd, endless);
+  });
+  auto f = std::async(std::launch::async, [&] {
+    std::vector<Result<Response>> out;
+    for (const char* t : {"/1", "/2", "/3"})
+      out.push_back((*c)->Send({.method = "POST", .target = t, .body = "{}"}));
+    return out;
+  });
+  auto r = Bounded(f, peer);
+  (*c)->Close();  // a server thread still waiting for a request (a failing client) returns
+  server.join();
+  ASSERT_EQ(r.size(), 3u);
+  ASSERT_TRUE(r[0]) << r[0].error().ToString();
+  EXPECT_EQ(r[0]->status, 200);
+  EXPECT_EQ(r[0]->body, "one");
+  ASSERT_TRUE(r[1]) << r[1].error().ToString();
+  EXPECT_EQ(r[1]->status, 201);
+  EXPECT_EQ(r[1]->body, "two");
+  ASSERT_FALSE(r[2]) << "answered " << r[2]->status;
+  EXPECT_NE(r[2].error().message.find("sent more than 8 interim (1xx) answers and no final one"),
+            std::string::npos)
+      << r[2].error().message;
+}
+
+// The answer to HEAD has a Content-Length and no body: the call returns at its header (not at
+// the timeout, waiting for bytes that never come), and the next call's answer is its own.
+TEST(HttpClientTest, TheAnswerToHeadHasNoBody) {
+  SilentPeer peer;
+  auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::thread server([&] {
+    const int fd = peer.Accept();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SilentPeer::ReadRequest(fd));
+    ASSERT_TRUE(WriteAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"));
+    ASSERT_TRUE(SilentPeer::ReadRequest(fd));
+    ASSERT_TRUE(WriteAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo"));
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto f = std::async(std::launch::async, [&] {
+    auto head = (*c)->Send({.method = "HEAD", .target = "/file"});
+    auto get = (*c)->Send({.method = "GET", .target = "/next"});
+    return std::make_pair(std::move(head), std::move(get));
+  });
+  auto [head, get] = Bounded(f, peer);
+  (*c)->Close();
+  server.join();
+  ASSERT_TRUE(head) << head.error().ToString();
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->body, "");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  ASSERT_TRUE(get) << get.error().ToString();
+  EXPECT_EQ(get->body, "two");
 }
 
 }  // namespace
