@@ -206,11 +206,13 @@ CallOutcome RunCall(const edge::cli::GlobalOptions& opts, const Call& c, bool pr
   };
   auto resp = (*client)->SendStreaming(req, [&](std::string_view data) {
     pending.append(data);
-    size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-      on_line(std::string_view(pending).substr(0, nl));
-      pending.erase(0, nl + 1);
+    // The lines a piece completes, then what is left moved to the front once (not after each
+    // line: a piece of a megabyte with thousands of short lines would move its rest each time).
+    size_t start = 0;
+    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+      on_line(std::string_view(pending).substr(start, nl - start));
     }
+    pending.erase(0, start);
     return true;
   });
   if (!resp) {
