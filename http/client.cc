@@ -24,7 +24,7 @@ constexpr size_t kReadBufferBytes = 64 * 1024;  // the header's reads (beast's a
 // room it was given: a stream that is already there is taken a megabyte a read (the size of
 // the worker door's chunks), a small answer never grows the buffer.
 constexpr size_t kMaxBodyReadBytes = 1024 * 1024;
-constexpr uint32_t kMaxHeaderBytes = 64 * 1024;  // an answer's header, status line included
+constexpr uint32_t kMaxHeaderBytes = 64 * 1024;  // an answer's header fields (header_limit)
 constexpr int kMaxInterimAnswers = 8;            // 1xx answers before the final one
 
 }  // namespace
@@ -141,15 +141,19 @@ struct Client::Impl {
     if (ec.category() == http_errors && ec != bhttp::error::end_of_stream &&
         ec != bhttp::error::partial_message) {
       return MakeError(ErrorCode::kUnavailable, "read failed: the answer from " + host +
-                                                    " is not valid HTTP/1.1: " + ec.message());
+                                                    " is not valid HTTP: " + ec.message());
     }
-    if (ec == bhttp::error::partial_message || ec == bhttp::error::end_of_stream) {
+    // Over TLS a peer that closes without close_notify is a truncated stream, not an end.
+    if (ec == bhttp::error::partial_message || ec == bhttp::error::end_of_stream ||
+        ec == ssl::error::stream_truncated) {
       return MakeError(ErrorCode::kUnavailable, "read failed: " + host +
                                                     " closed the connection before the whole "
                                                     "answer came: " +
                                                     ec.message());
     }
-    return Failed("read failed", ec);
+    if (ec == beast::error::timeout) return Failed("read failed", ec);
+    return MakeError(ErrorCode::kUnavailable,
+                     "read failed: the connection to " + host + " failed: " + ec.message());
   }
 
   std::unexpected<Error> Failed(const std::string& what, const beast::error_code& ec) {
@@ -198,6 +202,7 @@ struct Client::Impl {
     // before its header is read (beast checks a Content-Length against the body limit, and
     // decides whether a body follows, as the header ends).
     std::optional<bhttp::response_parser<bhttp::string_body>> parser_slot;
+    bool switched = false;
     for (int interim = 0;; ++interim) {
       auto& p = parser_slot.emplace();
       p.header_limit(kMaxHeaderBytes);
@@ -217,6 +222,9 @@ struct Client::Impl {
         return ReadFailed(ec);
       }
       const unsigned status = p.get().result_int();
+      // 101 Switching Protocols is final; this client never asks for it, so what follows is
+      // not HTTP, and the connection is closed after the call.
+      if (status == 101) switched = true;
       if (status < 100 || status >= 200 || status == 101) break;
       if (interim == kMaxInterimAnswers) {
         Close();
@@ -290,7 +298,7 @@ struct Client::Impl {
       }
     }
     if (on_data == nullptr) out.body = std::move(parser.get().body());
-    if (!parser.get().keep_alive()) Close();
+    if (switched || !parser.get().keep_alive()) Close();
     return out;
   }
 

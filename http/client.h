@@ -6,9 +6,11 @@
 // whole exchange: a large request or a streamed answer may last longer as long as it keeps
 // moving); past it the call is UNAVAILABLE "... timed out after N ms ..." and the connection
 // is closed. A streamed body is handed over as it arrives. Interim answers (1xx but 101) are
-// read and dropped; the answer to HEAD has no body. An answer that is not valid HTTP/1.1, has
-// a header over 64 KiB, is held and longer than max_response_bytes, or is cut short by the
-// peer is UNAVAILABLE saying which and naming the peer (host:port), and closes the connection.
+// read and dropped, each header its own wait (at most 8 of them); the answer to HEAD has no
+// body; after a 101 the connection is closed. An answer that is not valid HTTP, has header
+// fields over 64 KiB, is held and longer than max_response_bytes, or is cut short by the peer,
+// and a connection that fails while an answer is read, is UNAVAILABLE saying which and naming
+// the peer (host:port), and closes the connection.
 #pragma once
 
 #include <chrono>

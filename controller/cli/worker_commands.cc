@@ -205,12 +205,16 @@ CallOutcome RunCall(const edge::cli::GlobalOptions& opts, const Call& c, bool pr
     }
   };
   auto resp = (*client)->SendStreaming(req, [&](std::string_view data) {
+    // The new bytes are searched for newlines (what came before holds none), each line they
+    // complete is handled, then what is left moves to the front once: not after each line (a
+    // megabyte piece of short lines would move its rest thousands of times), and a long line
+    // arriving in many pieces is not searched again from its start each time.
+    size_t scan = pending.size();
     pending.append(data);
-    // The lines a piece completes, then what is left moved to the front once (not after each
-    // line: a piece of a megabyte with thousands of short lines would move its rest each time).
     size_t start = 0;
-    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+    for (size_t nl; (nl = pending.find('\n', scan)) != std::string::npos; scan = start) {
       on_line(std::string_view(pending).substr(start, nl - start));
+      start = nl + 1;
     }
     pending.erase(0, start);
     return true;

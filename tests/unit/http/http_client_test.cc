@@ -361,10 +361,12 @@ TEST(HttpClientTest, StoppingInTheMiddleOfAChunkEndsTheCallAndClosesTheConnectio
 // UNAVAILABLE saying what was wrong and naming the peer, hands over nothing past the last
 // valid byte, and closes the connection (nothing of it is taken for the next call's answer).
 TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnectionClosed) {
+  // After the answer the connection stays open, is closed, or is reset (SO_LINGER 0).
+  enum End { kOpen, kClose, kReset };
   struct Case {
     const char* name;
-    std::string answer;  // written whole, then the connection is closed if `close`
-    bool close;
+    std::string answer;  // written whole, then the connection ends as `end` says
+    End end;
     bool streamed;  // SendStreaming (else Send)
     std::string want;
     std::string handed_over;  // what SendStreaming's callback must have had
@@ -372,33 +374,36 @@ TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnecti
   const std::string big_header =
       "HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n";
   const std::vector<Case> cases = {
-      {"not HTTP", "GARBAGE\r\n\r\n", false, false, "is not valid HTTP/1.1: bad version", ""},
-      {"a status that is not a number", "HTTP/1.1 2x0 OK\r\n\r\n", false, false,
-       "is not valid HTTP/1.1: bad status", ""},
+      {"not HTTP", "GARBAGE\r\n\r\n", kOpen, false, "is not valid HTTP: bad version", ""},
+      {"a status that is not a number", "HTTP/1.1 2x0 OK\r\n\r\n", kOpen, false,
+       "is not valid HTTP: bad status", ""},
       {"two different lengths",
-       "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", false, false,
-       "is not valid HTTP/1.1: bad Content-Length", ""},
+       "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", kOpen, false,
+       "is not valid HTTP: bad Content-Length", ""},
       {"a length past 64 bits",
-       "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n", false, false,
-       "is not valid HTTP/1.1: bad Content-Length", ""},
+       "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n", kOpen, false,
+       "is not valid HTTP: bad Content-Length", ""},
       {"a chunk size that is not hex",
-       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n", false, true,
-       "is not valid HTTP/1.1: bad chunk", "abc"},
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n", kOpen, true,
+       "is not valid HTTP: bad chunk", "abc"},
       {"a chunk size past 64 bits",
-       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n", false,
-       true, "is not valid HTTP/1.1: bad chunk", ""},
-      {"a header over 64 KiB", big_header, false, false,
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffffffff\r\n", kOpen,
+       true, "is not valid HTTP: bad chunk", ""},
+      {"a header over 64 KiB", big_header, kOpen, false,
        "has a header longer than 65536 bytes: header limit exceeded", ""},
-      {"a body cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", true, false,
+      {"a body cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", kClose, false,
        "closed the connection before the whole answer came: partial message", ""},
       {"a streamed body cut short",
-       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nshort\r\n8\r\nhal", true, true,
+       "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nshort\r\n8\r\nhal", kClose, true,
        "closed the connection before the whole answer came: partial message", "shorthal"},
-      {"no answer at all", "", true, false,
+      {"no answer at all", "", kClose, false,
        "closed the connection before the whole answer came: end of stream", ""},
       {"a held answer past max_response_bytes", "HTTP/1.1 200 OK\r\nContent-Length: 2048\r\n\r\n",
-       false, false, "is longer than the 1024 bytes a held answer may have (max_response_bytes)",
+       kOpen, false, "is longer than the 1024 bytes a held answer may have (max_response_bytes)",
        ""},
+      {"a connection reset in the middle of the body",
+       "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", kReset, false,
+       "the connection to 127.0.0.1:", ""},
   };
   for (const auto& k : cases) {
     SCOPED_TRACE(k.name);
@@ -410,7 +415,12 @@ TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnecti
       const int fd = peer.AcceptRequest();
       ASSERT_GE(fd, 0);
       WriteAll(fd, k.answer);
-      if (k.close) ::shutdown(fd, SHUT_WR);
+      if (k.end == kClose) ::shutdown(fd, SHUT_WR);
+      if (k.end == kReset) {
+        const linger now{.l_onoff = 1, .l_linger = 0};
+        ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now), 0);
+        peer.CloseAll();  // with SO_LINGER 0, a reset instead of an end of stream
+      }
     });
     std::string got;
     auto f = std::async(std::launch::async, [&] {
@@ -477,6 +487,32 @@ TEST(HttpClientTest, InterimAnswersAreSkippedAndTheFinalOneIsTheAnswer) {
   EXPECT_NE(r[2].error().message.find("sent more than 8 interim (1xx) answers and no final one"),
             std::string::npos)
       << r[2].error().message;
+}
+
+// A 101 Switching Protocols that this client never asked for is the call's answer, and the
+// connection is closed after it: what follows is another protocol's, not the next answer.
+TEST(HttpClientTest, AnUnaskedSwitchOfProtocolsClosesTheConnection) {
+  SilentPeer peer;
+  auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s});
+  ASSERT_TRUE(c) << c.error().ToString();
+  std::thread server([&] {
+    const int fd = peer.AcceptRequest();
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(WriteAll(fd,
+                         "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "
+                         "other\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale"));
+  });
+  auto f = std::async(std::launch::async, [&] {
+    auto first = (*c)->Send({.method = "GET", .target = "/"});
+    auto second = (*c)->Send({.method = "GET", .target = "/"});
+    return std::make_pair(std::move(first), std::move(second));
+  });
+  auto [first, second] = Bounded(f, peer);
+  server.join();
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_EQ(first->status, 101);
+  ASSERT_FALSE(second) << "the next call got " << second->status << " " << second->body;
+  EXPECT_EQ(second.error().message, "the connection is closed");
 }
 
 // The answer to HEAD has a Content-Length and no body: the call returns at its header (not at
