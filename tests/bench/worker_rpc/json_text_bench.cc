@@ -6,7 +6,9 @@
 //      37 bytes) in 1 MiB chunks, each as a JSON string of its own the way NdjsonChunkLine
 //      writes it — IsValidUtf8 then AppendJsonString — beside memcpy of each chunk into a
 //      string of its own (baseline) and nlohmann's dump of it.
-//   2. Reading: a request whose one string is SIZE bytes of base64 (file_write's `content`)
+//   2. Reading the same stream's NDJSON lines whole, as the operator's CLI does to see whether
+//      one carries an error (`edge-controller worker call --stream`), beside copying each line.
+//   3. Reading: a request whose one string is SIZE bytes of base64 (file_write's `content`)
 //      through ParseJsonBounded, beside memcpy of the text (baseline) and nlohmann::json::parse.
 //
 // MiB/s of input, one sample per run. Usage: json_text_bench [--runs N] [--mib M] [--json PATH]
@@ -107,6 +109,35 @@ int main(int argc, char** argv) {
   report.Add("IsValidUtf8 + AppendJsonString (an NDJSON chunk)", "MiB/s", write,
              "memcpy of the stream's text");
   report.Add("nlohmann::json(text).dump()", "MiB/s", dump, "memcpy of the stream's text");
+
+  // The same stream as the operator's CLI reads it (`edge-controller worker call --stream`):
+  // each 1 MiB chunk's NDJSON line parsed whole to see whether it carries an error, beside a
+  // copy of each line. MiB/s of the stream's text.
+  std::vector<std::string> lines;
+  each_chunk([&](std::string_view chunk, std::string&) {
+    std::string line = R"({"id":"s","result":{"data":)";
+    edge::AppendJsonString(line, chunk);
+    line += R"(,"stream":"stdout"},"worker_id":"worker-1"})";
+    lines.push_back(std::move(line));
+  });
+  std::vector<double> lcopy, lread;
+  for (int r = 0; r < runs; ++r) {
+    lcopy.push_back(MibPerSecond(bytes, [&] {
+      for (const auto& l : lines) {
+        std::string out(l);
+        if (out.size() != l.size()) std::abort();
+      }
+    }));
+    lread.push_back(MibPerSecond(bytes, [&] {
+      for (const auto& l : lines) {
+        auto j = edge::ParseJsonBounded(l, "an NDJSON line");
+        if (!j || j->contains("error")) std::abort();
+      }
+    }));
+  }
+  report.Add("memcpy of each NDJSON line", "MiB/s", lcopy);
+  report.Add("ParseJsonBounded of each NDJSON line (the CLI's error check)", "MiB/s", lread,
+             "memcpy of each NDJSON line");
 
   const std::string request = Base64Request(bytes);
   std::vector<double> rcopy, read, parse;
