@@ -122,8 +122,8 @@ struct Client::Impl {
     return ec;
   }
 
-  // A read that failed: a malformed or oversized answer says so and names the peer; a closed,
-  // reset or timed-out connection as Failed does.
+  // A read that failed, saying why and naming the peer: a malformed or oversized answer, one
+  // the peer cut short by closing, a connection that failed (a reset); a timeout as Failed.
   std::unexpected<Error> ReadFailed(const beast::error_code& ec) {
     if (ec == bhttp::error::body_limit) {
       return MakeError(
