@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <string>
 #include <string_view>
@@ -55,6 +56,14 @@ class SilentPeer {
     const int fd = Accept();
     EXPECT_GE(fd, 0) << "accept: " << std::strerror(errno);
     return fd >= 0 && ReadRequest(fd) ? fd : -1;
+  }
+  // On a thread of its own: accepts the client's connection, reads its request and hands the
+  // connection to `answer` (not called, with the test failed, when no request came).
+  std::thread AnswerOnce(std::function<void(int fd)> answer) {
+    return std::thread([this, answer = std::move(answer)] {
+      const int fd = AcceptRequest();
+      if (fd >= 0) answer(fd);
+    });
   }
   // Reads one request (one read: the tests' requests are small and come whole).
   static bool ReadRequest(int fd) {
@@ -124,9 +133,7 @@ TEST(HttpClientTest, ATlsHandshakeThatNeverCompletesEndsAtTheTimeout) {
 
 TEST(HttpClientTest, AStreamedBodyThatStopsEndsAtTheTimeoutAfterWhatCame) {
   SilentPeer peer;
-  std::thread server([&] {
-    const int fd = peer.AcceptRequest();
-    ASSERT_GE(fd, 0);
+  std::thread server = peer.AnswerOnce([&](int fd) {
     const std::string head =
         "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
         "Transfer-Encoding: chunked\r\n\r\n6\r\nhello\n\r\n";
@@ -226,9 +233,7 @@ TEST(HttpClientTest, AStreamThatKeepsMovingOutlastsTheTimeout) {
   SilentPeer peer;
   auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 300ms});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::thread server([&] {
-    const int fd = peer.AcceptRequest();
-    ASSERT_GE(fd, 0);
+  std::thread server = peer.AnswerOnce([&](int fd) {
     ASSERT_TRUE(WriteAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"));
     for (int i = 0; i < 12; ++i) {
       std::this_thread::sleep_for(100ms);
@@ -333,9 +338,7 @@ TEST(HttpClientTest, StoppingInTheMiddleOfAChunkEndsTheCallAndClosesTheConnectio
   SilentPeer peer;
   auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::thread server([&] {
-    const int fd = peer.AcceptRequest();
-    ASSERT_GE(fd, 0);
+  std::thread server = peer.AnswerOnce([&](int fd) {
     // A chunk of 1000 bytes of which 10 are sent; the connection then stays open.
     ASSERT_TRUE(WriteAll(
         fd, "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3e8\r\n0123456789"));
@@ -411,9 +414,7 @@ TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnecti
     auto c =
         Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s, .max_response_bytes = 1024});
     ASSERT_TRUE(c) << c.error().ToString();
-    std::thread server([&] {
-      const int fd = peer.AcceptRequest();
-      ASSERT_GE(fd, 0);
+    std::thread server = peer.AnswerOnce([&](int fd) {
       WriteAll(fd, k.answer);
       if (k.end == kClose) ::shutdown(fd, SHUT_WR);
       if (k.end == kReset) {
@@ -495,9 +496,7 @@ TEST(HttpClientTest, AnUnaskedSwitchOfProtocolsClosesTheConnection) {
   SilentPeer peer;
   auto c = Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s});
   ASSERT_TRUE(c) << c.error().ToString();
-  std::thread server([&] {
-    const int fd = peer.AcceptRequest();
-    ASSERT_GE(fd, 0);
+  std::thread server = peer.AnswerOnce([&](int fd) {
     ASSERT_TRUE(WriteAll(fd,
                          "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "
                          "other\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstale"));
