@@ -114,6 +114,16 @@ size_t SendChunk(int fd, std::string_view body, std::string_view after = {}) {
   return static_cast<size_t>(sn) + body.size() + end.size();
 }
 
+// The stream's last line, then the end of the body, and the door's end of the connection;
+// returns the bytes sent.
+size_t EndBody(int fd) {
+  const size_t n = SendChunk(
+      fd, "{\"id\":\"s\",\"result\":{\"done\":true,\"exit_code\":0},\"worker_id\":\"worker-1\"}\n",
+      "0\r\n\r\n");
+  ::shutdown(fd, SHUT_WR);
+  return n;
+}
+
 struct RunFigures {
   double mibs = 0, door = 0, client = 0, command = 0;  // MiB/s; CPU-s per GiB of output
 };
@@ -160,13 +170,10 @@ class LineSender {
       }
       sent_ += SendChunk(fd_, line);
     }
-    sent_ += SendChunk(fd_, kLastLine, "0\r\n\r\n");
-    ::shutdown(fd_, SHUT_WR);
+    sent_ += EndBody(fd_);
     cpu_ = ThreadCpuSeconds() - t0;
   }
 
-  static constexpr std::string_view kLastLine =
-      "{\"id\":\"s\",\"result\":{\"done\":true,\"exit_code\":0},\"worker_id\":\"worker-1\"}\n";
   const int fd_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -267,11 +274,7 @@ RunFigures RunOnce(size_t mib, Door door, const std::string& console_dir) {
     sent = bytes;
     door_cpu = cpu;
   } else if (door != Door::kPipeAlone) {
-    sent += SendChunk(
-        door_fd,
-        "{\"id\":\"s\",\"result\":{\"done\":true,\"exit_code\":0},\"worker_id\":\"worker-1\"}\n",
-        "0\r\n\r\n");  // the last line, then the end of the body
-    ::shutdown(door_fd, SHUT_WR);
+    sent += EndBody(door_fd);
   }
   door_cpu += ThreadCpuSeconds() - door0;
   if (client.joinable()) client.join();
