@@ -86,6 +86,14 @@ class SilentPeer {
   uint16_t port_ = 0;
 };
 
+// A SendStreaming callback that appends every piece to `got` and asks for more.
+std::function<bool(std::string_view)> AppendTo(std::string& got) {
+  return [&got](std::string_view d) {
+    got += d;
+    return true;
+  };
+}
+
 // Waits up to 20 s for `f`; past that the peer is closed (so the client returns) and the
 // result is still taken, with the test failed.
 template <class T>
@@ -144,11 +152,7 @@ TEST(HttpClientTest, AStreamedBodyThatStopsEndsAtTheTimeoutAfterWhatCame) {
   ASSERT_TRUE(c) << c.error().ToString();
   std::string got;
   auto f = std::async(std::launch::async, [&] {
-    return (*c)->SendStreaming({.method = "POST", .target = "/rpc", .body = "{}"},
-                               [&](std::string_view d) {
-                                 got += d;
-                                 return true;
-                               });
+    return (*c)->SendStreaming({.method = "POST", .target = "/rpc", .body = "{}"}, AppendTo(got));
   });
   auto r = Bounded(f, peer);
   server.join();
@@ -244,10 +248,7 @@ TEST(HttpClientTest, AStreamThatKeepsMovingOutlastsTheTimeout) {
   std::string got;
   const auto t0 = std::chrono::steady_clock::now();
   auto f = std::async(std::launch::async, [&] {
-    return (*c)->SendStreaming({.method = "GET", .target = "/slow"}, [&](std::string_view d) {
-      got += d;
-      return true;
-    });
+    return (*c)->SendStreaming({.method = "GET", .target = "/slow"}, AppendTo(got));
   });
   auto r = Bounded(f, peer);
   server.join();
@@ -312,11 +313,7 @@ TEST(HttpClientTest, AStreamedAnswerPastTheResponseLimitIsHandedOverWhole) {
   });
   std::string got;
   auto f = std::async(std::launch::async, [&] {
-    auto streamed =
-        (*c)->SendStreaming({.method = "GET", .target = "/stream"}, [&](std::string_view d) {
-          got += d;
-          return true;
-        });
+    auto streamed = (*c)->SendStreaming({.method = "GET", .target = "/stream"}, AppendTo(got));
     if (!streamed) return streamed;
     return (*c)->Send({.method = "GET", .target = "/whole"});
   });
@@ -427,10 +424,7 @@ TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnecti
     auto f = std::async(std::launch::async, [&] {
       const Request req{.method = "GET", .target = "/"};
       if (!k.streamed) return (*c)->Send(req);
-      return (*c)->SendStreaming(req, [&](std::string_view d) {
-        got += d;
-        return true;
-      });
+      return (*c)->SendStreaming(req, AppendTo(got));
     });
     auto r = Bounded(f, peer);
     server.join();
