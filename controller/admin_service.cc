@@ -1,11 +1,13 @@
 #include "controller/admin_service.h"
 
 #include <deque>
+#include <optional>
 
 #include "agent/identity/encoding.h"
 #include "common/grpc_status.h"
 #include "common/grpc_write_queue.h"
 #include "common/log.h"
+#include "controller/output_pacer.h"
 
 namespace edge::controller {
 
@@ -73,9 +75,11 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
     pb::InvokeEvent e;
     switch (chunk.kind_case()) {
       case aegis::cluster::v1::Chunk::kStdout:
+        if (!Admit(chunk.stdout().size())) return;
         e.set_stdout(std::move(*chunk.mutable_stdout()));
         break;
       case aegis::cluster::v1::Chunk::kStderr:
+        if (!Admit(chunk.stderr().size())) return;
         e.set_stderr(std::move(*chunk.mutable_stderr()));
         break;
       case aegis::cluster::v1::Chunk::kStatus:
@@ -109,6 +113,7 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   }
 
   void Enqueue(pb::InvokeEvent e) { Apply(writes_.Push(std::move(e))); }
+  std::shared_ptr<OutputPacer> pacer() override { return pacer_; }
 
   // Ends the call with `st` once everything queued is written.
   void FinishAfterDrain(const grpc::Status& st) {
@@ -140,6 +145,7 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
       done_ = true;
     }
     if (!id.empty()) dispatcher_.Unsubscribe(id, this);
+    pacer_->Close();               // no node stream waits for this call any more
     auto last = std::move(self_);  // may destroy this when it goes out of scope
   }
 
@@ -151,8 +157,29 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   bool done_ = false;       // OnDone ran
   // Accepted, chunks, result: one write in flight; the call ends once all is written.
   WriteQueue<pb::InvokeEvent> writes_;
+  // The output queued in writes_, and the back-pressure it puts on the node's stream.
+  std::shared_ptr<OutputPacer> pacer_ = std::make_shared<OutputPacer>();
+
+  // Whether a chunk of `bytes` output is queued (OutputPacer::Admit, with its note first).
+  bool Admit(size_t bytes) {
+    std::optional<OutputPacer::Note> note;
+    const bool queue = pacer_->Admit(bytes, note);
+    if (note) {
+      pb::InvokeEvent e;
+      e.mutable_status()->set_state(note->state);
+      e.mutable_status()->set_message(std::move(note->message));
+      Enqueue(std::move(e));
+    }
+    return queue;
+  }
+  static size_t OutputBytes(const pb::InvokeEvent& e) {
+    return e.has_stdout() ? e.stdout().size() : e.has_stderr() ? e.stderr().size() : 0;
+  }
 
   void Apply(WriteQueue<pb::InvokeEvent>::Step step) {
+    if (step.completed) pacer_->Sent(OutputBytes(*step.completed));
+    for (const auto& d : step.dropped)
+      pacer_->Sent(OutputBytes(d));
     if (step.write != nullptr) StartWrite(step.write);
     if (step.finish) Finish(*step.finish);
   }

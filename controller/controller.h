@@ -99,6 +99,9 @@ class Controller {
   std::unique_ptr<ComputeServiceImpl> compute_service_;
   std::unique_ptr<ComputeAdminImpl> compute_admin_;
   std::unique_ptr<BootstrapServiceImpl> bootstrap_;
+  // The edge streams' timers (how long one waits for a slow operator client), before the
+  // service so that it outlives every stream.
+  std::unique_ptr<TimerQueue> stream_timers_;
   std::unique_ptr<NodeClusterServiceImpl> node_cluster_;
   std::unique_ptr<RefusalLog> refusals_;  // refused streams and over-limit calls
   std::unique_ptr<UnauthenticatedCalls> unauthenticated_;

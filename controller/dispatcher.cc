@@ -443,8 +443,9 @@ Status Dispatcher::PushConfig(const std::string& node_id, const std::string& del
   return OkStatus();
 }
 
-void Dispatcher::OnProgress(const std::string& node_id, const std::string& command_id,
-                            pb::Chunk chunk) {
+std::vector<std::shared_ptr<OutputPacer>> Dispatcher::OnProgress(const std::string& node_id,
+                                                                 const std::string& command_id,
+                                                                 pb::Chunk chunk) {
   std::vector<std::shared_ptr<CommandObserver>> tell;
   {
     std::lock_guard lock(mu_);
@@ -452,8 +453,12 @@ void Dispatcher::OnProgress(const std::string& node_id, const std::string& comma
     for (auto it = b; it != e; ++it)
       if (it->second.node_id == node_id) tell.push_back(it->second.observer);
   }
-  for (size_t i = 0; i < tell.size(); ++i)
+  std::vector<std::shared_ptr<OutputPacer>> congested;
+  for (size_t i = 0; i < tell.size(); ++i) {
     tell[i]->OnProgress(i + 1 == tell.size() ? std::move(chunk) : chunk);
+    if (auto p = tell[i]->pacer(); p && p->Congested()) congested.push_back(std::move(p));
+  }
+  return congested;
 }
 
 Dispatcher::Dispatcher(Store& store, NodeTokenAuthority& tokens, Clock& clock,

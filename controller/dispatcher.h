@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "controller/node_tokens.h"
+#include "controller/output_pacer.h"
 #include "controller/store.h"
 #include "node_cluster.pb.h"
 
@@ -52,6 +53,9 @@ class CommandObserver {
   // sent (moved, not copied: up to 1 MiB of output per message, issue 14), several get a copy
   // each but the last.
   virtual void OnProgress(aegis::cluster::v1::Chunk chunk) = 0;
+  // The pacer of the client this observer queues output for (output_pacer.h), if it queues
+  // any: the node's stream waits for it before reading on while it is congested.
+  virtual std::shared_ptr<OutputPacer> pacer() { return nullptr; }
   // The stored command with its (first) result; the observer is unsubscribed after this.
   virtual void OnResult(const CommandRecord& command) = 0;
   // The node's stream ended while the command was running; the result may still come after
@@ -146,9 +150,12 @@ class Dispatcher {
   void CapabilitiesReported(const std::string& node_id);
 
   // From a node's stream (already authenticated as `node_id`); `chunk` goes to the command's
-  // observers (CommandObserver::OnProgress).
-  void OnProgress(const std::string& node_id, const std::string& command_id,
-                  aegis::cluster::v1::Chunk chunk);
+  // observers (CommandObserver::OnProgress). Returns the pacers of the observers' clients that
+  // are congested now: the stream reads its next message once they have room
+  // (OutputPacer::WhenRoom).
+  std::vector<std::shared_ptr<OutputPacer>> OnProgress(const std::string& node_id,
+                                                       const std::string& command_id,
+                                                       aegis::cluster::v1::Chunk chunk);
   // Queues the result and returns: the dispatcher's results thread stores it (the first
   // result of a command wins) and only then tells the command's observers — so the caller of
   // Invoke learns a result once it is on disk, while the node's stream reads on without

@@ -160,8 +160,9 @@ grpc::Status EdgeStream::Handle(pb::EdgeEvent& event) {
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             "CommandProgress.command_id is required");
       }
-      deps_.dispatcher.OnProgress(node_id_, event.command_progress().command_id(),
-                                  std::move(*event.mutable_command_progress()->mutable_chunk()));
+      congested_ = deps_.dispatcher.OnProgress(
+          node_id_, event.command_progress().command_id(),
+          std::move(*event.mutable_command_progress()->mutable_chunk()));
       return grpc::Status::OK;
     case pb::EdgeEvent::kCommandResult:
       if (event.command_result().command_id().empty()) {
@@ -190,7 +191,45 @@ void EdgeStream::OnReadDone(bool ok) {
     Close(st);
     return;
   }
+  if (congested_.empty()) {
+    StartRead(&in_);
+    return;
+  }
+  {
+    std::lock_guard lock(read_mu_);
+    read_paused_ = true;  // a cancel from now on finds no read pending (OnCancel)
+  }
+  std::weak_ptr<EdgeStream> weak = weak_from_this();
+  OutputPacer::WhenRoom(std::exchange(congested_, {}), deps_.timers, deps_.output_stall_limit,
+                        [weak] {
+                          if (auto self = weak.lock()) self->ReadOn();
+                        });
+}
+
+void EdgeStream::ReadOn() {
+  bool cancelled = false;
+  {
+    std::lock_guard lock(read_mu_);
+    if (!read_paused_) return;
+    read_paused_ = false;
+    cancelled = cancelled_;
+  }
+  if (cancelled) {
+    Close(grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled"));
+    return;
+  }
+  if (!writes_.accepting()) return;  // finishing
   StartRead(&in_);
+}
+
+void EdgeStream::OnCancel() {
+  {
+    std::lock_guard lock(read_mu_);
+    cancelled_ = true;
+    if (!read_paused_) return;  // the pending read ends with ok = false, and closes the call
+  }
+  // No read pending (waiting for a client's room): nothing else would end the call.
+  Close(grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled"));
 }
 
 bool EdgeStream::Send(const pb::EdgeCommand& command) {

@@ -2,11 +2,13 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "common/grpc_status.h"
 #include "common/grpc_write_queue.h"
 #include "common/log.h"
+#include "controller/output_pacer.h"
 
 namespace edge::controller {
 
@@ -59,6 +61,7 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
           out->set_node_id(node_id_);
           out->set_command_id(command_id());
           const bool err = chunk.kind_case() == aegis::cluster::v1::Chunk::kStderr;
+          if (!r->AdmitOutput(node_id_, (err ? chunk.stderr() : chunk.stdout()).size())) return;
           out->set_stderr(err);
           out->set_data(std::move(err ? *chunk.mutable_stderr() : *chunk.mutable_stdout()));
           break;
@@ -86,6 +89,10 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
     void OnNodeReconnected(const std::string& node_id) override {
       Note(node_id, "node_reconnected",
            "node " + node_id + " reconnected; the part's result follows when it ends");
+    }
+    std::shared_ptr<OutputPacer> pacer() override {
+      auto r = reactor_.lock();
+      return r ? r->pacer_ : nullptr;
     }
     std::string command_id() {
       std::lock_guard lock(mu_);
@@ -160,6 +167,21 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
 
   void Enqueue(apb::FleetInvokeEvent e) { Apply(writes_.Push(std::move(e))); }
 
+  // Whether a chunk of `bytes` of `node_id`'s output is queued (OutputPacer::Admit: one pacer
+  // for the whole call, whichever node the output is from), with its note first.
+  bool AdmitOutput(const std::string& node_id, size_t bytes) {
+    std::optional<OutputPacer::Note> note;
+    const bool queue = pacer_->Admit(bytes, note);
+    if (note) {
+      apb::FleetInvokeEvent e;
+      e.mutable_note()->set_node_id(node_id);
+      e.mutable_note()->set_state(note->state);
+      e.mutable_note()->set_message(std::move(note->message));
+      Enqueue(std::move(e));
+    }
+    return queue;
+  }
+
   void FinishAfterDrain(const grpc::Status& st) {
     Apply(writes_.FinishAfter(st, WriteQueue<apb::FleetInvokeEvent>::Then::kWriteQueued));
   }
@@ -190,11 +212,18 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
     for (auto& p : parts) {
       if (auto id = p->command_id(); !id.empty()) dispatcher_.Unsubscribe(id, p.get());
     }
+    pacer_->Close();               // no node stream waits for this call any more
     auto last = std::move(self_);  // may destroy this when it goes out of scope
   }
 
  private:
+  static size_t OutputBytes(const apb::FleetInvokeEvent& e) {
+    return e.has_output() ? e.output().data().size() : 0;
+  }
   void Apply(WriteQueue<apb::FleetInvokeEvent>::Step step) {
+    if (step.completed) pacer_->Sent(OutputBytes(*step.completed));
+    for (const auto& d : step.dropped)
+      pacer_->Sent(OutputBytes(d));
     if (step.write != nullptr) StartWrite(step.write);
     if (step.finish) Finish(*step.finish);
   }
@@ -207,6 +236,8 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
   bool dispatched_ = false;
   std::set<std::string> ended_;  // node ids whose part_result was queued
   WriteQueue<apb::FleetInvokeEvent> writes_;
+  // The output queued in writes_, and the back-pressure it puts on the nodes' streams.
+  std::shared_ptr<OutputPacer> pacer_ = std::make_shared<OutputPacer>();
 };
 
 }  // namespace

@@ -70,7 +70,12 @@ grpc::ServerUnaryReactor* NodeClusterServiceImpl::ChallengeNode(grpc::CallbackSe
 
 grpc::ServerBidiReactor<pb::EdgeEvent, pb::EdgeCommand>* NodeClusterServiceImpl::ConnectEdge(
     grpc::CallbackServerContext* ctx) {
-  return EdgeStream::Start(ctx, EdgeStreamDeps{store_, tokens_, dispatcher_, clock_, refusals_});
+  return EdgeStream::Start(ctx, EdgeStreamDeps{.store = store_,
+                                               .tokens = tokens_,
+                                               .dispatcher = dispatcher_,
+                                               .clock = clock_,
+                                               .refusals = refusals_,
+                                               .timers = stream_timers_});
 }
 
 grpc::ServerUnaryReactor* NodeClusterServiceImpl::RotateEdgeKey(grpc::CallbackServerContext* ctx,

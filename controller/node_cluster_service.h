@@ -19,13 +19,15 @@ class NodeClusterServiceImpl final
     : public aegis::cluster::v1::NodeClusterService::CallbackService {
  public:
   NodeClusterServiceImpl(EdgeAttestation& attestation, Store& store, NodeTokenAuthority& tokens,
-                         Dispatcher& dispatcher, Clock& clock, RefusalLog* refusals = nullptr)
+                         Dispatcher& dispatcher, Clock& clock, RefusalLog* refusals = nullptr,
+                         TimerQueue* stream_timers = nullptr)
       : attestation_(attestation),
         store_(store),
         tokens_(tokens),
         dispatcher_(dispatcher),
         clock_(clock),
-        refusals_(refusals) {}
+        refusals_(refusals),
+        stream_timers_(stream_timers) {}
 
   grpc::ServerUnaryReactor* AttestNode(grpc::CallbackServerContext* ctx,
                                        const aegis::cluster::v1::AttestNodeRequest* req,
@@ -49,6 +51,7 @@ class NodeClusterServiceImpl final
   Dispatcher& dispatcher_;
   Clock& clock_;
   RefusalLog* refusals_;
+  TimerQueue* stream_timers_;  // the edge streams' stall limit (EdgeStreamDeps::timers)
 };
 
 }  // namespace edge::controller

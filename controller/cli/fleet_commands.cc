@@ -345,8 +345,10 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
           lines.Add(ev.output().node_id(), ev.output().stderr(), ev.output().data());
           break;
         case apb::FleetInvokeEvent::kNote:
-          if (!as_json && (ev.note().state() == "node_disconnected" ||
-                           ev.note().state() == "node_reconnected")) {
+          if (!as_json &&
+              (ev.note().state() == "node_disconnected" ||
+               ev.note().state() == "node_reconnected" || ev.note().state() == "output_dropped" ||
+               ev.note().state() == "output_resumed")) {
             std::fprintf(stderr, "[%s] note: %s\n", ev.note().node_id().c_str(),
                          ev.note().message().c_str());
           }

@@ -246,6 +246,10 @@ InvokeEvents ReadEvents(grpc::ClientReaderInterface<apb::InvokeEvent>& reader,
         } else if (ev.status().state() == "node_reconnected") {
           watcher.NodeBack();
           if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
+        } else if (ev.status().state() == "output_dropped" ||
+                   ev.status().state() == "output_resumed") {
+          // This client fell too far behind (controller/output_pacer.h).
+          if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
         }
         break;
       case apb::InvokeEvent::kResult:

@@ -5,6 +5,9 @@
 // INVALID_ARGUMENT / FAILED_PRECONDITION as documented.
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+
+#include "controller/edge_stream.h"
 #include "tests/unit/controller/edge_test_support.h"
 
 namespace edge::controller::testing {
@@ -552,6 +555,119 @@ TEST_F(EdgeDispatchTest, AResultFromAnotherNodeIsIgnored) {
   }));
   controller_->dispatcher().FlushResults();  // results are stored off the stream's thread
   EXPECT_EQ(Command(id)->state(), "dispatched");
+}
+
+// design.md: "a slow peer slows the pipe read, it does not grow memory". An admin Invoke whose
+// client does not read: the controller stops reading the node's stream once the client's
+// queue is over high water (OutputPacer), so the node's writes stop too; `kChunks` is more than
+// that queue and the transports' windows hold together.
+class SlowClientTest : public EdgeDispatchTest {
+ protected:
+  static constexpr int kChunks = 96;  // of 1 MiB each
+
+  // Starts the unread call and a writer of kChunks chunks (the first byte of chunk i is
+  // 'A' + i % 26), then the result; returns once the writes stopped advancing for 1 s or all
+  // were written.
+  void StartUnreadCall() {
+    Connect();
+    ctx_.set_deadline(Deadline(120s));
+    reader_ = admin_->Invoke(&ctx_, Request());
+    auto cmd = stream_->Next();
+    ASSERT_TRUE(cmd && cmd->has_invoke_tool());
+    id_ = cmd->invoke_tool().command_id();
+    writer_ = std::thread([this] {
+      for (int i = 0; i < kChunks; ++i) {
+        std::string chunk(size_t{1} << 20, 'x');
+        chunk[0] = static_cast<char>('A' + i % 26);
+        if (!stream_->Write(node_->Progress(kSid, id_, chunk))) return;
+        ++written_;
+      }
+      if (stream_->Write(node_->Result(kSid, id_, 0))) result_written_ = true;
+    });
+    WaitUntilWritesStop();
+  }
+  void WaitUntilWritesStop() {
+    int last = -1;
+    for (int i = 0; i < 300 && written_ < kChunks; ++i) {
+      std::this_thread::sleep_for(100ms);
+      if (i % 10 == 9) {  // once a second
+        if (written_ == last) return;
+        last = written_;
+      }
+    }
+  }
+  // Reads the call to its end: the stdout bytes, the first byte of each chunk, the states of
+  // its status notes, whether a result came.
+  struct Read {
+    size_t bytes = 0;
+    std::string firsts;
+    std::vector<std::string> notes;
+    bool result = false;
+  };
+  Read ReadAll() {
+    Read got;
+    apb::InvokeEvent e;
+    while (reader_->Read(&e)) {
+      if (e.has_stdout()) {
+        got.bytes += e.stdout().size();
+        got.firsts.push_back(e.stdout()[0]);
+      }
+      if (e.has_status()) got.notes.push_back(e.status().state());
+      if (e.has_result()) got.result = true;
+    }
+    EXPECT_TRUE(reader_->Finish().ok());
+    return got;
+  }
+  void TearDown() override {
+    if (writer_.joinable()) {
+      ctx_.TryCancel();
+      writer_.join();
+    }
+    EdgeDispatchTest::TearDown();
+  }
+
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<apb::InvokeEvent>> reader_;
+  std::string id_;
+  std::thread writer_;
+  std::atomic<int> written_{0};
+  std::atomic<bool> result_written_{false};
+};
+
+TEST_F(SlowClientTest, AClientThatDoesNotReadHoldsTheNodesOutputBackAndThenGetsAllOfIt) {
+  StartUnreadCall();
+  ASSERT_LT(written_.load(), kChunks)
+      << "the node wrote every chunk while the client read none: the controller queued them";
+  const int held_at = written_.load();
+  auto got = ReadAll();
+  writer_.join();
+  EXPECT_TRUE(result_written_);
+  EXPECT_EQ(got.bytes, size_t{kChunks} << 20) << "the node was held back at " << held_at;
+  std::string want;
+  for (int i = 0; i < kChunks; ++i)
+    want.push_back(static_cast<char>('A' + i % 26));
+  EXPECT_EQ(got.firsts, want) << "every chunk, in order";
+  EXPECT_TRUE(got.notes.empty()) << got.notes.front();
+  EXPECT_TRUE(got.result);
+}
+
+TEST_F(SlowClientTest, AfterTheStallLimitTheNodeGoesOnAndTheLaggingClientIsToldOfDrops) {
+  StartUnreadCall();
+  ASSERT_LT(written_.load(), kChunks);
+  // The stall limit passes on the controller's clock: its stream timers run.
+  clock_.Advance(EdgeStreamDeps::kOutputStallLimit);
+  WaitUntilWritesStop();
+  EXPECT_EQ(written_.load(), kChunks) << "the node's stream no longer waits for this client";
+  writer_.join();
+  EXPECT_TRUE(result_written_);
+  auto got = ReadAll();
+  EXPECT_LT(got.bytes, size_t{kChunks} << 20);
+  ASSERT_FALSE(got.notes.empty());
+  EXPECT_EQ(got.notes.front(), kOutputDropped);
+  EXPECT_TRUE(got.result) << "the result still comes";
+  // What was queued before the drops came whole and in order.
+  for (size_t i = 0; i < got.firsts.size() && got.notes.size() == 1; ++i)
+    EXPECT_EQ(got.firsts[i], static_cast<char>('A' + i % 26)) << i;
 }
 
 }  // namespace
