@@ -22,6 +22,7 @@
 #include "common/cli.h"
 #include "common/clock.h"
 #include "common/grpc_lifetime.h"
+#include "common/malloc_tuning.h"
 #include "common/random.h"
 #include "common/signals.h"
 #include "common/stop.h"
@@ -92,6 +93,7 @@ int Enroll(const edge::cli::GlobalOptions& opts, const std::string& token,
 // `listen`: the worker RPC address from `--listen` (else worker.listen_addr; none = no door).
 int Run(const edge::cli::GlobalOptions& opts, const std::string& listen) {
   edge::daemon::LimitMallocArenas();  // before any thread (agent/daemon/memory_trim.h)
+  edge::KeepMessageBuffersMapped();   // (common/malloc_tuning.h)
   edge::BlockTerminationSignals();
   // No CallbackQueuePin (common/grpc_lifetime.h): the agent makes no callback-API call (its
   // streams run on ClientCallQueues, its unary calls are blocking), so gRPC's callback queue and

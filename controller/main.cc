@@ -8,6 +8,7 @@
 
 #include "common/cli.h"
 #include "common/grpc_lifetime.h"
+#include "common/malloc_tuning.h"
 #include "common/signals.h"
 #include "controller/cli/compute_commands.h"
 #include "controller/cli/fleet_commands.h"
@@ -23,6 +24,7 @@
 #endif
 
 int main(int argc, char** argv) {
+  edge::KeepMessageBuffersMapped();  // before any thread (common/malloc_tuning.h)
   // Destroyed last: gRPC has finished shutting down before the process exits.
   edge::GrpcShutdownAtExit grpc_shutdown_at_exit;
   edge::IgnoreFatalIoSignals();
