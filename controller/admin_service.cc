@@ -7,6 +7,7 @@
 #include "common/grpc_status.h"
 #include "common/grpc_write_queue.h"
 #include "common/log.h"
+#include "controller/command_notes.h"
 #include "controller/output_pacer.h"
 
 namespace edge::controller {
@@ -99,14 +100,14 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   }
   void OnNodeDisconnected(const std::string& node_id) override {
     pb::InvokeEvent e;
-    e.mutable_status()->set_state("node_disconnected");
+    e.mutable_status()->set_state(kNodeDisconnected);
     e.mutable_status()->set_message("node " + node_id +
                                     " disconnected; its result is delivered when it reconnects");
     Enqueue(std::move(e));
   }
   void OnNodeReconnected(const std::string& node_id) override {
     pb::InvokeEvent e;
-    e.mutable_status()->set_state("node_reconnected");
+    e.mutable_status()->set_state(kNodeReconnected);
     e.mutable_status()->set_message("node " + node_id +
                                     " reconnected; the command's result follows when it ends");
     Enqueue(std::move(e));

@@ -8,6 +8,7 @@
 #include "common/grpc_status.h"
 #include "common/grpc_write_queue.h"
 #include "common/log.h"
+#include "controller/command_notes.h"
 #include "controller/output_pacer.h"
 
 namespace edge::controller {
@@ -83,11 +84,11 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
       }
     }
     void OnNodeDisconnected(const std::string& node_id) override {
-      Note(node_id, "node_disconnected",
+      Note(node_id, kNodeDisconnected,
            "node " + node_id + " disconnected; its result is delivered when it reconnects");
     }
     void OnNodeReconnected(const std::string& node_id) override {
-      Note(node_id, "node_reconnected",
+      Note(node_id, kNodeReconnected,
            "node " + node_id + " reconnected; the part's result follows when it ends");
     }
     std::shared_ptr<OutputPacer> pacer() override {

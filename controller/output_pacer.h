@@ -34,13 +34,9 @@
 #include <vector>
 
 #include "common/timer_queue.h"
+#include "controller/command_notes.h"
 
 namespace edge::controller {
-
-// The status notes a client gets about its dropped output (InvokeEvent.status.state,
-// FleetInvokeEvent.note.state): a run of drops begins; it ended, and how much was missed.
-inline constexpr const char* kOutputDropped = "output_dropped";
-inline constexpr const char* kOutputResumed = "output_resumed";
 
 class OutputPacer {
  public:

@@ -16,6 +16,7 @@
 #include "common/signals.h"
 #include "config/duration.h"
 #include "controller/cli/admin_cli.h"
+#include "controller/command_notes.h"
 #include "controller/fleet_selector.h"
 #include "fleet_admin.grpc.pb.h"
 
@@ -345,10 +346,10 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
           lines.Add(ev.output().node_id(), ev.output().stderr(), ev.output().data());
           break;
         case apb::FleetInvokeEvent::kNote:
-          if (!as_json &&
-              (ev.note().state() == "node_disconnected" ||
-               ev.note().state() == "node_reconnected" || ev.note().state() == "output_dropped" ||
-               ev.note().state() == "output_resumed")) {
+          if (!as_json && (ev.note().state() == controller::kNodeDisconnected ||
+                           ev.note().state() == controller::kNodeReconnected ||
+                           ev.note().state() == controller::kOutputDropped ||
+                           ev.note().state() == controller::kOutputResumed)) {
             std::fprintf(stderr, "[%s] note: %s\n", ev.note().node_id().c_str(),
                          ev.note().message().c_str());
           }

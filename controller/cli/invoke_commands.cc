@@ -18,6 +18,7 @@
 #include "common/signals.h"
 #include "config/duration.h"
 #include "controller/cli/admin_cli.h"
+#include "controller/command_notes.h"
 
 namespace edge::controller::cli {
 namespace {
@@ -239,15 +240,15 @@ InvokeEvents ReadEvents(grpc::ClientReaderInterface<apb::InvokeEvent>& reader,
         output(ev.stderr(), got.err, stderr);
         break;
       case apb::InvokeEvent::kStatus:
-        if (ev.status().state() == "node_disconnected") {
+        if (ev.status().state() == controller::kNodeDisconnected) {
           got.node_message = ev.status().message();
           watcher.NodeDropped();
           if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
-        } else if (ev.status().state() == "node_reconnected") {
+        } else if (ev.status().state() == controller::kNodeReconnected) {
           watcher.NodeBack();
           if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
-        } else if (ev.status().state() == "output_dropped" ||
-                   ev.status().state() == "output_resumed") {
+        } else if (ev.status().state() == controller::kOutputDropped ||
+                   ev.status().state() == controller::kOutputResumed) {
           // This client fell too far behind (controller/output_pacer.h).
           if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
         }
