@@ -1,6 +1,7 @@
 #include "config/controller_config.h"
 
 #include <algorithm>
+#include <utility>
 #include "common/atomic_file.h"
 
 #include "config/duration.h"
@@ -51,6 +52,7 @@ const std::vector<std::string> kScalarPaths = {
     "cluster.heartbeat_interval_secs",
     "cluster.stale_threshold_secs",
     "cluster.rotation_overlap",
+    "cluster.output_stall_limit",
     "tokens.default_ttl",
     "tokens.node_token_ttl",
     "tokens.issuer",
@@ -208,13 +210,30 @@ ControllerConfig Parse(const YAML::Node& root, YamlReader& r) {
   if (c.admin.socket.empty()) c.admin.socket = c.data_dir + "/admin.sock";
   YAML::Node cluster = root["cluster"];
   if (r.Map(cluster, "cluster",
-            {"heartbeat_interval_secs", "stale_threshold_secs", "rotation_overlap"})) {
+            {"heartbeat_interval_secs", "stale_threshold_secs", "rotation_overlap",
+             "output_stall_limit"})) {
     r.Int(cluster, "heartbeat_interval_secs", "cluster.heartbeat_interval_secs",
           c.cluster.heartbeat_interval_secs, 1, 3600);
     r.Int(cluster, "stale_threshold_secs", "cluster.stale_threshold_secs",
           c.cluster.stale_threshold_secs, 1, 86400);
     r.Duration(cluster, "rotation_overlap", "cluster.rotation_overlap", c.cluster.rotation_overlap,
                1s, 1h);
+    r.Duration(cluster, "output_stall_limit", "cluster.output_stall_limit",
+               c.cluster.output_stall_limit, 1s, 50s);
+  }
+  const std::chrono::milliseconds stale = std::chrono::seconds(c.cluster.stale_threshold_secs);
+  // Not IsMap() alone: a missing section is an invalid node, which throws. A const lookup:
+  // yaml-cpp's non-const operator[] adds the key it does not find.
+  if (!(cluster.IsDefined() && cluster.IsMap() &&
+        std::as_const(cluster)["output_stall_limit"].IsDefined())) {
+    // Not set: the default, or half the stale threshold where that is shorter.
+    c.cluster.output_stall_limit = std::min(c.cluster.output_stall_limit, stale / 2);
+  } else if (c.cluster.output_stall_limit >= stale) {
+    r.Issue(cluster["output_stall_limit"], "cluster.output_stall_limit",
+            FormatDuration(c.cluster.output_stall_limit),
+            "must be less than cluster.stale_threshold_secs (" +
+                std::to_string(c.cluster.stale_threshold_secs) +
+                " s): a stream held that long would show its node stale");
   }
   if (c.cluster.stale_threshold_secs <= c.cluster.heartbeat_interval_secs) {
     r.Issue(cluster["stale_threshold_secs"], "cluster.stale_threshold_secs",
@@ -407,7 +426,8 @@ std::string DumpRedacted(const ControllerConfig& c) {
   e << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap << YAML::Key
     << "heartbeat_interval_secs" << YAML::Value << c.cluster.heartbeat_interval_secs << YAML::Key
     << "stale_threshold_secs" << YAML::Value << c.cluster.stale_threshold_secs << YAML::Key
-    << "rotation_overlap" << YAML::Value << FormatDuration(c.cluster.rotation_overlap)
+    << "rotation_overlap" << YAML::Value << FormatDuration(c.cluster.rotation_overlap) << YAML::Key
+    << "output_stall_limit" << YAML::Value << FormatDuration(c.cluster.output_stall_limit)
     << YAML::EndMap;
   e << YAML::Key << "tokens" << YAML::Value << YAML::BeginMap << YAML::Key << "default_ttl"
     << YAML::Value << FormatDuration(c.tokens.default_ttl) << YAML::Key << "node_token_ttl"

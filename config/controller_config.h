@@ -59,6 +59,11 @@ struct ControllerConfig {
     // How long a node's previous key stays valid after RotateEdgeKey (the live stream
     // survives the swap).
     std::chrono::milliseconds rotation_overlap{60'000};
+    // How long a node's stream waits for one slow operator client before that client lags and
+    // its output is dropped instead (controller/output_pacer.h). Below the stale threshold and
+    // the envelopes' ±60 s timestamp window: an event sealed before the wait is read after it.
+    // Unset: 10 s, or half the stale threshold where that is shorter.
+    std::chrono::milliseconds output_stall_limit{10'000};
   } cluster;
   struct Tokens {
     std::chrono::milliseconds default_ttl{3'600'000};

@@ -241,9 +241,9 @@ Status Controller::StartGrpc() {
           .burst = static_cast<double>(limits.exchange_burst),
           .log_lines_per_minute = static_cast<size_t>(limits.refusal_log_lines_per_minute)});
   stream_timers_ = std::make_unique<TimerQueue>(clock_);
-  node_cluster_ =
-      std::make_unique<NodeClusterServiceImpl>(*attestation_, *store_, *node_tokens_, *dispatcher_,
-                                               clock_, refusals_.get(), stream_timers_.get());
+  node_cluster_ = std::make_unique<NodeClusterServiceImpl>(
+      *attestation_, *store_, *node_tokens_, *dispatcher_, clock_, refusals_.get(),
+      stream_timers_.get(), config_.cluster.output_stall_limit);
   unauthenticated_ = std::make_unique<UnauthenticatedCalls>(
       CallLimitSettings{.max_calls = static_cast<size_t>(limits.unauthenticated_calls),
                         .max_per_peer = static_cast<size_t>(limits.unauthenticated_calls_per_peer)},

@@ -75,7 +75,8 @@ grpc::ServerBidiReactor<pb::EdgeEvent, pb::EdgeCommand>* NodeClusterServiceImpl:
                                                .dispatcher = dispatcher_,
                                                .clock = clock_,
                                                .refusals = refusals_,
-                                               .timers = stream_timers_});
+                                               .timers = stream_timers_,
+                                               .output_stall_limit = output_stall_limit_});
 }
 
 grpc::ServerUnaryReactor* NodeClusterServiceImpl::RotateEdgeKey(grpc::CallbackServerContext* ctx,

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "controller/dispatcher.h"
 #include "controller/edge_attestation.h"
+#include "controller/edge_stream.h"
 #include "controller/node_tokens.h"
 #include "controller/refusal_log.h"
 #include "controller/store.h"
@@ -18,16 +19,19 @@ namespace edge::controller {
 class NodeClusterServiceImpl final
     : public aegis::cluster::v1::NodeClusterService::CallbackService {
  public:
-  NodeClusterServiceImpl(EdgeAttestation& attestation, Store& store, NodeTokenAuthority& tokens,
-                         Dispatcher& dispatcher, Clock& clock, RefusalLog* refusals = nullptr,
-                         TimerQueue* stream_timers = nullptr)
+  NodeClusterServiceImpl(
+      EdgeAttestation& attestation, Store& store, NodeTokenAuthority& tokens,
+      Dispatcher& dispatcher, Clock& clock, RefusalLog* refusals = nullptr,
+      TimerQueue* stream_timers = nullptr,
+      std::chrono::milliseconds output_stall_limit = EdgeStreamDeps::kOutputStallLimit)
       : attestation_(attestation),
         store_(store),
         tokens_(tokens),
         dispatcher_(dispatcher),
         clock_(clock),
         refusals_(refusals),
-        stream_timers_(stream_timers) {}
+        stream_timers_(stream_timers),
+        output_stall_limit_(output_stall_limit) {}
 
   grpc::ServerUnaryReactor* AttestNode(grpc::CallbackServerContext* ctx,
                                        const aegis::cluster::v1::AttestNodeRequest* req,
@@ -52,6 +56,7 @@ class NodeClusterServiceImpl final
   Clock& clock_;
   RefusalLog* refusals_;
   TimerQueue* stream_timers_;  // the edge streams' stall limit (EdgeStreamDeps::timers)
+  std::chrono::milliseconds output_stall_limit_;  // config cluster.output_stall_limit
 };
 
 }  // namespace edge::controller

@@ -43,6 +43,42 @@ TEST(ControllerConfig, EdgeTokenKeys) {
   EXPECT_NE(msg.find("cluster.rotation_overlap"), std::string::npos) << msg;
 }
 
+TEST(ControllerConfig, OutputStallLimitIsBelowTheStaleThreshold) {
+  auto defaults = LoadControllerConfigFromString("", "controller.yaml", NoEnv());
+  ASSERT_TRUE(defaults) << defaults.error().ToString();
+  EXPECT_EQ(defaults->cluster.output_stall_limit, std::chrono::seconds(10));
+  EXPECT_NE(DumpRedacted(*defaults).find("output_stall_limit: 10s"), std::string::npos);
+
+  auto set = LoadControllerConfigFromString("cluster: { output_stall_limit: 45s }\n",
+                                            "controller.yaml", NoEnv());
+  ASSERT_TRUE(set) << set.error().ToString();
+  EXPECT_EQ(set->cluster.output_stall_limit, std::chrono::seconds(45));
+
+  // Unset under a short stale threshold: half of it, not a config that cannot load.
+  auto short_stale = LoadControllerConfigFromString(
+      "cluster: { heartbeat_interval_secs: 2, stale_threshold_secs: 6 }\n", "controller.yaml",
+      NoEnv());
+  ASSERT_TRUE(short_stale) << short_stale.error().ToString();
+  EXPECT_EQ(short_stale->cluster.output_stall_limit, std::chrono::seconds(3));
+
+  auto too_long = LoadControllerConfigFromString("cluster: { output_stall_limit: 2m }\n",
+                                                 "controller.yaml", NoEnv());
+  ASSERT_FALSE(too_long);
+  EXPECT_NE(too_long.error().ToString().find("cluster.output_stall_limit: value \"2m\""),
+            std::string::npos)
+      << too_long.error().ToString();
+
+  auto past_stale = LoadControllerConfigFromString(
+      "cluster: { heartbeat_interval_secs: 5, stale_threshold_secs: 20,\n"
+      "           output_stall_limit: 20s }\n",
+      "controller.yaml", NoEnv());
+  ASSERT_FALSE(past_stale);
+  EXPECT_EQ(past_stale.error().ToString(),
+            "controller.yaml:2:32: cluster.output_stall_limit: value \"20s\": must be less than "
+            "cluster.stale_threshold_secs (20 s): a stream held that long would show its node "
+            "stale");
+}
+
 TEST(ControllerConfig, BadValuesAreNamed) {
   auto c = LoadControllerConfigFromString(
       "grpc: { listen: nowhere }\ncluster: { heartbeat_interval_secs: 30, stale_threshold_secs: 10 "
