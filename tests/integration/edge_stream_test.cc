@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -449,6 +450,92 @@ TEST_F(EdgeStreamTest, ResultsLargerThanOneMessageAreRefusedAndTheNodeWorksOn) {
   auto next = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo alive"});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_NE(next.out.find("alive"), std::string::npos);
+  EXPECT_EQ(Node("edge-01").value("state", ""), "healthy");
+}
+
+// The pid of the live process whose command line is exactly `cmdline` (NULs as spaces), or 0.
+pid_t ProcessWithCommandLine(const std::string& cmdline) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string got = ReadText(e.path() / "cmdline");
+    for (char& ch : got)
+      if (ch == '\0') ch = ' ';
+    if (got == cmdline + " ") return static_cast<pid_t>(std::stol(name));
+  }
+  return 0;
+}
+
+// Bytes `pid` has written (/proc/PID/io wchar), or -1 once it is gone.
+int64_t BytesWritten(pid_t pid) {
+  const std::string io = ReadText("/proc/" + std::to_string(pid) + "/io");
+  const size_t at = io.find("wchar: ");
+  return at == std::string::npos ? -1 : std::stoll(io.substr(at + 7));
+}
+
+TEST_F(EdgeStreamTest, AStoppedOperatorCliHoldsTheCommandBackAndThenGetsAllOfItsOutput) {
+  // controller/output_pacer.h end to end: the CLI stops reading (SIGSTOP, like a suspended
+  // terminal), the controller stops reading the node's stream, gRPC's flow control holds the
+  // agent's writes and the command blocks on its pipe. Before stop 45 the controller read on
+  // and queued the whole output. The stall limit is set past the test's hold (default 10 s,
+  // after which a lagging client's output past 32 MiB would be dropped).
+  ctl_.reset();
+  ctl_ = std::make_unique<ControllerFixture>(dir_, "ctl", "cluster:\n  output_stall_limit: 50s\n");
+  // Several times what the buffers on the way held in runs (16-31 MiB: the CLI's and the node's
+  // HTTP/2 windows and sockets, the client's 8 MiB queue, the agent's output window), under an
+  // output cap raised for it (sandbox.max_output_bytes, 64 MiB by default).
+  constexpr int64_t kBytes = int64_t{128} << 20;
+  WriteAgentConfig("edge-01");
+  std::string config = ReadText(ConfigPath("edge-01"));
+  const std::string sandbox = "sandbox:\n";
+  ASSERT_NE(config.find(sandbox), std::string::npos) << config;
+  config.insert(config.find(sandbox) + sandbox.size(),
+                "  max_output_bytes: " + std::to_string(kBytes + (1 << 20)) + "\n");
+  WriteText(ConfigPath("edge-01"), config);
+  auto& agent = StartAgent("edge-01");
+  ASSERT_TRUE(WaitConnected("edge-01", true)) << agent.Stderr();
+  const std::string marker = "edge-it-paced-" + std::to_string(::getpid());
+  const std::string head = "head -c " + std::to_string(kBytes) + " /dev/zero";
+  ChildProcess cli({ControllerBin(), "--config", ctl_->config_path(), "invoke", "--node", "edge-01",
+                    "--tool", "exec", "--arg",
+                    "command=sleep 2; " + head + "; echo end; : " + marker, "--arg", "timeout=5m"},
+                   dir_.path());
+  // The command runs (its call is open end to end): the CLI stops before the output starts.
+  ASSERT_TRUE(WaitUntil([&] { return ProcessWithMarker(marker); }, 60s)) << cli.Stderr();
+  cli.Signal(SIGSTOP);
+  pid_t writer = 0;
+  ASSERT_TRUE(WaitUntil([&] { return (writer = ProcessWithCommandLine(head)) != 0; }, 60s))
+      << "the output never started";
+
+  // The writer stops advancing while it still has output to write: held, not finished.
+  int64_t held = -1;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const int64_t before = BytesWritten(writer);
+        std::this_thread::sleep_for(1s);
+        held = BytesWritten(writer);
+        return held < 0 || held == before;
+      },
+      60s));
+  std::printf("held at %lld of %lld bytes while the CLI was stopped\n",
+              static_cast<long long>(held), static_cast<long long>(kBytes));
+  ASSERT_GE(held, 0) << "the command wrote all its output to a stopped client: it was queued";
+  EXPECT_LT(held, kBytes);
+  // Still held past the default stall limit (the stream was waiting before this point): the
+  // configured one applies.
+  std::this_thread::sleep_for(11s);
+  EXPECT_EQ(BytesWritten(writer), held) << "the node's stream stopped waiting for the client";
+
+  cli.Signal(SIGCONT);
+  auto code = cli.Wait(180s);
+  ASSERT_TRUE(code) << "the resumed CLI did not finish";
+  EXPECT_EQ(*code, 0) << cli.Stderr();
+  const std::string out = cli.Stdout();
+  ASSERT_EQ(static_cast<int64_t>(out.size()), kBytes + 4) << "output was lost or added";
+  EXPECT_EQ(out.find_first_not_of('\0'), static_cast<size_t>(kBytes));
+  EXPECT_EQ(out.substr(kBytes), "end\n");
+  EXPECT_EQ(cli.Stderr().find("missed"), std::string::npos) << cli.Stderr();
+  EXPECT_TRUE(agent.Running());
   EXPECT_EQ(Node("edge-01").value("state", ""), "healthy");
 }
 
