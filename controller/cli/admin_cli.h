@@ -22,6 +22,11 @@ namespace edge::controller::cli {
 
 // Exit code of a command about a node that is not connected (EX_UNAVAILABLE).
 inline constexpr int kExitNodeUnavailable = 69;
+// Exit code of `invoke` / `fleet invoke` whose command succeeded but whose output reached this
+// client only in part: it fell so far behind that the controller dropped some of it
+// (controller/output_pacer.h, the `output_dropped` note; EX_IOERR). A failed command keeps its
+// own exit code.
+inline constexpr int kExitOutputIncomplete = 74;
 
 // Loads the config or prints every problem; nullopt means exit 2.
 std::optional<config::ControllerConfig> LoadConfig(const edge::cli::GlobalOptions& opts);

@@ -327,6 +327,7 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
   LinePrinter lines(as_json);
   grpc::Status st;
   bool interrupted = false;
+  bool output_dropped = false;  // some output was dropped for this client (output_dropped)
   {
     FleetWatcher watcher(*admin->stub, ctx);
     apb::FleetInvokeEvent ev;
@@ -346,6 +347,7 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
           lines.Add(ev.output().node_id(), ev.output().stderr(), ev.output().data());
           break;
         case apb::FleetInvokeEvent::kNote:
+          if (ev.note().state() == controller::kOutputDropped) output_dropped = true;
           if (!as_json && (ev.note().state() == controller::kNodeDisconnected ||
                            ev.note().state() == controller::kNodeReconnected ||
                            ev.note().state() == controller::kOutputDropped ||
@@ -389,7 +391,8 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
     json j = {{"fleet_command_id", id},
               {"selector", fleet.selector()},
               {"tool", fleet.tool()},
-              {"parts", json::array()}};
+              {"parts", json::array()},
+              {"output_complete", !output_dropped}};
     for (const auto& p : parts) {
       json pj = PartJson(p);
       pj["stdout"] = lines.Collected(p.node_id(), false);
@@ -424,9 +427,16 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
     return kExitResultUnknown;
   }
   if (interrupted) return kExitCancelled;
+  if (output_dropped) {
+    std::fprintf(stderr,
+                 "error: this client fell behind and some of fleet command %s's output was "
+                 "dropped for it (the notes above say whose); each part's result keeps its "
+                 "output's tail: see `edge-controller fleet get %s`\n",
+                 id.c_str(), id.c_str());
+  }
   for (const auto& p : parts)
     if (!Succeeded(p)) return kExitSomePartsFailed;
-  return kExitOk;
+  return output_dropped ? kExitOutputIncomplete : kExitOk;
 }
 
 int Get(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {

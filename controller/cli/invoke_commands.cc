@@ -208,7 +208,8 @@ struct InvokeEvents {
   std::optional<apb::CommandOutcome> result;
   std::string out, err;  // collected only for --format json
   bool streamed = false;
-  std::string node_message;  // the controller's word on a dropped node
+  std::string node_message;     // the controller's word on a dropped node
+  bool output_dropped = false;  // some output was dropped for this client (output_dropped)
 };
 
 // Reads the call's events, writing the output as it comes (or collecting it for JSON).
@@ -250,6 +251,7 @@ InvokeEvents ReadEvents(grpc::ClientReaderInterface<apb::InvokeEvent>& reader,
         } else if (ev.status().state() == controller::kOutputDropped ||
                    ev.status().state() == controller::kOutputResumed) {
           // This client fell too far behind (controller/output_pacer.h).
+          if (ev.status().state() == controller::kOutputDropped) got.output_dropped = true;
           if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
         }
         break;
@@ -349,16 +351,31 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
     return kExitFailure;
   }
   const json outcome = OutcomeJson(*got.result);
+  int code = kExitOk;
   if (o.format == "json") {
-    json j = {{"command_id", id}, {"result", outcome}, {"stdout", got.out}, {"stderr", got.err}};
+    json j = {{"command_id", id},
+              {"result", outcome},
+              {"stdout", got.out},
+              {"stderr", got.err},
+              {"output_complete", !got.output_dropped}};
     std::cout << Dump(j) << "\n";
-    return OutcomeExit(id, *got.result, true);
+    code = OutcomeExit(id, *got.result, true);
+  } else {
+    if (got.result->outcome() == "ok" && !got.result->payload_json().empty()) {
+      PrintPayload(got, outcome["payload"]);
+    }
+    std::fflush(stdout);
+    code = OutcomeExit(id, *got.result, false);
   }
-  if (got.result->outcome() == "ok" && !got.result->payload_json().empty()) {
-    PrintPayload(got, outcome["payload"]);
+  if (got.output_dropped) {
+    std::fprintf(stderr,
+                 "error: this client fell behind and some of command %s's output was dropped "
+                 "for it; the result keeps the output's tail: see `edge-controller command get "
+                 "%s`\n",
+                 id.c_str(), id.c_str());
+    if (code == kExitOk) return kExitOutputIncomplete;
   }
-  std::fflush(stdout);
-  return OutcomeExit(id, *got.result, false);
+  return code;
 }
 
 int Commands(const edge::cli::GlobalOptions& opts, const ListOptions& o) {

@@ -473,47 +473,74 @@ int64_t BytesWritten(pid_t pid) {
   return at == std::string::npos ? -1 : std::stoll(io.substr(at + 7));
 }
 
-TEST_F(EdgeStreamTest, AStoppedOperatorCliHoldsTheCommandBackAndThenGetsAllOfItsOutput) {
-  // controller/output_pacer.h end to end: the CLI stops reading (SIGSTOP, like a suspended
-  // terminal), the controller stops reading the node's stream, gRPC's flow control holds the
-  // agent's writes and the command blocks on its pipe. Before stop 45 the controller read on
-  // and queued the whole output. The stall limit is set past the test's hold (default 10 s,
-  // after which a lagging client's output past 32 MiB would be dropped).
-  ctl_.reset();
-  ctl_ = std::make_unique<ControllerFixture>(dir_, "ctl", "cluster:\n  output_stall_limit: 50s\n");
+// controller/output_pacer.h end to end: a real controller (its stall limit set) and agent (its
+// output cap raised), and an operator CLI running `head -c kBytes /dev/zero` that is stopped
+// (SIGSTOP, like a suspended terminal) before the output starts. The controller stops reading
+// the node's stream, gRPC's flow control holds the agent's writes and the command blocks on
+// its pipe, until the stall limit; then the client lags and output past 32 MiB is dropped for
+// it. Before stop 45 the controller read on and queued the whole output.
+class PacedStreamTest : public EdgeStreamTest {
+ protected:
   // Several times what the buffers on the way held in runs (16-31 MiB: the CLI's and the node's
   // HTTP/2 windows and sockets, the client's 8 MiB queue, the agent's output window), under an
   // output cap raised for it (sandbox.max_output_bytes, 64 MiB by default).
-  constexpr int64_t kBytes = int64_t{128} << 20;
-  WriteAgentConfig("edge-01");
-  std::string config = ReadText(ConfigPath("edge-01"));
-  const std::string sandbox = "sandbox:\n";
-  ASSERT_NE(config.find(sandbox), std::string::npos) << config;
-  config.insert(config.find(sandbox) + sandbox.size(),
-                "  max_output_bytes: " + std::to_string(kBytes + (1 << 20)) + "\n");
-  WriteText(ConfigPath("edge-01"), config);
-  auto& agent = StartAgent("edge-01");
-  ASSERT_TRUE(WaitConnected("edge-01", true)) << agent.Stderr();
-  const std::string marker = "edge-it-paced-" + std::to_string(::getpid());
-  const std::string head = "head -c " + std::to_string(kBytes) + " /dev/zero";
-  ChildProcess cli({ControllerBin(), "--config", ctl_->config_path(), "invoke", "--node", "edge-01",
-                    "--tool", "exec", "--arg",
-                    "command=sleep 2; " + head + "; echo end; : " + marker, "--arg", "timeout=5m"},
-                   dir_.path());
-  // The command runs (its call is open end to end): the CLI stops before the output starts.
-  ASSERT_TRUE(WaitUntil([&] { return ProcessWithMarker(marker); }, 60s)) << cli.Stderr();
-  cli.Signal(SIGSTOP);
-  pid_t writer = 0;
-  ASSERT_TRUE(WaitUntil([&] { return (writer = ProcessWithCommandLine(head)) != 0; }, 60s))
-      << "the output never started";
+  static constexpr int64_t kBytes = int64_t{128} << 20;
+  const std::string head_ = "head -c " + std::to_string(kBytes) + " /dev/zero";
 
+  // `fleet`: `fleet invoke --selector node:edge-01` instead of `invoke --node edge-01`.
+  void StartStoppedCli(const std::string& stall_limit, bool fleet = false) {
+    ctl_.reset();
+    ctl_ = std::make_unique<ControllerFixture>(
+        dir_, "ctl", "cluster:\n  output_stall_limit: " + stall_limit + "\n");
+    WriteAgentConfig("edge-01");
+    std::string config = ReadText(ConfigPath("edge-01"));
+    const std::string sandbox = "sandbox:\n";
+    ASSERT_NE(config.find(sandbox), std::string::npos) << config;
+    config.insert(config.find(sandbox) + sandbox.size(),
+                  "  max_output_bytes: " + std::to_string(kBytes + (1 << 20)) + "\n");
+    WriteText(ConfigPath("edge-01"), config);
+    agent_ = &StartAgent("edge-01");
+    ASSERT_TRUE(WaitConnected("edge-01", true)) << agent_->Stderr();
+    const std::string marker = "edge-it-paced-" + std::to_string(::getpid());
+    std::vector<std::string> argv = {ControllerBin(), "--config", ctl_->config_path()};
+    if (fleet) {
+      argv.insert(argv.end(), {"fleet", "invoke", "--selector", "node:edge-01"});
+    } else {
+      argv.insert(argv.end(), {"invoke", "--node", "edge-01"});
+    }
+    argv.insert(argv.end(),
+                {"--tool", "exec", "--arg", "command=sleep 2; " + head_ + "; echo end; : " + marker,
+                 "--arg", "timeout=5m"});
+    cli_ = std::make_unique<ChildProcess>(argv, dir_.path());
+    // The command runs (its call is open end to end): the CLI stops before the output starts.
+    ASSERT_TRUE(WaitUntil([&] { return ProcessWithMarker(marker); }, 60s)) << cli_->Stderr();
+    cli_->Signal(SIGSTOP);
+    ASSERT_TRUE(WaitUntil([&] { return (writer_ = ProcessWithCommandLine(head_)) != 0; }, 60s))
+        << "the output never started";
+  }
+  // Resumes the CLI and waits for its exit code.
+  int Resume() {
+    cli_->Signal(SIGCONT);
+    auto code = cli_->Wait(180s);
+    EXPECT_TRUE(code) << "the resumed CLI did not finish";
+    return code.value_or(-1);
+  }
+
+  ChildProcess* agent_ = nullptr;
+  std::unique_ptr<ChildProcess> cli_;
+  pid_t writer_ = 0;
+};
+
+TEST_F(PacedStreamTest, AStoppedOperatorCliHoldsTheCommandBackAndThenGetsAllOfItsOutput) {
+  // The stall limit past the test's hold: the stream waits for the stopped client.
+  ASSERT_NO_FATAL_FAILURE(StartStoppedCli("50s"));
   // The writer stops advancing while it still has output to write: held, not finished.
   int64_t held = -1;
   ASSERT_TRUE(WaitUntil(
       [&] {
-        const int64_t before = BytesWritten(writer);
+        const int64_t before = BytesWritten(writer_);
         std::this_thread::sleep_for(1s);
-        held = BytesWritten(writer);
+        held = BytesWritten(writer_);
         return held < 0 || held == before;
       },
       60s));
@@ -524,19 +551,55 @@ TEST_F(EdgeStreamTest, AStoppedOperatorCliHoldsTheCommandBackAndThenGetsAllOfIts
   // Still held past the default stall limit (the stream was waiting before this point): the
   // configured one applies.
   std::this_thread::sleep_for(11s);
-  EXPECT_EQ(BytesWritten(writer), held) << "the node's stream stopped waiting for the client";
+  EXPECT_EQ(BytesWritten(writer_), held) << "the node's stream stopped waiting for the client";
 
-  cli.Signal(SIGCONT);
-  auto code = cli.Wait(180s);
-  ASSERT_TRUE(code) << "the resumed CLI did not finish";
-  EXPECT_EQ(*code, 0) << cli.Stderr();
-  const std::string out = cli.Stdout();
+  EXPECT_EQ(Resume(), 0) << cli_->Stderr();
+  const std::string out = cli_->Stdout();
   ASSERT_EQ(static_cast<int64_t>(out.size()), kBytes + 4) << "output was lost or added";
   EXPECT_EQ(out.find_first_not_of('\0'), static_cast<size_t>(kBytes));
   EXPECT_EQ(out.substr(kBytes), "end\n");
-  EXPECT_EQ(cli.Stderr().find("missed"), std::string::npos) << cli.Stderr();
-  EXPECT_TRUE(agent.Running());
+  EXPECT_EQ(cli_->Stderr().find("dropped"), std::string::npos) << cli_->Stderr();
+  EXPECT_TRUE(agent_->Running());
   EXPECT_EQ(Node("edge-01").value("state", ""), "healthy");
+}
+
+TEST_F(PacedStreamTest, ALaggingCliIsToldOfTheDropsAndExits74ThoughTheCommandSucceeded) {
+  // A 1 s stall limit: the node goes on, the stopped client lags and its output past 32 MiB is
+  // dropped; the command runs to its end.
+  ASSERT_NO_FATAL_FAILURE(StartStoppedCli("1s"));
+  ASSERT_TRUE(WaitUntil([&] { return BytesWritten(writer_) < 0; }, 120s))
+      << "the node's stream still waits for the stopped client";
+
+  EXPECT_EQ(Resume(), 74) << cli_->Stderr();
+  const std::string err = cli_->Stderr();
+  EXPECT_NE(err.find("fell behind and some of command"), std::string::npos) << err;
+  EXPECT_NE(err.find("edge-controller command get"), std::string::npos) << err;
+  const int64_t got = static_cast<int64_t>(cli_->Stdout().size());
+  EXPECT_GT(got, 0);
+  EXPECT_LT(got, kBytes) << "nothing was dropped";
+  // The command itself succeeded, and the node works on.
+  auto list = Ctl({"commands", "--node", "edge-01", "--format", "json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  const json cmds = json::parse(list.out);
+  ASSERT_EQ(cmds.size(), 1u) << list.out.substr(0, 2000);
+  EXPECT_EQ(cmds[0]["result"]["outcome"], "ok") << list.out.substr(0, 2000);
+  EXPECT_EQ(cmds[0]["result"]["exit_code"], 0) << list.out.substr(0, 2000);
+  auto next = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", "command=echo alive"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_EQ(next.out, "alive\n");
+}
+
+TEST_F(PacedStreamTest, ALaggingFleetCliIsToldOfTheDropsAndExits74ThoughEveryPartSucceeded) {
+  ASSERT_NO_FATAL_FAILURE(StartStoppedCli("1s", /*fleet=*/true));
+  ASSERT_TRUE(WaitUntil([&] { return BytesWritten(writer_) < 0; }, 120s))
+      << "the node's stream still waits for the stopped client";
+
+  EXPECT_EQ(Resume(), 74) << cli_->Stderr().substr(0, 4000);
+  const std::string err = cli_->Stderr();
+  EXPECT_NE(err.find("[edge-01] note: "), std::string::npos) << err.substr(0, 4000);
+  EXPECT_NE(err.find("fell behind and some of fleet command"), std::string::npos)
+      << err.substr(0, 4000);
+  EXPECT_NE(cli_->Stdout().find("edge-01"), std::string::npos) << "the per-node table";
 }
 
 TEST_F(EdgeStreamTest, AToolBoundToAContextRunsUnderItWhateverTheOperatorAsks) {

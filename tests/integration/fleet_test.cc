@@ -183,6 +183,7 @@ TEST_F(FleetTest, AFleetCommandOverThreeAgentsWithOneFailing) {
   ASSERT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   auto j = Json(ok);
   ASSERT_EQ(j["parts"].size(), 3u);
+  EXPECT_EQ(j["output_complete"], true);
   for (const auto& p : j["parts"]) {
     EXPECT_EQ(p["state"], "ok");
     EXPECT_EQ(p["stdout"], "hi\n");

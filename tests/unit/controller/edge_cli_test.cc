@@ -209,6 +209,7 @@ TEST_F(EdgeCliTest, OutcomesMapToDocumentedExitCodes) {
   EXPECT_EQ(as_json.exit_code, 0) << as_json.err;
   auto j = json::parse(as_json.out);
   EXPECT_EQ(j["stdout"], "out");
+  EXPECT_EQ(j["output_complete"], true) << "nothing was dropped for this client";
   EXPECT_EQ(j["result"]["outcome"], "ok");
   EXPECT_EQ(j["result"]["payload"]["stdout"], "out");
   EXPECT_EQ(j["command_id"].get<std::string>().size(), 36u);
