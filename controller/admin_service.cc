@@ -93,6 +93,12 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
     Enqueue(std::move(e));
   }
   void OnResult(const CommandRecord& command) override {
+    if (auto note = pacer_->UnreportedDrops()) {
+      pb::InvokeEvent n;
+      n.mutable_status()->set_state(note->state);
+      n.mutable_status()->set_message(std::move(note->message));
+      Enqueue(std::move(n));
+    }
     pb::InvokeEvent e;
     FillOutcome(command.result, e.mutable_result());
     Enqueue(std::move(e));

@@ -160,6 +160,14 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
       if (!ended_.insert(part.node_id).second) return;  // reported already
       done = dispatched_ && ended_.size() >= total_;
     }
+    // The output is over: what was dropped for this client since its last note (one pacer for
+    // the whole call, so the note names no node).
+    if (auto note = done ? pacer_->UnreportedDrops() : std::nullopt) {
+      apb::FleetInvokeEvent n;
+      n.mutable_note()->set_state(note->state);
+      n.mutable_note()->set_message(std::move(note->message));
+      Enqueue(std::move(n));
+    }
     apb::FleetInvokeEvent e;
     FleetAdminImpl::FillPart(part, e.mutable_part_result());
     Enqueue(std::move(e));

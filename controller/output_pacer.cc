@@ -33,6 +33,15 @@ bool OutputPacer::Admit(size_t bytes, std::optional<Note>& note) {
   return true;
 }
 
+std::optional<OutputPacer::Note> OutputPacer::UnreportedDrops() {
+  std::lock_guard lock(mu_);
+  if (dropped_pending_ == 0) return std::nullopt;
+  Note note{kOutputResumed, "the output ended: " + std::to_string(dropped_pending_) +
+                                " bytes of it were dropped for this client"};
+  dropped_pending_ = 0;
+  return note;
+}
+
 void OutputPacer::Sent(size_t bytes) {
   std::vector<Resume> run;
   {

@@ -352,8 +352,12 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
                            ev.note().state() == controller::kNodeReconnected ||
                            ev.note().state() == controller::kOutputDropped ||
                            ev.note().state() == controller::kOutputResumed)) {
-            std::fprintf(stderr, "[%s] note: %s\n", ev.note().node_id().c_str(),
-                         ev.note().message().c_str());
+            if (ev.note().node_id().empty()) {  // about the whole call
+              std::fprintf(stderr, "note: %s\n", ev.note().message().c_str());
+            } else {
+              std::fprintf(stderr, "[%s] note: %s\n", ev.note().node_id().c_str(),
+                           ev.note().message().c_str());
+            }
           }
           break;
         case apb::FleetInvokeEvent::kPartResult:

@@ -573,6 +573,7 @@ TEST_F(PacedStreamTest, ALaggingCliIsToldOfTheDropsAndExits74ThoughTheCommandSuc
   EXPECT_EQ(Resume(), 74) << cli_->Stderr();
   const std::string err = cli_->Stderr();
   EXPECT_NE(err.find("fell behind and some of command"), std::string::npos) << err;
+  EXPECT_NE(err.find(" bytes of"), std::string::npos) << "how much was dropped: " << err;
   EXPECT_NE(err.find("edge-controller command get"), std::string::npos) << err;
   const int64_t got = static_cast<int64_t>(cli_->Stdout().size());
   EXPECT_GT(got, 0);
@@ -599,6 +600,7 @@ TEST_F(PacedStreamTest, ALaggingFleetCliIsToldOfTheDropsAndExits74ThoughEveryPar
   EXPECT_NE(err.find("[edge-01] note: "), std::string::npos) << err.substr(0, 4000);
   EXPECT_NE(err.find("fell behind and some of fleet command"), std::string::npos)
       << err.substr(0, 4000);
+  EXPECT_NE(err.find(" bytes of"), std::string::npos) << "how much: " << err.substr(0, 4000);
   EXPECT_NE(cli_->Stdout().find("edge-01"), std::string::npos) << "the per-node table";
 }
 

@@ -132,6 +132,45 @@ TEST(OutputPacerTest, AClientThatHoldsTheStreamForTheStallLimitLagsAndItsOverflo
   EXPECT_TRUE(p->Congested());
 }
 
+TEST(OutputPacerTest, DropsThatLastToTheEndOfTheOutputAreToldOnceWhenItEnds) {
+  ManualClock clock;
+  TimerQueue timers(clock);
+  auto p = std::make_shared<OutputPacer>(SmallLimits());
+  EXPECT_FALSE(p->UnreportedDrops().has_value()) << "nothing was dropped";
+  QueueMiB(*p, 9);
+  std::atomic<int> resumed{0};
+  OutputPacer::WhenRoom({p}, &timers, 10s, [&] { ++resumed; });
+  clock.Advance(10s);
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return resumed.load() == 1; }));
+  ASSERT_TRUE(p->lagging());
+  EXPECT_EQ(QueueMiB(*p, 7), 7u);  // at the 16 MiB cap
+  std::optional<OutputPacer::Note> note;
+  EXPECT_FALSE(p->Admit(kMiB, note));
+  EXPECT_FALSE(p->Admit(kMiB / 2, note));
+  // The command ends while the client is still behind: no chunk comes to carry the tally.
+  auto end = p->UnreportedDrops();
+  ASSERT_TRUE(end.has_value());
+  EXPECT_STREQ(end->state, kOutputResumed);
+  EXPECT_NE(end->message.find(std::to_string(kMiB + kMiB / 2) + " bytes"), std::string::npos)
+      << end->message;
+  EXPECT_FALSE(p->UnreportedDrops().has_value()) << "told once";
+
+  // Drops a chunk's note already told are not told again.
+  auto q = std::make_shared<OutputPacer>(SmallLimits());
+  QueueMiB(*q, 9);
+  OutputPacer::WhenRoom({q}, &timers, 10s, [&] { ++resumed; });
+  clock.Advance(10s);
+  ASSERT_TRUE(edge::testing::WaitUntil([&] { return resumed.load() == 2; }));
+  QueueMiB(*q, 7);
+  EXPECT_FALSE(q->Admit(kMiB, note));
+  q->Sent(12 * kMiB);  // down to 4 MiB: caught up
+  note.reset();
+  EXPECT_TRUE(q->Admit(kMiB, note));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_STREQ(note->state, kOutputResumed);
+  EXPECT_FALSE(q->UnreportedDrops().has_value());
+}
+
 TEST(OutputPacerTest, TheStallTimerOfAWaitThatEndedChangesNothing) {
   ManualClock clock;
   TimerQueue timers(clock);
