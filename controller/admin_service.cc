@@ -93,12 +93,7 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
     Enqueue(std::move(e));
   }
   void OnResult(const CommandRecord& command) override {
-    if (auto note = pacer_->UnreportedDrops()) {
-      pb::InvokeEvent n;
-      n.mutable_status()->set_state(note->state);
-      n.mutable_status()->set_message(std::move(note->message));
-      Enqueue(std::move(n));
-    }
+    if (auto note = pacer_->UnreportedDrops()) EnqueueNote(std::move(*note));
     pb::InvokeEvent e;
     FillOutcome(command.result, e.mutable_result());
     Enqueue(std::move(e));
@@ -171,13 +166,15 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   bool Admit(size_t bytes) {
     std::optional<OutputPacer::Note> note;
     const bool queue = pacer_->Admit(bytes, note);
-    if (note) {
-      pb::InvokeEvent e;
-      e.mutable_status()->set_state(note->state);
-      e.mutable_status()->set_message(std::move(note->message));
-      Enqueue(std::move(e));
-    }
+    if (note) EnqueueNote(std::move(*note));
     return queue;
+  }
+  // A pacer's note about this client's output, as a status event.
+  void EnqueueNote(OutputPacer::Note note) {
+    pb::InvokeEvent e;
+    e.mutable_status()->set_state(note.state);
+    e.mutable_status()->set_message(std::move(note.message));
+    Enqueue(std::move(e));
   }
   static size_t OutputBytes(const pb::InvokeEvent& e) {
     return e.has_stdout() ? e.stdout().size() : e.has_stderr() ? e.stderr().size() : 0;

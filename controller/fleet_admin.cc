@@ -163,10 +163,7 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
     // The output is over: what was dropped for this client since its last note (one pacer for
     // the whole call, so the note names no node).
     if (auto note = done ? pacer_->UnreportedDrops() : std::nullopt) {
-      apb::FleetInvokeEvent n;
-      n.mutable_note()->set_state(note->state);
-      n.mutable_note()->set_message(std::move(note->message));
-      Enqueue(std::move(n));
+      EnqueueNote("", std::move(*note));
     }
     apb::FleetInvokeEvent e;
     FleetAdminImpl::FillPart(part, e.mutable_part_result());
@@ -181,14 +178,16 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
   bool AdmitOutput(const std::string& node_id, size_t bytes) {
     std::optional<OutputPacer::Note> note;
     const bool queue = pacer_->Admit(bytes, note);
-    if (note) {
-      apb::FleetInvokeEvent e;
-      e.mutable_note()->set_node_id(node_id);
-      e.mutable_note()->set_state(note->state);
-      e.mutable_note()->set_message(std::move(note->message));
-      Enqueue(std::move(e));
-    }
+    if (note) EnqueueNote(node_id, std::move(*note));
     return queue;
+  }
+  // A pacer's note about this client's output, for `node_id`'s chunk (empty: the whole call).
+  void EnqueueNote(const std::string& node_id, OutputPacer::Note note) {
+    apb::FleetInvokeEvent e;
+    e.mutable_note()->set_node_id(node_id);
+    e.mutable_note()->set_state(note.state);
+    e.mutable_note()->set_message(std::move(note.message));
+    Enqueue(std::move(e));
   }
 
   void FinishAfterDrain(const grpc::Status& st) {
