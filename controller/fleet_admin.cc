@@ -150,7 +150,7 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
       dispatched_ = true;
       done = detach || ended_.size() >= total_;
     }
-    if (done) FinishAfterDrain(grpc::Status::OK);
+    if (done) AllPartsEnded();
   }
 
   void PartEnded(const FleetPartView& part) {
@@ -160,15 +160,17 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
       if (!ended_.insert(part.node_id).second) return;  // reported already
       done = dispatched_ && ended_.size() >= total_;
     }
-    // The output is over: what was dropped for this client since its last note (one pacer for
-    // the whole call, so the note names no node).
-    if (auto note = done ? pacer_->UnreportedDrops() : std::nullopt) {
-      EnqueueNote("", std::move(*note));
-    }
     apb::FleetInvokeEvent e;
     FleetAdminImpl::FillPart(part, e.mutable_part_result());
     Enqueue(std::move(e));
-    if (done) FinishAfterDrain(grpc::Status::OK);
+    if (done) AllPartsEnded();
+  }
+
+  // The output is over: what was dropped for this client since its last note (one pacer for
+  // the whole call, so the note names no node); the call ends once everything is written.
+  void AllPartsEnded() {
+    if (auto note = pacer_->UnreportedDrops()) EnqueueNote("", std::move(*note));
+    FinishAfterDrain(grpc::Status::OK);
   }
 
   void Enqueue(apb::FleetInvokeEvent e) { Apply(writes_.Push(std::move(e))); }
