@@ -62,9 +62,10 @@ class OutputPacer {
   bool Admit(size_t bytes, std::optional<Note>& note);
   // Bytes Admit counted have left the queue (written, or dropped with the call).
   void Sent(size_t bytes);
-  // The output is over (the command's result, or the last part's, is queued next): the drops
-  // no chunk after them reported, as a kOutputResumed note of how much was missed; nullopt
-  // when every drop was reported. A run of drops that lasted to the end is told this way.
+  // The output is over (an Invoke's result is queued next; a FleetInvoke's parts have all
+  // ended): the drops no chunk after them reported, as a kOutputResumed note of how much was
+  // missed; nullopt when every drop was reported. A run of drops that lasted to the end is
+  // told this way.
   std::optional<Note> UnreportedDrops();
 
   // Over high water, not lagging, not closed: a node stream that queued output here must wait.
