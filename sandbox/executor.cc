@@ -629,9 +629,10 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
     }
   };
   milliseconds timeout = spec.timeout;
+  const uint64_t output_cap = spec.max_output_bytes;
   const std::string agent_name = tool.name;
   runner_->Run(std::move(spec), job->source.token(), std::move(sink),
-               [this, job, collected, collect, command_id, timeout, console,
+               [this, job, collected, collect, command_id, timeout, output_cap, console,
                 agent_name](Result<ProcessResult> pr) {
                  if (console != nullptr) console->FlushPartial();
                  if (!pr) {
@@ -648,6 +649,12 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
                  r.output_truncated = pr->output_truncated;
                  r.peak_rss_kb = pr->peak_rss_kb;
                  r.payload = json{{"exit_code", pr->exit_code}, {"signal", pr->signal}};
+                 if (pr->output_truncated) {
+                   // Past the cap the output was dropped, not just kept out of the payload:
+                   // a door that streamed it says so to its caller.
+                   r.payload["output_capped"] = true;
+                   r.payload["output_cap_bytes"] = output_cap;
+                 }
                  if (job->control) {
                    r.payload["session_id"] = job->session_id;
                    r.payload["agent_name"] = agent_name;

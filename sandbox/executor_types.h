@@ -90,7 +90,10 @@ struct InvokeResult {
   Outcome outcome = Outcome::kOk;
   int exit_code = 0;  // processes: the exit code, -1 when ended by a signal
   int signal = 0;
-  nlohmann::json payload;  // exec: {exit_code, signal, stdout, stderr}; file/sysinfo: the data
+  // exec: {exit_code, signal, stdout, stderr}, plus output_capped: true and output_cap_bytes
+  // when the output cap (ProcessSpec::max_output_bytes) dropped the rest of the output (set
+  // whether or not the output was collected); file/sysinfo: the data.
+  nlohmann::json payload;
   Error error{ErrorCode::kOk, ""};  // set unless outcome is kOk
   std::chrono::milliseconds duration{0};
   std::chrono::milliseconds timeout{0};  // the time limit that applied; 0 = none known

@@ -6,8 +6,9 @@
 // duration}; an exec that exits non-zero is Ok with that exit code. For exec, the payload's
 // stdout/stderr keep only their last 64 KiB each (output_truncated: true when cut or when the
 // executor's output cap cut them), so a result always fits one gRPC message; the whole output
-// went out as CommandProgress chunks. Err{code, message, exit_code}; TimedOut{deadline};
-// Cancelled{reason}.
+// went out as CommandProgress chunks. output_capped: true (with output_cap_bytes), from the
+// executor, tells the controller that the cap dropped output that no chunk carried. Err{code,
+// message, exit_code}; TimedOut{deadline}; Cancelled{reason}.
 #pragma once
 
 #include <chrono>

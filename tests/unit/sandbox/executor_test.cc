@@ -577,6 +577,28 @@ TEST_F(ExecutorTest, ATailLimitKeepsTheLastBytesOfEachStreamAndSaysSo) {
   EXPECT_EQ(static_cast<unsigned char>(tail[0]), 0xC3);
 }
 
+TEST_F(ExecutorTest, OutputPastTheCapIsDroppedAndThePayloadNamesTheCap) {
+  options_.max_output_bytes = 4096;
+  Open();
+  // 10 000 bytes on stdout then a marker: the child runs to its end (policy drop), only the
+  // first 4096 bytes are delivered, and the payload says the cap dropped the rest.
+  InvokeRequest big = Exec("head -c 10000 /dev/zero | tr '\\0' a; printf END");
+  InvokeResult r = Call(big);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.message;
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.payload["stdout"], std::string(4096, 'a'));
+  EXPECT_TRUE(r.output_truncated);
+  EXPECT_EQ(r.payload["output_capped"], true);
+  EXPECT_EQ(r.payload["output_cap_bytes"], 4096);
+  // Exactly at the cap nothing is dropped and nothing is marked.
+  r = Call(Exec("head -c 4096 /dev/zero | tr '\\0' b"));
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.message;
+  EXPECT_EQ(r.payload["stdout"], std::string(4096, 'b'));
+  EXPECT_FALSE(r.output_truncated);
+  EXPECT_FALSE(r.payload.contains("output_capped"));
+  EXPECT_FALSE(r.payload.contains("output_cap_bytes"));
+}
+
 TEST_F(ExecutorTest, ATailLimitKeepsExactlyTheLastBytesWhenChunksAreLargerThanIt) {
   Open();
   // Megabytes through chunks far larger than the tail: what is kept is cut out of the last
