@@ -94,6 +94,7 @@ class InvokeReactor final : public grpc::ServerWriteReactor<pb::InvokeEvent>,
   }
   void OnResult(const CommandRecord& command) override {
     if (auto note = pacer_->UnreportedDrops()) EnqueueNote(std::move(*note));
+    if (auto capped = OutputCapNote(command)) EnqueueNote({kOutputCapped, std::move(*capped)});
     pb::InvokeEvent e;
     FillOutcome(command.result, e.mutable_result());
     Enqueue(std::move(e));

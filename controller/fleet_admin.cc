@@ -78,6 +78,7 @@ class FleetInvokeReactor final : public grpc::ServerWriteReactor<apb::FleetInvok
       r->Enqueue(std::move(e));
     }
     void OnResult(const CommandRecord& command) override {
+      if (auto capped = OutputCapNote(command)) Note(node_id_, kOutputCapped, *capped);
       if (auto r = reactor_.lock()) {
         r->PartEnded(FleetCommands::PartView(
             {.node_id = node_id_, .command_id = command.command_id}, command));
