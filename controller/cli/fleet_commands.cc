@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "common/signals.h"
@@ -327,7 +328,8 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
   LinePrinter lines(as_json);
   grpc::Status st;
   bool interrupted = false;
-  bool output_dropped = false;  // some output was dropped for this client (output_dropped)
+  bool output_dropped = false;   // some output was dropped for this client (output_dropped)
+  std::set<std::string> capped;  // nodes whose output cap dropped output (output_capped)
   {
     FleetWatcher watcher(*admin->stub, ctx);
     apb::FleetInvokeEvent ev;
@@ -348,10 +350,12 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
           break;
         case apb::FleetInvokeEvent::kNote:
           if (ev.note().state() == controller::kOutputDropped) output_dropped = true;
+          if (ev.note().state() == controller::kOutputCapped) capped.insert(ev.note().node_id());
           if (!as_json && (ev.note().state() == controller::kNodeDisconnected ||
                            ev.note().state() == controller::kNodeReconnected ||
                            ev.note().state() == controller::kOutputDropped ||
-                           ev.note().state() == controller::kOutputResumed)) {
+                           ev.note().state() == controller::kOutputResumed ||
+                           ev.note().state() == controller::kOutputCapped)) {
             if (ev.note().node_id().empty()) {  // about the whole call
               std::fprintf(stderr, "note: %s\n", ev.note().message().c_str());
             } else {
@@ -396,9 +400,10 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
               {"selector", fleet.selector()},
               {"tool", fleet.tool()},
               {"parts", json::array()},
-              {"output_complete", !output_dropped}};
+              {"output_complete", !output_dropped && capped.empty()}};
     for (const auto& p : parts) {
       json pj = PartJson(p);
+      pj["output_capped"] = capped.contains(p.node_id());
       pj["stdout"] = lines.Collected(p.node_id(), false);
       pj["stderr"] = lines.Collected(p.node_id(), true);
       j["parts"].push_back(std::move(pj));
@@ -438,9 +443,19 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
                  "output's tail: see `edge-controller fleet get %s`\n",
                  id.c_str(), id.c_str());
   }
+  if (!capped.empty()) {
+    std::string nodes;
+    for (const auto& n : capped)
+      nodes += (nodes.empty() ? "" : ", ") + n;
+    std::fprintf(stderr,
+                 "error: on %zu node(s) (%s) fleet command %s wrote more output than the node's "
+                 "output cap and the rest is lost; raise sandbox.max_output_bytes there, or have "
+                 "the command write to a file\n",
+                 capped.size(), nodes.c_str(), id.c_str());
+  }
   for (const auto& p : parts)
     if (!Succeeded(p)) return kExitSomePartsFailed;
-  return output_dropped ? kExitOutputIncomplete : kExitOk;
+  return output_dropped || !capped.empty() ? kExitOutputIncomplete : kExitOk;
 }
 
 int Get(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {

@@ -5,7 +5,9 @@
 //   0   every part ended ok with exit code 0 (or --detach: the parts were sent)
 //   3   some part did not succeed: a non-zero exit code, an error, a timeout, a cancel, or
 //       refused at dispatch (the summary table says which)
-//   74  every part succeeded, but this client fell behind and some output was dropped for it
+//   74  every part succeeded, but some output is missing: this client fell behind and some
+//       was dropped for it, or a node's output cap (sandbox.max_output_bytes) dropped the rest
+//       of that node's output
 //   75  left before every part ended: --timeout + 60 s passed, or the controller went away
 //       (`fleet get` shows the parts)
 //   130 interrupted: the fleet command was cancelled (Ctrl-C / SIGTERM)

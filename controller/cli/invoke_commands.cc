@@ -210,6 +210,7 @@ struct InvokeEvents {
   bool streamed = false;
   std::string node_message;     // the controller's word on a dropped node
   bool output_dropped = false;  // some output was dropped for this client (output_dropped)
+  bool output_capped = false;   // the node's output cap dropped output for everyone
 };
 
 // Reads the call's events, writing the output as it comes (or collecting it for JSON).
@@ -252,6 +253,9 @@ InvokeEvents ReadEvents(grpc::ClientReaderInterface<apb::InvokeEvent>& reader,
                    ev.status().state() == controller::kOutputResumed) {
           // This client fell too far behind (controller/output_pacer.h).
           if (ev.status().state() == controller::kOutputDropped) got.output_dropped = true;
+          if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
+        } else if (ev.status().state() == controller::kOutputCapped) {
+          got.output_capped = true;
           if (!as_json) std::fprintf(stderr, "note: %s\n", ev.status().message().c_str());
         }
         break;
@@ -357,7 +361,7 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
               {"result", outcome},
               {"stdout", got.out},
               {"stderr", got.err},
-              {"output_complete", !got.output_dropped}};
+              {"output_complete", !got.output_dropped && !got.output_capped}};
     std::cout << Dump(j) << "\n";
     code = OutcomeExit(id, *got.result, true);
   } else {
@@ -373,7 +377,15 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
                  "for it; the result keeps the output's tail: see `edge-controller command get "
                  "%s`\n",
                  id.c_str(), id.c_str());
-    if (code == kExitOk) return kExitOutputIncomplete;
+    if (code == kExitOk) code = kExitOutputIncomplete;
+  }
+  if (got.output_capped) {
+    std::fprintf(stderr,
+                 "error: command %s wrote more output than the node's output cap and the rest "
+                 "is lost; raise sandbox.max_output_bytes on the node, or have the command "
+                 "write to a file\n",
+                 id.c_str());
+    if (code == kExitOk) code = kExitOutputIncomplete;
   }
   return code;
 }

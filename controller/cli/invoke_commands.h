@@ -1,7 +1,8 @@
 // `edge-controller invoke | commands | command get`: running a tool on a node and reading
 // commands back. Exit codes of `invoke` (controller/README.md): an ok result exits with the
 // tool's exit code (74, kExitOutputIncomplete, when that is 0 but some of the output was
-// dropped for this client); the constants below say how else it ended.
+// dropped for this client, or the node's output cap dropped the rest of it); the constants
+// below say how else it ended.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/types.h>
 
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,20 +106,25 @@ class EdgeFixture : public ::testing::Test {
         t);
     return c;
   }
-  // True when some live process has `marker` in its command line.
-  static bool ProcessWithMarker(const std::string& marker) {
+  // The pid of the first live process whose command line (NULs turned into spaces, so it
+  // ends with one) satisfies `match`, or 0.
+  static pid_t FindProcess(const std::function<bool(const std::string& cmdline)>& match) {
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
       const std::string name = e.path().filename();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
       std::string cmdline = ReadText(e.path() / "cmdline");
       for (char& ch : cmdline)
         if (ch == '\0') ch = ' ';
-      if (cmdline.find(marker) != std::string::npos &&
-          cmdline.find("edge-controller") == std::string::npos) {
-        return true;
-      }
+      if (match(cmdline)) return static_cast<pid_t>(std::stol(name));
     }
-    return false;
+    return 0;
+  }
+  // True when some live process other than the CLI has `marker` in its command line.
+  static bool ProcessWithMarker(const std::string& marker) {
+    return FindProcess([&](const std::string& cmdline) {
+             return cmdline.find(marker) != std::string::npos &&
+                    cmdline.find("edge-controller") == std::string::npos;
+           }) != 0;
   }
 
   TempDir dir_;

@@ -453,19 +453,6 @@ TEST_F(EdgeStreamTest, ResultsLargerThanOneMessageAreRefusedAndTheNodeWorksOn) {
   EXPECT_EQ(Node("edge-01").value("state", ""), "healthy");
 }
 
-// The pid of the live process whose command line is exactly `cmdline` (NULs as spaces), or 0.
-pid_t ProcessWithCommandLine(const std::string& cmdline) {
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string got = ReadText(e.path() / "cmdline");
-    for (char& ch : got)
-      if (ch == '\0') ch = ' ';
-    if (got == cmdline + " ") return static_cast<pid_t>(std::stol(name));
-  }
-  return 0;
-}
-
 // Bytes `pid` has written (/proc/PID/io wchar), or -1 once it is gone.
 int64_t BytesWritten(pid_t pid) {
   const std::string io = ReadText("/proc/" + std::to_string(pid) + "/io");
@@ -515,7 +502,9 @@ class PacedStreamTest : public EdgeStreamTest {
     // The command runs (its call is open end to end): the CLI stops before the output starts.
     ASSERT_TRUE(WaitUntil([&] { return ProcessWithMarker(marker); }, 60s)) << cli_->Stderr();
     cli_->Signal(SIGSTOP);
-    ASSERT_TRUE(WaitUntil([&] { return (writer_ = ProcessWithCommandLine(head_)) != 0; }, 60s))
+    // The writer: the process whose command line is exactly `head_`.
+    auto is_writer = [&](const std::string& cmdline) { return cmdline == head_ + " "; };
+    ASSERT_TRUE(WaitUntil([&] { return (writer_ = FindProcess(is_writer)) != 0; }, 60s))
         << "the output never started";
   }
   // Resumes the CLI and waits for its exit code.
@@ -602,6 +591,101 @@ TEST_F(PacedStreamTest, ALaggingFleetCliIsToldOfTheDropsAndExits74ThoughEveryPar
       << err.substr(0, 4000);
   EXPECT_NE(err.find(" bytes of"), std::string::npos) << "how much: " << err.substr(0, 4000);
   EXPECT_NE(cli_->Stdout().find("edge-01"), std::string::npos) << "the per-node table";
+}
+
+// The node's output cap (sandbox.max_output_bytes) is the other way output goes missing: the
+// command runs on, the rest of its output is dropped on the node. Before stop 47 the CLI
+// exited 0 with exactly the cap's worth, and only the stored payload said output_truncated.
+class OutputCapTest : public EdgeStreamTest {
+ protected:
+  static constexpr size_t kCap = size_t{1} << 20;
+  void SetUp() override {
+    EdgeStreamTest::SetUp();
+    WriteAgentConfig("edge-01");
+    std::string config = ReadText(ConfigPath("edge-01"));
+    const std::string sandbox = "sandbox:\n";
+    ASSERT_NE(config.find(sandbox), std::string::npos) << config;
+    config.insert(config.find(sandbox) + sandbox.size(), "  max_output_bytes: 1MiB\n");
+    WriteText(ConfigPath("edge-01"), config);
+    agent_ = &StartAgent("edge-01");
+    ASSERT_TRUE(WaitConnected("edge-01", true)) << agent_->Stderr();
+  }
+  // 3 MiB of zeros, then a line that never arrives.
+  const std::string over_ = "command=head -c 3145728 /dev/zero; echo end";
+  ChildProcess* agent_ = nullptr;
+};
+
+TEST_F(OutputCapTest, InvokeSaysTheCapDroppedTheRestAndExits74) {
+  auto r = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg", over_}, 60s);
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  ASSERT_EQ(r.out.size(), kCap) << "exactly the cap's worth arrives";
+  EXPECT_EQ(r.out.find_first_not_of('\0'), std::string::npos);
+  EXPECT_NE(r.err.find("note: node edge-01 reached its output cap of 1MiB "
+                       "(sandbox.max_output_bytes) and dropped the rest of command "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("wrote more output than the node's output cap and the rest is lost; "
+                       "raise sandbox.max_output_bytes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("fell behind"), std::string::npos) << "not this client's drops: " << r.err;
+
+  // JSON says the output is incomplete, and the stored payload says why.
+  auto j = Ctl(
+      {"invoke", "--node", "edge-01", "--tool", "exec", "--arg", over_, "--format", "json"}, 60s);
+  EXPECT_EQ(j.exit_code, 74) << j.err;
+  const json got = json::parse(j.out);
+  EXPECT_EQ(got["output_complete"], false);
+  EXPECT_EQ(got["stdout"].get<std::string>().size(), kCap);
+  EXPECT_EQ(got["result"]["outcome"], "ok");
+  EXPECT_EQ(got["result"]["exit_code"], 0);
+  EXPECT_EQ(got["result"]["payload"]["output_capped"], true);
+  EXPECT_EQ(got["result"]["payload"]["output_cap_bytes"], kCap);
+  const json stored = Command(got["command_id"].get<std::string>());
+  EXPECT_EQ(stored["result"]["payload"]["output_capped"], true) << stored.dump().substr(0, 500);
+
+  // Exactly the cap is all of the output: exit 0, no note.
+  auto at = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg",
+                 "command=head -c 1048576 /dev/zero"},
+                60s);
+  EXPECT_EQ(at.exit_code, 0) << at.err;
+  EXPECT_EQ(at.out.size(), kCap);
+  EXPECT_EQ(at.err.find("output cap"), std::string::npos) << at.err;
+  // A failed command keeps its own exit code, and is still told of the cap.
+  auto failed = Ctl({"invoke", "--node", "edge-01", "--tool", "exec", "--arg",
+                     "command=head -c 3145728 /dev/zero; exit 3"},
+                    60s);
+  EXPECT_EQ(failed.exit_code, 3) << failed.err;
+  EXPECT_NE(failed.err.find("rest is lost"), std::string::npos) << failed.err;
+  EXPECT_TRUE(agent_->Running());
+}
+
+TEST_F(OutputCapTest, FleetInvokeNamesTheCappedNodeAndExits74) {
+  auto r =
+      Ctl({"fleet", "invoke", "--selector", "node:edge-01", "--tool", "exec", "--arg", over_}, 60s);
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_NE(r.err.find("[edge-01] note: node edge-01 reached its output cap of 1MiB"),
+            std::string::npos)
+      << r.err.substr(0, 4000);
+  EXPECT_NE(r.err.find("on 1 node(s) (edge-01) fleet command "), std::string::npos)
+      << r.err.substr(0, 4000);
+  auto j = Ctl({"fleet", "invoke", "--selector", "node:edge-01", "--tool", "exec", "--arg", over_,
+                "--format", "json"},
+               60s);
+  EXPECT_EQ(j.exit_code, 74) << j.err;
+  const json got = json::parse(j.out);
+  EXPECT_EQ(got["output_complete"], false);
+  ASSERT_EQ(got["parts"].size(), 1u);
+  EXPECT_EQ(got["parts"][0]["output_capped"], true);
+  EXPECT_EQ(got["parts"][0]["state"], "ok");
+  EXPECT_EQ(got["parts"][0]["stdout"].get<std::string>().size(), kCap);
+  // Under the cap: every part complete, exit 0.
+  auto small = Ctl({"fleet", "invoke", "--selector", "node:edge-01", "--tool", "exec", "--arg",
+                    "command=echo fine", "--format", "json"});
+  EXPECT_EQ(small.exit_code, 0) << small.err;
+  const json ok = json::parse(small.out);
+  EXPECT_EQ(ok["output_complete"], true);
+  EXPECT_EQ(ok["parts"][0]["output_capped"], false);
 }
 
 TEST_F(EdgeStreamTest, AToolBoundToAContextRunsUnderItWhateverTheOperatorAsks) {
