@@ -580,7 +580,24 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
   spec.kill_grace = options_.kill_grace;
   spec.env_allow = options_.env_allow;
   spec.run_as = ctx.config().run_as;
-  spec.max_output_bytes = ctx.EffectiveOutputCap(options_.max_output_bytes);
+  // The config key of the cap that applies, for the payload of a command it cuts short.
+  const std::string context_cap_key =
+      "security_contexts." + ctx.name() + ".limits.max_output_bytes";
+  const uint64_t context_cap = ctx.config().limits.max_output_bytes;
+  std::string cap_key = context_cap != 0 && context_cap <= options_.max_output_bytes
+                            ? context_cap_key
+                            : "sandbox.max_output_bytes";
+  if (job->control) {
+    // A session runs for days and streams as it goes (back-pressure bounds memory; its result
+    // keeps a tail): the agent-wide cap, a total per command, would leave it running mute once
+    // it had printed 64 MiB. Only its security context's own cap applies, and past that the
+    // session is ended (its result says output_capped) rather than left without output.
+    spec.max_output_bytes = context_cap == 0 ? std::numeric_limits<uint64_t>::max() : context_cap;
+    if (context_cap != 0) spec.on_output_cap = OutputCapPolicy::kStop;
+    cap_key = context_cap_key;
+  } else {
+    spec.max_output_bytes = ctx.EffectiveOutputCap(options_.max_output_bytes);
+  }
   spec.max_processes = ctx.config().limits.max_processes;
   spec.output_window_bytes = request.output_window_bytes;
   spec.output_linger = request.output_linger;
@@ -632,7 +649,7 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
   const uint64_t output_cap = spec.max_output_bytes;
   const std::string agent_name = tool.name;
   runner_->Run(std::move(spec), job->source.token(), std::move(sink),
-               [this, job, collected, collect, command_id, timeout, output_cap, console,
+               [this, job, collected, collect, command_id, timeout, output_cap, cap_key, console,
                 agent_name](Result<ProcessResult> pr) {
                  if (console != nullptr) console->FlushPartial();
                  if (!pr) {
@@ -654,6 +671,7 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
                    // a door that streamed it says so to its caller.
                    r.payload["output_capped"] = true;
                    r.payload["output_cap_bytes"] = output_cap;
+                   r.payload["output_cap_key"] = cap_key;
                  }
                  if (job->control) {
                    r.payload["session_id"] = job->session_id;

@@ -90,9 +90,11 @@ struct InvokeResult {
   Outcome outcome = Outcome::kOk;
   int exit_code = 0;  // processes: the exit code, -1 when ended by a signal
   int signal = 0;
-  // exec: {exit_code, signal, stdout, stderr}, plus output_capped: true and output_cap_bytes
-  // when the output cap (ProcessSpec::max_output_bytes) dropped the rest of the output (set
-  // whether or not the output was collected); file/sysinfo: the data.
+  // exec: {exit_code, signal, stdout, stderr}, plus output_capped: true, output_cap_bytes and
+  // output_cap_key (the config key of the cap: sandbox.max_output_bytes or a security
+  // context's limits.max_output_bytes) when the output cap (ProcessSpec::max_output_bytes)
+  // dropped the rest of the output (set whether or not the output was collected). A session
+  // is bound only by its context's cap, and ended past it. file/sysinfo: the data.
   nlohmann::json payload;
   Error error{ErrorCode::kOk, ""};  // set unless outcome is kOk
   std::chrono::milliseconds duration{0};

@@ -176,6 +176,54 @@ TEST_F(SessionTest, InputReachesTheProcessItsOutputStreamsAndTermEndsIt) {
   ExpectError(Signal("s-1", "INT"), ErrorCode::kNotFound, "session 's-1' is not live");
 }
 
+TEST_F(SessionTest, TheAgentWideOutputCapNeverMutesASessionButItsContextsCapEndsIt) {
+  // Each line makes 3000 bytes of output and then its answer: three lines pass the agent-wide
+  // cap of 4096 bytes (a total per command).
+  options_.max_output_bytes = 4096;
+  options_.tools["chatty"] = Interactive(
+      {"sh", "-c",
+       "echo pgid:$$; while read l; do head -c 3000 /dev/zero | tr '\\0' .; echo \"got:$l\"; "
+       "done"});
+  SecurityContextConfig capped{{"*"}, "", {}, {}};
+  capped.limits.max_output_bytes = 4096;
+  options_.security_contexts["capped"] = capped;
+  Open();
+  OutputWatch out;
+  auto session = Start(StartReq("s-long", "chatty"), out.Sink());
+  ASSERT_TRUE(out.WaitFor("pgid:")) << out.text();
+  for (const char* line : {"one", "two", "three"}) {
+    ASSERT_EQ(Input("s-long", line).outcome, Outcome::kOk);
+    ASSERT_TRUE(out.WaitFor(std::string("got:") + line + "\n"))
+        << "the session went mute at " << out.text().size() << " bytes";
+  }
+  EXPECT_EQ(session.wait_for(0s), std::future_status::timeout) << "the session keeps running";
+  ASSERT_TRUE(ex_->Cancel("start-s-long", "test over"));
+  InvokeResult r = session.get();
+  EXPECT_EQ(r.outcome, Outcome::kCancelled);
+  EXPECT_FALSE(r.output_truncated);
+
+  // A context's own cap binds the session: past it the session ends (not left running mute)
+  // and its result says why.
+  OutputWatch capped_out;
+  InvokeRequest start = StartReq("s-capped", "chatty");
+  start.security_context = "capped";
+  auto bounded = Start(std::move(start), capped_out.Sink());
+  ASSERT_TRUE(capped_out.WaitFor("pgid:")) << capped_out.text();
+  ASSERT_EQ(Input("s-capped", "one").outcome, Outcome::kOk);
+  ASSERT_TRUE(capped_out.WaitFor("got:one\n")) << capped_out.text();
+  (void)Input("s-capped", "two");  // may race the end: the session is ended by this line
+  ASSERT_EQ(bounded.wait_for(30s), std::future_status::ready) << "the capped session ran on";
+  r = bounded.get();
+  EXPECT_EQ(r.outcome, Outcome::kOk) << r.error.ToString();
+  EXPECT_EQ(r.signal, SIGTERM);
+  EXPECT_TRUE(r.output_truncated);
+  EXPECT_EQ(r.payload["output_capped"], true);
+  EXPECT_EQ(r.payload["output_cap_bytes"], 4096);
+  EXPECT_EQ(r.payload["output_cap_key"], "security_contexts.capped.limits.max_output_bytes");
+  EXPECT_EQ(capped_out.text().size(), 4096u) << "exactly the cap was delivered";
+  EXPECT_TRUE(ex_->Sessions().empty());
+}
+
 TEST_F(SessionTest, IntIsDeliveredToTheGroup) {
   options_.tools["trapper"] = Interactive(
       {"sh", "-c",

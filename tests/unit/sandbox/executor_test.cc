@@ -579,6 +579,9 @@ TEST_F(ExecutorTest, ATailLimitKeepsTheLastBytesOfEachStreamAndSaysSo) {
 
 TEST_F(ExecutorTest, OutputPastTheCapIsDroppedAndThePayloadNamesTheCap) {
   options_.max_output_bytes = 4096;
+  SecurityContextConfig tight{{"*"}, "", {}, {}};
+  tight.limits.max_output_bytes = 1000;
+  options_.security_contexts["tight"] = tight;
   Open();
   // 10 000 bytes on stdout then a marker: the child runs to its end (policy drop), only the
   // first 4096 bytes are delivered, and the payload says the cap dropped the rest.
@@ -590,6 +593,14 @@ TEST_F(ExecutorTest, OutputPastTheCapIsDroppedAndThePayloadNamesTheCap) {
   EXPECT_TRUE(r.output_truncated);
   EXPECT_EQ(r.payload["output_capped"], true);
   EXPECT_EQ(r.payload["output_cap_bytes"], 4096);
+  EXPECT_EQ(r.payload["output_cap_key"], "sandbox.max_output_bytes");
+  // A context's tighter cap is the one named.
+  big.security_context = "tight";
+  r = Call(big);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.message;
+  EXPECT_EQ(r.payload["stdout"], std::string(1000, 'a'));
+  EXPECT_EQ(r.payload["output_cap_bytes"], 1000);
+  EXPECT_EQ(r.payload["output_cap_key"], "security_contexts.tight.limits.max_output_bytes");
   // Exactly at the cap nothing is dropped and nothing is marked.
   r = Call(Exec("head -c 4096 /dev/zero | tr '\\0' b"));
   ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.message;
