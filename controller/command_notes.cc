@@ -23,9 +23,11 @@ std::optional<std::string> OutputCapNote(const CommandRecord& command) {
     if (size.find_first_not_of("0123456789") == std::string::npos) size += " bytes";
     cap += " of " + size;
   }
-  return "node " + command.node_id + " reached " + cap +
-         " (sandbox.max_output_bytes) and dropped the rest of command " + command.command_id +
-         "'s output";
+  if (const auto key = j.find("output_cap_key"); key != j.end() && key->is_string()) {
+    cap += " (" + key->get<std::string>() + ")";
+  }
+  return "node " + command.node_id + " reached " + cap + " and dropped the rest of command " +
+         command.command_id + "'s output";
 }
 
 }  // namespace edge::controller

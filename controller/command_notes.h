@@ -18,13 +18,14 @@ inline constexpr const char* kNodeReconnected = "node_reconnected";
 inline constexpr const char* kOutputDropped = "output_dropped";
 // The run of drops ended; the note's detail says how much was missed.
 inline constexpr const char* kOutputResumed = "output_resumed";
-// The node's output cap (sandbox.max_output_bytes) dropped the rest of the command's output
-// on the node, for every client: sent just before the result (OutputCapNote).
+// The node's output cap (sandbox.max_output_bytes, or the security context's tighter
+// limits.max_output_bytes) dropped the rest of the command's output on the node, for every
+// client: sent just before the result (OutputCapNote).
 inline constexpr const char* kOutputCapped = "output_capped";
 
 // The kOutputCapped note's message for an ended command whose result says the node's output
-// cap dropped output (payload output_capped: true, with output_cap_bytes), naming the node,
-// the command and the cap; nullopt for any other result.
+// cap dropped output (payload output_capped: true, with output_cap_bytes and output_cap_key),
+// naming the node, the command, the cap and its config key; nullopt for any other result.
 std::optional<std::string> OutputCapNote(const CommandRecord& command);
 
 }  // namespace edge::controller

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "common/random.h"
 #include "common/utf8.h"
+#include "controller/command_notes.h"
 
 namespace edge::controller {
 namespace {
@@ -396,18 +397,23 @@ void SessionManager::OnStartResult(const std::shared_ptr<Live>& live,
         f.payload = std::move(pf.payload);
         live->relay->Publish(std::move(f));
       });
+      // A session whose context caps its output is ended past the cap (sandbox/executor.h):
+      // the note says so, where the outcome alone would read as a plain TERM.
+      const auto capped = OutputCapNote(command);
       OutFrame f;
       f.type = "session.ended";
       f.session_id = live->rec.session_id;
       f.payload = {{"exit_code", r.outcome == "ok" ? json(r.exit_code) : json(nullptr)},
                    {"outcome", r.outcome},
-                   {"message", ToValidUtf8(r.message)}};
+                   {"message", capped ? *capped : ToValidUtf8(r.message)}};
       live->relay->Publish(std::move(f));
       live->ended = true;
       live->rec.status = kSessionTerminated;
       live->rec.ended_at_ms = NowMs();
       if (!live->ending_reason.empty()) {
         live->rec.end_reason = live->ending_reason;
+      } else if (capped) {
+        live->rec.end_reason = *capped;
       } else if (r.outcome == "ok") {
         live->rec.end_reason = "the process exited with code " + std::to_string(r.exit_code);
       } else {

@@ -449,8 +449,8 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
       nodes += (nodes.empty() ? "" : ", ") + n;
     std::fprintf(stderr,
                  "error: on %zu node(s) (%s) fleet command %s wrote more output than the node's "
-                 "output cap and the rest is lost; raise sandbox.max_output_bytes there, or have "
-                 "the command write to a file\n",
+                 "output cap and the rest is lost; raise that cap there (the notes above name it), "
+                 "or have the command write to a file\n",
                  capped.size(), nodes.c_str(), id.c_str());
   }
   for (const auto& p : parts)
@@ -560,8 +560,9 @@ edge::cli::CommandRunner AddFleetCommands(CLI::App& app, const edge::cli::Global
   auto* invoke = fleet->add_subcommand(
       "invoke",
       "run a tool on every live node the selector matches: streams each node's output as "
-      "\"[node] line\", then a per-node summary (exit 0 all succeeded, 3 some failed, 75 left "
-      "early, 130 interrupted, 2 bad selector, 1 no node matches)");
+      "\"[node] line\", then a per-node summary (exit 0 all succeeded, 3 some failed, 74 all "
+      "succeeded but output is missing, 75 left early, 130 interrupted, 2 bad selector, 1 no "
+      "node matches)");
   invoke
       ->add_option("--selector", f->selector,
                    "comma-separated terms, all of which must hold: tag:K=V (operator tag), "

@@ -382,8 +382,8 @@ int Invoke(const edge::cli::GlobalOptions& opts, const InvokeOptions& o) {
   if (got.output_capped) {
     std::fprintf(stderr,
                  "error: command %s wrote more output than the node's output cap and the rest "
-                 "is lost; raise sandbox.max_output_bytes on the node, or have the command "
-                 "write to a file\n",
+                 "is lost; raise that cap on the node (the note above names it), or have the "
+                 "command write to a file\n",
                  id.c_str());
     if (code == kExitOk) code = kExitOutputIncomplete;
   }
@@ -458,8 +458,8 @@ edge::cli::CommandRunner AddInvokeCommands(CLI::App& app, const edge::cli::Globa
   auto* invoke = app.add_subcommand(
       "invoke",
       "run a tool on a node: streams its stdout/stderr, prints the result and exits with the "
-      "tool's exit code (error 1, node not connected 69, node gone and not back within --wait "
-      "75, timed out 124, cancelled 130)");
+      "tool's exit code (error 1, node not connected 69, succeeded but output is missing 74, "
+      "node gone and not back within --wait 75, timed out 124, cancelled 130)");
   invoke->add_option("--node", inv->node, "node id")->required();
   invoke->add_option("--tool", inv->tool, "tool name, e.g. exec, sysinfo, file.read")->required();
   invoke->add_option("--arg", inv->args,

@@ -43,6 +43,17 @@ class EdgeFixture : public ::testing::Test {
                   "\"\ncluster:\n  heartbeat_interval_secs: " + std::to_string(heartbeat_secs) +
                   "\nsandbox:\n  kill_grace: 1s\nlog:\n  level: debug\n" + extra);
   }
+  // Adds `key: value` to the `sandbox:` section of the config WriteAgentConfig wrote (a second
+  // `sandbox:` in `extra` would be a duplicate key).
+  void AddSandboxSetting(const std::string& node, const std::string& key,
+                         const std::string& value) {
+    std::string config = ReadText(ConfigPath(node));
+    const std::string sandbox = "\nsandbox:\n";
+    const size_t at = config.find(sandbox);
+    ASSERT_NE(at, std::string::npos) << config;
+    config.insert(at + sandbox.size(), "  " + key + ": " + value + "\n");
+    WriteText(ConfigPath(node), config);
+  }
   // `edge-agent run`: enrolls with the token, attests, connects.
   ChildProcess& StartAgent(const std::string& node = "edge-01") {
     agents_.push_back(std::make_unique<ChildProcess>(

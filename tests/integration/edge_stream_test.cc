@@ -480,12 +480,8 @@ class PacedStreamTest : public EdgeStreamTest {
     ctl_ = std::make_unique<ControllerFixture>(
         dir_, "ctl", "cluster:\n  output_stall_limit: " + stall_limit + "\n");
     WriteAgentConfig("edge-01");
-    std::string config = ReadText(ConfigPath("edge-01"));
-    const std::string sandbox = "sandbox:\n";
-    ASSERT_NE(config.find(sandbox), std::string::npos) << config;
-    config.insert(config.find(sandbox) + sandbox.size(),
-                  "  max_output_bytes: " + std::to_string(kBytes + (1 << 20)) + "\n");
-    WriteText(ConfigPath("edge-01"), config);
+    ASSERT_NO_FATAL_FAILURE(
+        AddSandboxSetting("edge-01", "max_output_bytes", std::to_string(kBytes + (1 << 20))));
     agent_ = &StartAgent("edge-01");
     ASSERT_TRUE(WaitConnected("edge-01", true)) << agent_->Stderr();
     const std::string marker = "edge-it-paced-" + std::to_string(::getpid());
@@ -602,11 +598,7 @@ class OutputCapTest : public EdgeStreamTest {
   void SetUp() override {
     EdgeStreamTest::SetUp();
     WriteAgentConfig("edge-01");
-    std::string config = ReadText(ConfigPath("edge-01"));
-    const std::string sandbox = "sandbox:\n";
-    ASSERT_NE(config.find(sandbox), std::string::npos) << config;
-    config.insert(config.find(sandbox) + sandbox.size(), "  max_output_bytes: 1MiB\n");
-    WriteText(ConfigPath("edge-01"), config);
+    ASSERT_NO_FATAL_FAILURE(AddSandboxSetting("edge-01", "max_output_bytes", "1MiB"));
     agent_ = &StartAgent("edge-01");
     ASSERT_TRUE(WaitConnected("edge-01", true)) << agent_->Stderr();
   }
@@ -625,7 +617,7 @@ TEST_F(OutputCapTest, InvokeSaysTheCapDroppedTheRestAndExits74) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("wrote more output than the node's output cap and the rest is lost; "
-                       "raise sandbox.max_output_bytes"),
+                       "raise that cap on the node"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("fell behind"), std::string::npos) << "not this client's drops: " << r.err;

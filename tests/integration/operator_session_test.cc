@@ -424,6 +424,54 @@ TEST_F(SessionOverflowTest, AStalledReaderGets1013AndRecoversWithLastSeq) {
   ASSERT_TRUE(again.ReadUntil(IsOutput("flood stopped"), 60s));
 }
 
+// A session answers each line with 40 000 bytes and a numbered line. The agent-wide output
+// cap (a total per command) is 64 KiB, which a session passes on its second answer: before
+// stop 47 it then ran on mute. Only its security context's cap (100 KiB here) binds it, and
+// past that the session is ended with a reason naming the cap.
+TEST_F(OperatorSessionTest, OnlyTheContextsOutputCapBindsASessionAndPastItTheSessionEnds) {
+  const std::string script = dir_ / "bulky.sh";
+  WriteText(script,
+            "echo ready\nn=0\nwhile IFS= read -r line; do\n  n=$((n+1))\n"
+            "  head -c 40000 /dev/zero | tr '\\0' x; echo\n  printf 'plain %d\\n' \"$n\"\n"
+            "done\n");
+  WriteAgentConfig("edge-01", "tools:\n  chat:\n    command: [sh, \"" + script +
+                                  "\"]\n    interactive: true\n"
+                                  "security_contexts:\n  default:\n    allowed_tools: ['*']\n"
+                                  "    limits:\n      max_output_bytes: 100KiB\n");
+  ASSERT_NO_FATAL_FAILURE(AddSandboxSetting("edge-01", "max_output_bytes", "64KiB"));
+  auto& agent = StartAgent("edge-01");
+  ASSERT_TRUE(WaitConnected("edge-01", true)) << agent.Stderr();
+  const std::string alice = UserToken("alice", "default");
+  json created = CreateSession(alice);
+  const std::string sid = created.value("session_id", "");
+  ASSERT_FALSE(sid.empty()) << created.dump();
+  WsClient ws;
+  ASSERT_EQ(ws.Open(http_port_, Target(created.value("edge_ws_ticket", ""), sid)), 101u);
+  ASSERT_TRUE(ws.ReadUntil(IsOutput("ready")));
+  // Past the agent-wide 64 KiB: still answered.
+  for (const char* n : {"1", "2"}) {
+    ws.Send(Prompt(sid, NewUuidV4()));
+    ASSERT_TRUE(ws.ReadUntil(IsOutput(std::string("plain ") + n)))
+        << "the session went mute before answer " << n;
+  }
+  // Past the context's 100 KiB: the session ends, and says why.
+  ws.Send(Prompt(sid, NewUuidV4()));
+  auto ended = ws.ReadUntil(IsType("session.ended"));
+  ASSERT_TRUE(ended) << "the capped session ran on";
+  const std::string why = (*ended)["payload"].value("message", "");
+  EXPECT_NE(why.find("node edge-01 reached its output cap of 100KiB "
+                     "(security_contexts.default.limits.max_output_bytes)"),
+            std::string::npos)
+      << ended->dump();
+  EXPECT_FALSE(std::any_of(ws.seen.begin(), ws.seen.end(), IsOutput("plain 3")))
+      << "its answer is past the cap";
+  auto history = Body(Http("GET", "/v1/edge/sessions/" + sid + "/history", alice));
+  EXPECT_EQ(history["status"], "TERMINATED") << history.dump();
+  EXPECT_EQ(history.value("end_reason", ""), why) << history.dump();
+  EXPECT_TRUE(WaitUntil([&] { return ProcessesRunning(script).empty(); }, 30s))
+      << "the ended session's process lives on";
+}
+
 // Controller-wide edge_api.limits: a session nobody attaches to ends after reattach_window,
 // and the agent kills its process group.
 class SessionLimitsTest : public OperatorSessionTest {

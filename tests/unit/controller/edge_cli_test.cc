@@ -1,8 +1,8 @@
 // The edge-controller operator CLI (the binary, run as a child process) against an
 // in-process controller and a hand-driven node: invoke streams output and exits with the
-// tool's exit code (timed out 124, cancelled 130, error 1, node not connected 69), --arg
-// values are typed as documented, --detach prints only the id, --format json, and the
-// command listings.
+// tool's exit code (timed out 124, cancelled 130, error 1, node not connected 69, output
+// cut by the node's cap 74), --arg values are typed as documented, --detach prints only the
+// id, --format json, and the command listings.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -213,6 +213,42 @@ TEST_F(EdgeCliTest, OutcomesMapToDocumentedExitCodes) {
   EXPECT_EQ(j["result"]["outcome"], "ok");
   EXPECT_EQ(j["result"]["payload"]["stdout"], "out");
   EXPECT_EQ(j["command_id"].get<std::string>().size(), 36u);
+}
+
+TEST_F(EdgeCliTest, OnlyTheNodesOutputCapMakesAStreamedExecIncomplete) {
+  Connect();
+  // The 64 KiB tail cut of a streamed exec's result (output_truncated alone) loses nothing:
+  // every byte went out as chunks.
+  auto tail_cut = InvokeAnswered(
+      {"invoke", "--node", "edge-01", "--tool", "exec"}, [&](const pb::InvokeTool& inv) {
+        SendChunk(inv.command_id(), "all of it\n", false);
+        SendResult(inv.command_id(),
+                   Ok(0, R"({"exit_code":0,"stdout":"it\n","output_truncated":true})"));
+      });
+  EXPECT_EQ(tail_cut.exit_code, 0) << tail_cut.err;
+  EXPECT_EQ(tail_cut.out, "all of it\n");
+  EXPECT_EQ(tail_cut.err, "");
+  // The node's cap dropped the rest: the note, the loss, exit 74.
+  const std::string capped =
+      R"({"exit_code":0,"stdout":"x","output_truncated":true,"output_capped":true,)"
+      R"("output_cap_bytes":2097152,"output_cap_key":"sandbox.max_output_bytes"})";
+  auto r = InvokeAnswered({"invoke", "--node", "edge-01", "--tool", "exec"},
+                          [&](const pb::InvokeTool& inv) {
+                            SendChunk(inv.command_id(), "x", false);
+                            SendResult(inv.command_id(), Ok(0, capped));
+                          });
+  EXPECT_EQ(r.exit_code, 74) << r.err;
+  EXPECT_EQ(r.out, "x");
+  EXPECT_NE(r.err.find("note: node edge-01 reached its output cap of 2MiB "
+                       "(sandbox.max_output_bytes) and dropped the rest of command "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("the rest is lost"), std::string::npos) << r.err;
+  auto j = InvokeAnswered(
+      {"invoke", "--node", "edge-01", "--tool", "exec", "--format", "json"},
+      [&](const pb::InvokeTool& inv) { SendResult(inv.command_id(), Ok(0, capped)); });
+  EXPECT_EQ(j.exit_code, 74) << j.err;
+  EXPECT_EQ(json::parse(j.out)["output_complete"], false) << j.out;
 }
 
 TEST_F(EdgeCliTest, NodeProblemsAndBadArguments) {
