@@ -45,12 +45,14 @@ function(edge_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC} PRIVATE edge_build_flags ${ARG_PRIVATE})
 endfunction()
 
-# edge_add_test(NAME SOURCES... DEPS... [TIMEOUT s] [LABELS ...] [PREFIX p]) — a gtest binary
+# edge_add_test(NAME SOURCES... DEPS... [TIMEOUT s] [LABELS ...] [PREFIX p] [WITHOUT_GRPC]) — a gtest binary
 # registered with ctest.
 function(edge_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT;PREFIX" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "WITHOUT_GRPC" "TIMEOUT;PREFIX" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  if(TARGET edge_test_main)
+  if(TARGET edge_test_main AND ARG_WITHOUT_GRPC)
+    set(_main edge_test_main_without_grpc)  # no gRPC thread beside the tests (test_main.cc)
+  elseif(TARGET edge_test_main)
     set(_main edge_test_main)  # tests/support/test_main.cc
   else()
     set(_main GTest::gtest_main)

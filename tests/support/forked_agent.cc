@@ -6,10 +6,38 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
 
 namespace edge::testing {
 
+namespace {
+
+size_t ThreadsOfThisProcess() {
+  std::error_code ec;
+  std::filesystem::directory_iterator tasks("/proc/self/task", ec);
+  return ec ? 0 : static_cast<size_t>(std::distance(tasks, {}));
+}
+
+}  // namespace
+
 ForkedAgent::ForkedAgent(Body body) {
+  // A thread that holds a lock (the allocator's, the logger's) at the fork leaves the child
+  // a lock nobody releases: the child hangs where it first needs it, which a test then reads
+  // as the code under test never getting there (CI, stop 47).
+  // A thread just joined can still be listed for a moment (the kernel wakes the joiner
+  // before it reaps the thread): a second to be gone.
+  size_t threads = ThreadsOfThisProcess();
+  for (int i = 0; i < 100 && threads != 1; ++i) {
+    ::usleep(10'000);
+    threads = ThreadsOfThisProcess();
+  }
+  if (threads != 1) {
+    std::cerr << "ForkedAgent: not forking: this process has " << threads
+              << " threads; stop the others first\n";
+    return;
+  }
   int fds[2];
   if (::pipe(fds) != 0) return;
   pid_ = ::fork();

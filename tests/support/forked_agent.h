@@ -1,11 +1,12 @@
 // ForkedAgent: a child process standing in for an agent that a test kills with -9 — the way
 // to test what the next start finds. `body` runs in the forked child and calls `ready()` once
 // what the test waits for has started; the child then exits 0 when `body` returns (bodies
-// keep running until they are killed). Test code only; fork from a test, before the test
-// starts threads of its own that the child would need, and only while no other thread of the
-// test can be allocating: under ASan (gcc 12's libsanitizer takes no allocator lock around
-// fork) a child forked while another thread is inside the allocator inherits its lock held
-// and hangs at its first allocation. A fixture with an io thread lets it go idle first.
+// keep running until they are killed). Test code only. It forks only a process that has no
+// other thread (else it says so on stderr and WaitReady is false): under ASan (gcc 12's
+// libsanitizer takes no allocator lock around fork) a child forked while another thread is
+// inside the allocator inherits its lock held and hangs where it first needs it, and even an
+// io thread seen idle can still be freeing its last handler. A fixture with an io thread
+// stops it (and joins it) before, and starts it again after.
 #pragma once
 
 #include <sys/types.h>

@@ -9,7 +9,15 @@
 // server, which ASan reported as a double free in a stress run (EdgeSessionTest.Deadline…,
 // 4c9f924). The pin, and the wait for gRPC's shutdown it makes every test process do, cost a
 // test process ~8 ms under ASan; it is released after the last test, on this thread.
+//
+// Built a second time with EDGE_TEST_MAIN_WITHOUT_GRPC for a binary whose code never uses
+// gRPC (edge_add_test's WITHOUT_GRPC: sandbox_test): no pin, so no gRPC thread runs beside its
+// tests. Those tests fork a stand-in agent (ForkedAgent), and a gRPC thread that was inside
+// the allocator at the fork left the child its lock, held for good under ASan: the child's
+// admission thread hung and its command never started (CI after stop 47,
+// ExecutorTest.ACommandTheAgentDiedIn…). ForkedAgent refuses to fork beside other threads.
 #include <gtest/gtest.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 
 #include <csignal>
@@ -23,6 +31,7 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
+#if !defined(EDGE_TEST_MAIN_WITHOUT_GRPC)
 #include "common/grpc_lifetime.h"
 #include "common/signals.h"
 
@@ -35,10 +44,14 @@ bool OtherThreadsAlive() {
 }
 
 }  // namespace
+#endif
 
 int main(int argc, char** argv) {
   OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, nullptr);  // as GrpcShutdownAtExit does
   ::testing::InitGoogleTest(&argc, argv);
+#if defined(EDGE_TEST_MAIN_WITHOUT_GRPC)
+  return RUN_ALL_TESTS();
+#else
   // The pin starts gRPC's threads; they start with the termination signals blocked, as the
   // daemons' threads do (BlockTerminationSignals before their pin). A test that blocks those
   // signals and waits for one (signals_test, stop_test) needs every other thread to block
@@ -67,4 +80,5 @@ int main(int argc, char** argv) {
     }
   }
   return rc;
+#endif
 }

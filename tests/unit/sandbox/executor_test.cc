@@ -70,6 +70,24 @@ class ExecutorTest : public ::testing::Test {
     io_.stop();
     io_thread_.join();
   }
+  // Stop and start the io thread again: a test that forks stops it first (ForkedAgent).
+  void StopIoThread() {
+    io_.stop();
+    io_thread_.join();
+  }
+  void StartIoThread() {
+    io_.restart();
+    io_thread_ = std::thread([this] { io_.run(); });
+  }
+  // The pgid of the first group recorded under state/process-groups (the runner's ledger, or a
+  // file of its own), 0 when none is.
+  pid_t RecordedGroup() const {
+    for (const auto& e : fs::directory_iterator(options_.data_dir + "/state/process-groups")) {
+      pid_t group = 0;
+      if (std::ifstream(e.path()) >> group && group > 0) return group;
+    }
+    return 0;
+  }
   void Open() {
     auto ex = Executor::Open(io_, clock_, options_);
     ASSERT_TRUE(ex.has_value()) << ex.error().ToString();
@@ -794,11 +812,11 @@ TEST_F(ExecutorTest, ShutdownCancelsWhatIsLeftAfterGrace) {
 // nothing runs twice) and handed once to the door that admitted it.
 TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // orphans come back to us to be reaped
-  // The fixture's io thread must be idle (in epoll_wait, not in the allocator) when we fork:
-  // a child forked while it was still starting up hung in ASan's allocator once.
-  std::promise<void> idle_io;
-  boost::asio::post(io_, [&] { idle_io.set_value(); });
-  idle_io.get_future().wait();
+  // No other thread may run when we fork (ForkedAgent refuses to): waiting for the fixture's
+  // io thread to be idle was not enough. It could still be freeing its handler when the fork
+  // came, and under ASan the child inherited that allocator lock held: its admission thread
+  // hung at its first allocation, the command never started (CI, stop 47).
+  StopIoThread();
   edge::testing::ForkedAgent agent([&](const std::function<void()>& ready) {
     boost::asio::io_context io;
     // The command starts from the executor's admission thread, after this loop began to run
@@ -815,21 +833,19 @@ TEST_F(ExecutorTest, ACommandTheAgentDiedInEndsWithAgentRestartedOnce) {
     // sleep, so wait until the shell has forked it (a fixed 200 ms was too short once under
     // the CI's load: the group died whole with the agent).
     auto forked = [&] {
-      pid_t group = 0;
-      for (const auto& e : fs::directory_iterator(options_.data_dir + "/state/process-groups"))
-        std::ifstream(e.path()) >> group;
+      const pid_t group = RecordedGroup();
       return group > 0 && edge::testing::GroupMembers(group).size() >= 2;
     };
-    for (int i = 0; i < 2000 && !forked(); ++i)
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(50);
+    while (!forked() && std::chrono::steady_clock::now() < give_up)
       if (io.run_one_for(5ms) == 0) std::this_thread::sleep_for(5ms);
     ready();
     io.run_for(std::chrono::seconds(60));
   });
+  StartIoThread();
   ASSERT_TRUE(agent.WaitReady());
-  pid_t pgid = 0;
-  for (const auto& e : fs::directory_iterator(options_.data_dir + "/state/process-groups"))
-    std::ifstream(e.path()) >> pgid;
-  ASSERT_GT(pgid, 0);
+  const pid_t pgid = RecordedGroup();
+  ASSERT_GT(pgid, 0) << "the agent recorded no process group";
   struct Cleanup {  // whatever happens below, leave nothing behind
     pid_t pgid;
     ~Cleanup() {

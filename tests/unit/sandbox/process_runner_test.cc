@@ -145,6 +145,13 @@ class ProcessRunnerTest : public ::testing::Test {
     return s;
   }
   ProcessSpec Sh(const std::string& script) { return Spec({"/bin/sh", "-c", script}); }
+  // RunnerAgent, after the fixture's runner is gone: its timer thread must not run beside the
+  // fork (ForkedAgent forks only a process with no other thread).
+  edge::testing::ForkedAgent ForkRunnerAgent(ProcessRunner::Options options, ProcessSpec spec,
+                                             std::chrono::milliseconds settle) {
+    runner_.reset();
+    return RunnerAgent(std::move(options), std::move(spec), settle);
+  }
 
   Outcome RunSync(ProcessSpec spec, CancelToken cancel = {},
                   std::function<void(const OutputChunk&)> on_chunk = {}) {
@@ -950,7 +957,7 @@ TEST_F(ProcessRunnerTest, KillNineOfTheAgentLeavesNoTree) {
   spec.cwd = "/";
   // 200 ms: let sh start its background sleep.
   edge::testing::ForkedAgent agent =
-      RunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 200ms);
+      ForkRunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 200ms);
   ReapOnExit cleanup;
   ASSERT_TRUE(agent.WaitReady());
   pid_t pgid = OnlyLedgerPid(state);  // the recorded group
@@ -1017,7 +1024,8 @@ TEST_F(ProcessRunnerTest, ARunAsChildDiesWithTheAgent) {
   ProcessSpec spec = Spec({"/bin/sleep", "300"});
   spec.run_as = "nobody";
   spec.cwd = "/";
-  edge::testing::ForkedAgent agent = RunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 0ms);
+  edge::testing::ForkedAgent agent =
+      ForkRunnerAgent(ProcessRunner::Options{state, "", ""}, spec, 0ms);
   ReapOnExit cleanup;
   ASSERT_TRUE(agent.WaitReady());
   pid_t pid = OnlyLedgerPid(state);
@@ -1224,7 +1232,7 @@ TEST_F(ProcessRunnerTest, KillStaleGroupsCleansTheCgroupOfAKilledAgent) {
                "(setsid sh -c 'echo $$ > " + gate + ".tmp; mv " + gate + ".tmp " + gate +
                    "; exec sleep 300' </dev/null >/dev/null 2>&1 &); sleep 300"};
   spec.cwd = "/";
-  edge::testing::ForkedAgent agent = RunnerAgent(V1Options(state), spec, 0ms);
+  edge::testing::ForkedAgent agent = ForkRunnerAgent(V1Options(state), spec, 0ms);
   ReapOnExit cleanup;
   ASSERT_TRUE(agent.WaitReady());
   ASSERT_TRUE(WaitUntil([&] { return fs::exists(gate); }));
