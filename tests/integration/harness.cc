@@ -42,24 +42,38 @@ void WriteText(const std::string& path, const std::string& text) {
 
 namespace {
 
+// The child makes only async-signal-safe calls between fork and exec: the test process has
+// gRPC's threads (and the fixtures' own), and one that held a lock at the fork (the
+// allocator's, under ASan for good) would hang a child that allocates. So the argument and
+// environment arrays are made here, before the fork.
 pid_t Spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
             int in_fd, int out_fd, int err_fd) {
-  pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  ::setpgid(0, 0);
-  if (in_fd >= 0) ::dup2(in_fd, 0);
-  ::dup2(out_fd, 1);
-  ::dup2(err_fd, 2);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string name(entry.substr(0, entry.find('=')));
+    if (!env.contains(name)) env_strings.emplace_back(entry);
+  }
   for (const auto& [k, v] : env)
-    ::setenv(k.c_str(), v.c_str(), 1);
+    env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_strings)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
   std::vector<char*> args;
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   sigset_t none;
   sigemptyset(&none);
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::setpgid(0, 0);
+  if (in_fd >= 0) ::dup2(in_fd, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execv(args[0], args.data());
+  ::execve(args[0], args.data(), envp.data());
   ::_exit(127);
 }
 

@@ -117,10 +117,12 @@ TEST(AtomicFileFaults, ADiskFullWriteKeepsTheOldFileAndLeavesNothing) {
 TEST_F(AtomicFileTest, AKillMidWriteLeavesTheOldFileAndNothingElse) {
   const std::string path = dir_ + "/big";
   ASSERT_TRUE(WriteFileAtomic(path, "old"));
+  // Long enough to be caught in the middle; made before the fork, so that the child does not
+  // need the allocator that a thread of gRPC's may have held at the fork.
+  const std::string data(512u << 20, 'x');
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    const std::string data(512u << 20, 'x');  // long enough to be caught in the middle
     (void)WriteFileAtomic(path, data);
     ::_exit(0);
   }
