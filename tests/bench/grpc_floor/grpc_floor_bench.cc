@@ -136,6 +136,26 @@ sigset_t TermSignals() {
   return set;
 }
 
+// GRPC_FLOOR_SERVER_ARGS="name=int,name=int": integer channel arguments for the server on
+// top of the controller's, to measure what one changes in the floor (an A/B of a setting
+// before the controller takes it).
+void AddServerArguments(grpc::ServerBuilder& builder) {
+  const char* env = std::getenv("GRPC_FLOOR_SERVER_ARGS");
+  std::stringstream list(env != nullptr ? env : "");
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) Die("GRPC_FLOOR_SERVER_ARGS: not name=int: " + item);
+    char* end = nullptr;
+    const long value = std::strtol(item.c_str() + eq + 1, &end, 10);
+    if (end == item.c_str() + eq + 1 || *end != '\0') {
+      Die("GRPC_FLOOR_SERVER_ARGS: not an integer: " + item);
+    }
+    builder.AddChannelArgument(item.substr(0, eq), static_cast<int>(value));
+    std::fprintf(stderr, "grpc_floor_bench: server argument %s\n", item.c_str());
+  }
+}
+
 int RunServer(const fs::path& dir) {
   const sigset_t term = TermSignals();
   pthread_sigmask(SIG_BLOCK, &term, nullptr);  // before gRPC's threads inherit the mask
@@ -148,6 +168,7 @@ int RunServer(const fs::path& dir) {
   builder.AddListeningPort("127.0.0.1:0", grpc::SslServerCredentials(opts), &port);
   builder.AddChannelArgument(GRPC_ARG_TSI_MAX_FRAME_SIZE,
                              edge::controller::kControllerTlsFrameBytes);
+  AddServerArguments(builder);
   builder.RegisterCallbackGenericService(&service);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) Die("server: cannot listen on loopback");
