@@ -263,6 +263,7 @@ void FleetAdminImpl::FillPart(const FleetPartView& p, apb::FleetPart* out) {
   out->set_duration_ms(p.duration_ms.value_or(0));
   out->set_error_code(p.error_code);
   out->set_error_message(p.error_message);
+  out->set_output_cap_note(p.output_cap_note);
 }
 
 void FleetAdminImpl::FillFleet(const FleetCommandView& v, apb::FleetCommandInfo* out) {

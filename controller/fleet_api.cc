@@ -76,6 +76,8 @@ json FleetApi::PartJson(const FleetPartView& p) {
             {"exit_code", p.exit_code ? json(*p.exit_code) : json(nullptr)},
             {"duration_ms", p.duration_ms ? json(*p.duration_ms) : json(nullptr)}};
   if (!p.error_code.empty()) j["error"] = {{"code", p.error_code}, {"message", p.error_message}};
+  j["output_capped"] = !p.output_cap_note.empty();
+  if (!p.output_cap_note.empty()) j["output_cap_note"] = p.output_cap_note;
   return j;
 }
 

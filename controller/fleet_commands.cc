@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "common/random.h"
+#include "controller/command_notes.h"
 #include "controller/edge_codec.h"
 #include "controller/fleet_selector.h"
 
@@ -44,6 +45,7 @@ FleetPartView FleetCommands::PartView(const FleetPartRecord& part,
   v.duration_ms = std::max<int64_t>(0, command->completed_at_ms - command->created_at_ms);
   if (r.outcome == "ok") {
     v.exit_code = r.exit_code;
+    v.output_cap_note = OutputCapNote(*command).value_or("");
   } else if (r.outcome == "timed_out") {
     v.error_code = "TIMED_OUT";
     v.error_message = r.message.empty() ? "the command ran out of time on the node" : r.message;

@@ -65,6 +65,8 @@ struct FleetPartView {
   std::optional<int64_t> duration_ms;  // ended parts
   std::string error_code;              // error (the code), timed_out, cancelled
   std::string error_message;
+  // Ok parts whose node's output cap dropped output: OutputCapNote's message; "" otherwise.
+  std::string output_cap_note;
 };
 
 struct FleetCommandView {

@@ -123,10 +123,12 @@ json PartJson(const apb::FleetPart& p) {
             {"state", p.state()},
             {"exit_code", p.has_exit_code() ? json(p.exit_code()) : json(nullptr)},
             {"duration_ms", p.has_duration() ? json(p.duration_ms()) : json(nullptr)},
-            {"error", nullptr}};
+            {"error", nullptr},
+            {"output_capped", !p.output_cap_note().empty()}};
   if (!p.error_code().empty()) {
     j["error"] = {{"code", p.error_code()}, {"message", p.error_message()}};
   }
+  if (!p.output_cap_note().empty()) j["output_cap_note"] = p.output_cap_note();
   return j;
 }
 
@@ -366,6 +368,10 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
           break;
         case apb::FleetInvokeEvent::kPartResult:
           lines.Flush(ev.part_result().node_id());
+          // The result names its cap too (a client that joined late missed the note).
+          if (!ev.part_result().output_cap_note().empty()) {
+            capped.insert(ev.part_result().node_id());
+          }
           ended[ev.part_result().node_id()] = ev.part_result();
           break;
         case apb::FleetInvokeEvent::EVENT_NOT_SET:
@@ -403,7 +409,7 @@ int Invoke(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
               {"output_complete", !output_dropped && capped.empty()}};
     for (const auto& p : parts) {
       json pj = PartJson(p);
-      pj["output_capped"] = capped.contains(p.node_id());
+      pj["output_capped"] = capped.contains(p.node_id());  // from the note or the result
       pj["stdout"] = lines.Collected(p.node_id(), false);
       pj["stderr"] = lines.Collected(p.node_id(), true);
       j["parts"].push_back(std::move(pj));
@@ -483,6 +489,11 @@ int Get(const edge::cli::GlobalOptions& opts, const FleetOptions& o) {
   std::cout << "state:         " << f.state() << " (" << Tally(parts) << ")\n";
   std::cout.flush();
   PrintParts(parts);
+  for (const auto& p : parts) {
+    if (!p.output_cap_note().empty()) {
+      std::printf("[%s] note: %s\n", p.node_id().c_str(), p.output_cap_note().c_str());
+    }
+  }
   return kExitOk;
 }
 

@@ -671,6 +671,22 @@ TEST_F(OutputCapTest, FleetInvokeNamesTheCappedNodeAndExits74) {
   EXPECT_EQ(got["parts"][0]["output_capped"], true);
   EXPECT_EQ(got["parts"][0]["state"], "ok");
   EXPECT_EQ(got["parts"][0]["stdout"].get<std::string>().size(), kCap);
+  // After the stream, `fleet get` still says which part lost output, and to which cap.
+  const std::string id = got["fleet_command_id"].get<std::string>();
+  auto shown = Ctl({"fleet", "get", id});
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("[edge-01] note: node edge-01 reached its output cap of 1MiB "
+                           "(sandbox.max_output_bytes) and dropped the rest of command "),
+            std::string::npos)
+      << shown.out;
+  auto shown_json = Ctl({"fleet", "get", id, "--format", "json"});
+  ASSERT_EQ(shown_json.exit_code, 0) << shown_json.err;
+  const json stored = json::parse(shown_json.out);
+  ASSERT_EQ(stored["parts"].size(), 1u);
+  EXPECT_EQ(stored["parts"][0]["output_capped"], true);
+  EXPECT_NE(stored["parts"][0]["output_cap_note"].get<std::string>().find("1MiB"),
+            std::string::npos)
+      << stored.dump();
   // Under the cap: every part complete, exit 0.
   auto small = Ctl({"fleet", "invoke", "--selector", "node:edge-01", "--tool", "exec", "--arg",
                     "command=echo fine", "--format", "json"});
@@ -678,6 +694,9 @@ TEST_F(OutputCapTest, FleetInvokeNamesTheCappedNodeAndExits74) {
   const json ok = json::parse(small.out);
   EXPECT_EQ(ok["output_complete"], true);
   EXPECT_EQ(ok["parts"][0]["output_capped"], false);
+  auto plain = Ctl({"fleet", "get", ok["fleet_command_id"].get<std::string>()});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("note:"), std::string::npos) << plain.out;
 }
 
 TEST_F(EdgeStreamTest, AToolBoundToAContextRunsUnderItWhateverTheOperatorAsks) {

@@ -72,11 +72,16 @@ TEST(FleetApiJson, PartsSayStateExitDurationAndError) {
   FleetPartView running{.node_id = "n1", .command_id = "c1", .state = "running"};
   EXPECT_EQ(FleetApi::PartJson(running),
             json::parse(R"({"node_id":"n1","command_id":"c1","state":"running",
-                            "exit_code":null,"duration_ms":null})"));
+                            "exit_code":null,"duration_ms":null,"output_capped":false})"));
   FleetPartView ok{
       .node_id = "n2", .command_id = "c2", .state = "ok", .exit_code = 3, .duration_ms = 1200};
   EXPECT_EQ(FleetApi::PartJson(ok), json::parse(R"({"node_id":"n2","command_id":"c2","state":"ok",
-                                                   "exit_code":3,"duration_ms":1200})"));
+                                                   "exit_code":3,"duration_ms":1200,
+                                                   "output_capped":false})"));
+  FleetPartView capped = ok;
+  capped.output_cap_note = "node n2 reached its output cap of 1MiB (sandbox.max_output_bytes)";
+  EXPECT_EQ(FleetApi::PartJson(capped)["output_capped"], true);
+  EXPECT_EQ(FleetApi::PartJson(capped)["output_cap_note"], capped.output_cap_note);
   FleetPartView refused{.node_id = "n3",
                         .state = "error",
                         .error_code = "UNAVAILABLE",

@@ -381,5 +381,23 @@ TEST_F(FleetCommandsTest, ACommandWhoseNodeReattachesAsItIsSentGoesOnTheNewStrea
   EXPECT_EQ(watch->results, (std::vector<std::string>{"c-1"})) << "its observer gets the result";
 }
 
+// An ok part whose node's output cap dropped output carries the cap's note (fleet get, the
+// REST part); an ok part without the flag, and a failed one, carry none.
+TEST(FleetPartViewTest, AnOkPartWhoseOutputWasCappedCarriesTheCapsNote) {
+  CommandRecord c{.command_id = "cmd-1", .node_id = "edge-01", .state = kCommandCompleted};
+  c.result.outcome = "ok";
+  c.result.payload_json = R"({"stdout":"","output_capped":true,"output_cap_bytes":1048576,)"
+                          R"("output_cap_key":"sandbox.max_output_bytes"})";
+  const FleetPartRecord part{.node_id = "edge-01", .command_id = "cmd-1"};
+  EXPECT_EQ(FleetCommands::PartView(part, c).output_cap_note,
+            "node edge-01 reached its output cap of 1MiB (sandbox.max_output_bytes) and dropped "
+            "the rest of command cmd-1's output");
+  c.result.payload_json = R"({"stdout":"","output_capped":false})";
+  EXPECT_EQ(FleetCommands::PartView(part, c).output_cap_note, "");
+  c.result.payload_json = R"({"output_capped":true})";
+  c.result.outcome = "error";
+  EXPECT_EQ(FleetCommands::PartView(part, c).output_cap_note, "") << "only ok parts";
+}
+
 }  // namespace
 }  // namespace edge::controller
