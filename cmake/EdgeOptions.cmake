@@ -45,8 +45,9 @@ function(edge_add_library name)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC} PRIVATE edge_build_flags ${ARG_PRIVATE})
 endfunction()
 
-# edge_add_test(NAME SOURCES... DEPS... [TIMEOUT s] [LABELS ...] [PREFIX p] [WITHOUT_GRPC]) — a gtest binary
-# registered with ctest.
+# edge_add_test(NAME SOURCES... DEPS... [TIMEOUT s] [LABELS ...] [PREFIX p] [WITHOUT_GRPC]) — a
+# gtest binary registered with ctest. WITHOUT_GRPC: its main starts no gRPC thread
+# (tests/support/test_main.cc), for a binary whose code never uses gRPC and whose tests fork.
 function(edge_add_test name)
   cmake_parse_arguments(ARG "WITHOUT_GRPC" "TIMEOUT;PREFIX" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
