@@ -48,7 +48,7 @@ pid_t ReadPid(const std::string& path) {
 class ExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    io_thread_ = std::thread([this] { io_.run(); });
+    StartIoThread();
     options_.data_dir = dir_ + "/data";
     options_.own_id = "worker-1";
     options_.agent_version = "9.9.9";
@@ -67,8 +67,7 @@ class ExecutorTest : public ::testing::Test {
   void TearDown() override {
     ex_.reset();
     work_.reset();
-    io_.stop();
-    io_thread_.join();
+    StopIoThread();
   }
   // Stop and start the io thread again: a test that forks stops it first (ForkedAgent).
   void StopIoThread() {
