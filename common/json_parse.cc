@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/byte_scan.h"
+#include "common/huge_pages.h"
 #include "common/string_fill.h"
 #include "common/utf8.h"
 
@@ -260,6 +261,8 @@ class JsonReader {
       }
       const auto c = static_cast<unsigned char>(s_[i_]);
       if (c == '"') {
+        // A file's base64 (file_write) is hundreds of MB: huge pages (common/huge_pages.h).
+        if (out.empty() && i_ - run >= kHugePageAdviceMinBytes) ReserveLarge(out, i_ - run);
         out.append(s_.data() + run, i_ - run);
         ++i_;
         return out;
@@ -520,7 +523,7 @@ Result<nlohmann::json> ParseJsonBounded(std::string_view text, std::string_view 
 std::string DumpJson(const nlohmann::json& j) {
   std::string out;
   // Reserved once: a megabyte string must not be copied again by the bytes written after it.
-  out.reserve(SizeHint(j));
+  ReserveLarge(out, SizeHint(j));  // huge pages for a file read whole (common/huge_pages.h)
   AppendJson(out, j);
   return out;
 }

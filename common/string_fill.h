@@ -6,7 +6,8 @@
 // string's buffer — its first s.size() bytes as they were, room for `n` in all — and returns
 // the string's final size as a size_t, at most `n` (fewer when it stops early, e.g. on bad
 // input; more aborts: those bytes were never written). The only caller of
-// resize_and_overwrite in the tree (a lint test keeps it so). Header-only; no state.
+// resize_and_overwrite in the tree (a lint test keeps it so). A buffer of 8 MiB or more is
+// reserved first and advised huge pages before it is written (common/huge_pages.h). No state.
 #pragma once
 
 #include <cstddef>
@@ -14,12 +15,15 @@
 #include <string>
 #include <type_traits>
 
+#include "common/huge_pages.h"
+
 namespace edge {
 
 template <typename Write>
 void ResizeAndOverwrite(std::string& s, size_t n, Write&& write) {
   static_assert(std::is_same_v<std::invoke_result_t<Write&, char*>, size_t>,
                 "the callback returns the string's final size as a size_t");
+  if (n >= kHugePageAdviceMinBytes) ReserveLarge(s, n);
   s.resize_and_overwrite(n, [&](char* p, size_t) {
     const size_t size = write(p);
     // More than asked for would keep bytes nobody wrote, as the library's bug did.

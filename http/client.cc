@@ -10,6 +10,8 @@
 #include <limits>
 #include <variant>
 
+#include "common/huge_pages.h"
+
 namespace edge::http {
 namespace {
 
@@ -245,6 +247,14 @@ struct Client::Impl {
       return piece.size();
     };
     if (on_data != nullptr) parser.on_chunk_body(on_chunk);
+    // An answer of a whole file (file_read) held in memory is reserved here for its
+    // Content-Length, with huge pages, before its first byte lands (common/huge_pages.h);
+    // beast's own reserve for it, as the body starts, then finds the room there. (The body
+    // limit checked the length as the header ended.)
+    if (const auto length = parser.content_length();
+        on_data == nullptr && !parser.chunked() && length && *length >= kHugePageAdviceMinBytes) {
+      ReserveLarge(parser.get().body(), static_cast<size_t>(*length));
+    }
     Response out;
     const auto& h = parser.get();
     out.status = h.result_int();

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/huge_pages.h"
 #include "common/log.h"
 #include "http/server_impl.h"
 #include "http/websocket_connection.h"
@@ -503,6 +504,12 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (length >= kLargeBodyReadBytes && buffer_.capacity() < kLargeBodyReadBytes) {
       buffer_.reserve(kLargeBodyReadBytes);
       large_body_room_ = true;
+    }
+    // The body of a whole file (file_write) is reserved here for its Content-Length, with
+    // huge pages, before its first byte lands (common/huge_pages.h); beast's own reserve for
+    // it, as the body starts, then finds the room there. (The header's limit checked it.)
+    if (!parser_->chunked() && length >= kHugePageAdviceMinBytes) {
+      ReserveLarge(parser_->get().body(), length);
     }
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = this->shared_from_this()](Clean ec, size_t) {

@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "common/atomic_file.h"
+#include "common/huge_pages.h"
 #include "common/random.h"
 
 namespace edge::sandbox {
@@ -190,7 +191,9 @@ Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
                          "\" exceeds the limit of " + std::to_string(max_read_bytes_) +
                          " bytes: read it in parts with offset and length");
   }
-  std::string out(want, '\0');
+  std::string out;
+  ReserveLarge(out, want);  // a file read whole: huge pages (common/huge_pages.h)
+  out.resize(want);
   uint64_t got = 0;
   constexpr uint64_t kStep = 4 << 20;  // a cancel is seen between 4 MiB reads
   while (got < want) {

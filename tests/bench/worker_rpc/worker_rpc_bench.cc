@@ -38,6 +38,7 @@
 #include "agent/identity/worker_authenticator.h"
 #include "agent/worker_rpc/worker_rpc_handler.h"
 #include "common/clock.h"
+#include "common/huge_pages.h"
 #include "common/log.h"
 #include "http/client.h"
 #include "http/server.h"
@@ -299,7 +300,7 @@ int main(int argc, char** argv) {
     // it (nlohmann's dump of a 350 MB string would measure nlohmann, not the door).
     const std::string encoded = edge::sandbox::Base64Encode(content);
     std::string write_body;
-    write_body.reserve(encoded.size() + 128);
+    edge::ReserveLarge(write_body, encoded.size() + 128);  // as the door's own buffers are
     write_body.append(
         R"({"id":"b","method":"worker.file_write","params":{"sandbox_id":"sb","path":"big.bin",)"
         R"("content":")");
