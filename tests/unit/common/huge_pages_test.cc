@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "common/string_fill.h"
