@@ -76,6 +76,19 @@ Status MakeDirs(const std::string& path, mode_t mode) {
 
 std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& name,
                                                   std::string_view data, mode_t mode) {
+  return ReplaceFileAt(dirfd, name, OnePiece(data), mode);
+}
+
+ContentPieces OnePiece(std::string_view data) {
+  return [data, given = false]() mutable -> std::string_view {
+    if (given) return {};
+    given = true;
+    return data;
+  };
+}
+
+std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& name,
+                                                  const ContentPieces& pieces, mode_t mode) {
   const std::string tmp = "." + name.substr(0, 200) + ".tmp." + NewUuidV4().substr(0, 8);
   bool named = false;  // true once `tmp` exists in the directory
   int fd = ::openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
@@ -92,14 +105,24 @@ std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& 
   };
   // The umask may have narrowed the mode; set it exactly.
   if (::fchmod(fd, mode) != 0) return fail(errno, "chmod");
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail(errno, "write");
+  off_t written = 0;  // bytes of the file so far
+  for (std::string_view piece = pieces(); !piece.empty(); piece = pieces()) {
+    const off_t start = written;
+    for (size_t off = 0; off < piece.size();) {
+      ssize_t n = ::write(fd, piece.data() + off, piece.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return fail(errno, "write");
+      }
+      off += static_cast<size_t>(n);
     }
-    off += static_cast<size_t>(n);
+    written += static_cast<off_t>(piece.size());
+    // Start this piece's writeback now, while the next is made; fsync below still decides.
+    // (A filesystem without it refuses, which changes nothing.)
+    constexpr size_t kEarlyWritebackMin = size_t{1} << 20;
+    if (piece.size() >= kEarlyWritebackMin) {
+      ::sync_file_range(fd, start, written - start, SYNC_FILE_RANGE_WRITE);
+    }
   }
   if (::fsync(fd) != 0) return fail(errno, "fsync");
   if (!named) {

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <expected>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,20 @@ struct ReplaceFailure {
 // mode exactly `mode`. WriteFileAtomic and the file tools both write through it.
 std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& name,
                                                   std::string_view data, mode_t mode);
+
+// The new file's bytes one piece per call, in order: each piece stays valid until the next
+// call, and an empty one ends them. For bytes made as they are written (file_write decodes
+// its base64 a piece at a time, common/base64.h), so they never exist whole in memory.
+using ContentPieces = std::function<std::string_view()>;
+
+// `data` as the only piece (it must outlive the pieces).
+ContentPieces OnePiece(std::string_view data);
+
+// The same replacement with the bytes in pieces. Each piece of 1 MiB or more is handed to
+// the disk as soon as it is written (sync_file_range, SYNC_FILE_RANGE_WRITE: no waiting), so
+// the final fsync waits for the last pieces only.
+std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& name,
+                                                  const ContentPieces& pieces, mode_t mode);
 
 // Reads a whole regular file; refuses anything larger than max_bytes.
 Result<std::string> ReadFile(const std::string& path, size_t max_bytes = 64 << 20);

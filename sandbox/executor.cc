@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
+#include "common/base64.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/thread_name.h"
@@ -756,10 +757,14 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
       return r;
     }
     case ToolKind::kFileWrite: {
-      if (auto st = files.Write(args->path, args->content, args->mode); !st) {
+      // 8 MiB of bytes at a time: a file of hundreds of MB costs one such buffer, not its size.
+      Base64PieceDecoder content(args->content_base64, size_t{8} << 20);
+      if (auto st = files.Write(
+              args->path, [&] { return content.Next(); }, args->mode);
+          !st) {
         return fail(st.error());
       }
-      r.payload = json{{"path", args->path}, {"size", args->content.size()}};
+      r.payload = json{{"path", args->path}, {"size", args->content_size}};
       return r;
     }
     case ToolKind::kFileList: {

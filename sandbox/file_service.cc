@@ -148,6 +148,11 @@ Result<mode_t> ParseOctalMode(std::string_view text, std::string_view field) {
 
 Status FileService::Write(std::string_view path, std::string_view content,
                           std::string_view mode_text) {
+  return Write(path, OnePiece(content), mode_text);
+}
+
+Status FileService::Write(std::string_view path, const ContentPieces& content,
+                          std::string_view mode_text) {
   auto mode = ParseOctalMode(mode_text.empty() ? "0644" : mode_text);
   if (!mode) return std::unexpected(mode.error());
   auto parent = root_.OpenParent(path, /*create_parents=*/true, 0755);

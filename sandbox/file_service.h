@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "sandbox/sandbox_types.h"
@@ -49,6 +50,9 @@ class FileService {
   // Creates or replaces `path` atomically with `mode` (octal string; "" = "0644"), creating
   // missing parent directories (0755).
   Status Write(std::string_view path, std::string_view content, std::string_view mode = "");
+  // The same with the content in pieces (common/atomic_file.h): file_write's bytes as their
+  // base64 is decoded, never whole in memory.
+  Status Write(std::string_view path, const ContentPieces& content, std::string_view mode = "");
   // `length` nullopt = to the end; more than max_read_bytes is RESOURCE_EXHAUSTED.
   Result<std::string> Read(std::string_view path, uint64_t offset = 0,
                            std::optional<uint64_t> length = std::nullopt) const;

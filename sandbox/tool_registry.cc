@@ -1,11 +1,9 @@
 #include "sandbox/tool_registry.h"
 
-#include "common/string_fill.h"
 #include "common/utf8.h"
 
 #include <signal.h>
 
-#include <array>
 #include <cctype>
 #include <cmath>
 #include <ctime>
@@ -235,9 +233,10 @@ Result<FileArgs> ToolRegistry::ParseFileArgs(ToolKind kind, const json& args) {
   if (kind == ToolKind::kFileWrite) {
     auto content = StringArg(args, "content", tool, true);
     if (!content) return std::unexpected(content.error());
-    auto decoded = Base64Decode(*content, "file.write arg 'content'");
-    if (!decoded) return std::unexpected(decoded.error());
-    out.content = std::move(*decoded);
+    auto size = Base64Validate(*content, "file.write arg 'content'");
+    if (!size) return std::unexpected(size.error());
+    out.content_base64 = *content;
+    out.content_size = *size;
     auto mode = OptString(args, "mode", tool, false);
     if (!mode) return std::unexpected(mode.error());
     out.mode = *mode;
@@ -412,97 +411,6 @@ Result<std::chrono::milliseconds> ParseDurationArg(const json& value, std::strin
   }
   if (total_ms > 1e12) return bad("is too long");
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
-}
-
-namespace {
-
-constexpr char kBase64Alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-// Each byte's value in the alphabet, 0xFF for a byte outside it.
-constexpr std::array<uint8_t, 256> kBase64Values = [] {
-  std::array<uint8_t, 256> t{};
-  t.fill(0xFF);
-  for (uint8_t i = 0; i < 64; ++i)
-    t[static_cast<unsigned char>(kBase64Alphabet[i])] = i;
-  return t;
-}();
-
-}  // namespace
-
-// Both directions write into a string sized once (resize_and_overwrite: no zero fill), a
-// whole group of 3 bytes / 4 characters per step (issue 14: file bodies of hundreds of MB).
-// (ResizeAndOverwrite: the callback returns the size computed here, see common/string_fill.h.)
-std::string Base64Encode(std::string_view bytes) {
-  const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  const size_t size = (n + 2) / 3 * 4;
-  std::string out;
-  ResizeAndOverwrite(out, size, [&](char* o) {
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3, o += 4) {
-      const uint32_t v = uint32_t{in[i]} << 16 | uint32_t{in[i + 1]} << 8 | in[i + 2];
-      o[0] = kBase64Alphabet[v >> 18];
-      o[1] = kBase64Alphabet[(v >> 12) & 63];
-      o[2] = kBase64Alphabet[(v >> 6) & 63];
-      o[3] = kBase64Alphabet[v & 63];
-    }
-    if (i < n) {
-      const uint32_t v = uint32_t{in[i]} << 16 | (i + 1 < n ? uint32_t{in[i + 1]} << 8 : 0);
-      o[0] = kBase64Alphabet[v >> 18];
-      o[1] = kBase64Alphabet[(v >> 12) & 63];
-      o[2] = i + 1 < n ? kBase64Alphabet[(v >> 6) & 63] : '=';
-      o[3] = '=';
-    }
-    return size;
-  });
-  return out;
-}
-
-Result<std::string> Base64Decode(std::string_view text, std::string_view field) {
-  if (text.size() % 4 != 0) {
-    return MakeError(ErrorCode::kInvalidArgument, std::string(field) + ": base64 length " +
-                                                      std::to_string(text.size()) +
-                                                      " is not a multiple of 4");
-  }
-  const auto* in = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  // '=' only ends the text: one or two of them, in the last group's last places.
-  const size_t pad = n == 0 ? 0 : in[n - 1] != '=' ? 0 : in[n - 2] != '=' ? 1 : 2;
-  const auto bad_at = [&](size_t offset) {
-    return MakeError(
-        ErrorCode::kInvalidArgument,
-        std::string(field) + ": invalid base64 character at offset " + std::to_string(offset));
-  };
-  std::string out;
-  size_t bad = n;  // the offset of the first character outside the alphabet, if any
-  const size_t size = n / 4 * 3 - pad;
-  ResizeAndOverwrite(out, size, [&](char* o) {
-    for (size_t i = 0; i < n; i += 4) {
-      const bool last = i + 4 == n;
-      const uint8_t a = kBase64Values[in[i]], b = kBase64Values[in[i + 1]];
-      const uint8_t c = last && pad == 2 ? 0 : kBase64Values[in[i + 2]];
-      const uint8_t d = last && pad >= 1 ? 0 : kBase64Values[in[i + 3]];
-      if ((a | b | c | d) & 0x80) {
-        for (size_t k = i; k < i + 4; ++k) {
-          if (kBase64Values[in[k]] == 0xFF && !(last && k >= n - pad)) {
-            bad = k;
-            break;
-          }
-        }
-        return size_t{0};
-      }
-      const uint32_t v = uint32_t{a} << 18 | uint32_t{b} << 12 | uint32_t{c} << 6 | d;
-      *o++ = static_cast<char>(v >> 16);
-      if (last && pad == 2) break;
-      *o++ = static_cast<char>((v >> 8) & 0xff);
-      if (last && pad == 1) break;
-      *o++ = static_cast<char>(v & 0xff);
-    }
-    return size;
-  });
-  if (bad != n) return bad_at(bad);
-  return out;
 }
 
 void PutBytes(json& obj, const std::string& key, std::string_view bytes) {

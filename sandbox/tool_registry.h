@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/base64.h"
 #include "common/error.h"
 #include "sandbox/sandbox_types.h"
 #include "sandbox/tool_template.h"
@@ -79,7 +80,11 @@ struct FileArgs {
   std::string path;  // file.move: old_path; file.glob: pattern
   uint64_t offset = 0;
   std::optional<uint64_t> length;
-  std::string content;   // decoded from base64 (file.write)
+  // file.write: the base64 text as sent (a view into the request's args, which must outlive
+  // it), already checked whole, and the count of bytes it decodes to. The executor decodes it
+  // a piece at a time as it writes (common/base64.h), never whole.
+  std::string_view content_base64;
+  uint64_t content_size = 0;
   std::string mode;      // file.write ("" = 0644), file.chmod (required)
   std::string new_path;  // file.move
   bool recursive = false;
@@ -149,10 +154,9 @@ class ToolRegistry {
 Result<std::chrono::milliseconds> ParseDurationArg(const nlohmann::json& value,
                                                    std::string_view field);
 
-// RFC 4648 standard base64 with padding.
-std::string Base64Encode(std::string_view bytes);
-// INVALID_ARGUMENT naming `field` for a character outside the alphabet or bad padding.
-Result<std::string> Base64Decode(std::string_view text, std::string_view field);
+// RFC 4648 standard base64 with padding (common/base64.h).
+using edge::Base64Decode;
+using edge::Base64Encode;
 
 // Puts bytes into the JSON object `obj` as text (see common/utf8.h): obj[key] = the bytes when
 // they are valid UTF-8; otherwise obj[key] = the text with U+FFFD replacements (for people)

@@ -8,9 +8,9 @@
 //   2. exec_stream of SIZE bytes of text (`yes … | head -c SIZE`) as NDJSON over /rpc (the
 //      client reads and discards) versus a raw pipe read of the same command, R times each,
 //      interleaved. MiB/s.
-//   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size, R
-//      times each; the client's base64 and envelope are inside the time, the response is read,
-//      not parsed.
+//   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size, and
+//      `cp` then `sync` of the copy (file_write fsyncs before it answers), R times each; the
+//      client's base64 and envelope are inside the time, the response is read, not parsed.
 //
 // Usage: worker_rpc_bench [--runs N] [--stream-runs R] [--mib M] [--file-mib F]
 //                         [--io-threads T] [--json PATH]
@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
       f.write(block.data(), static_cast<std::streamsize>(block.size()));
   }
   const std::string content(file_mib << 20, 'x');
-  std::vector<double> cps, writes, reads, encodes;
+  std::vector<double> cps, durable_cps, writes, reads, encodes;
   for (int i = 0; i < stream_runs; ++i) {
     auto c0 = SteadyClock::now();
     if (std::system(("cp " + src + " " + dst).c_str()) != 0) {
@@ -295,6 +295,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     cps.push_back(Seconds(SteadyClock::now() - c0));
+    // The same copy made durable, as file_write's is (it fsyncs before it answers): coreutils'
+    // `sync FILE` fsyncs that file.
+    if (std::system(("rm -f " + dst).c_str()) != 0) return 1;
+    auto d0 = SteadyClock::now();
+    if (std::system(("cp " + src + " " + dst + " && sync " + dst).c_str()) != 0) {
+      std::fprintf(stderr, "cp && sync failed\n");
+      return 1;
+    }
+    durable_cps.push_back(Seconds(SteadyClock::now() - d0));
     auto w0 = SteadyClock::now();
     // The client's part, timed too: base64 and the envelope, written as a client would write
     // it (nlohmann's dump of a 350 MB string would measure nlohmann, not the door).
@@ -317,13 +326,14 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  const auto cs = eb::Summarize(cps), ws = eb::Summarize(writes), rs = eb::Summarize(reads),
-             es = eb::Summarize(encodes);
+  const auto cs = eb::Summarize(cps), ds = eb::Summarize(durable_cps), ws = eb::Summarize(writes),
+             rs = eb::Summarize(reads), es = eb::Summarize(encodes);
   std::printf(
       "file %zu MiB x%d: file_write median %.2f s (min %.2f, max %.2f; the client's base64 and "
-      "envelope %.2f s of it), file_read median %.2f s (min %.2f, max %.2f) | cp median %.2f s\n",
+      "envelope %.2f s of it), file_read median %.2f s (min %.2f, max %.2f) | cp median %.2f s, "
+      "cp && sync median %.2f s (min %.2f, max %.2f)\n",
       file_mib, stream_runs, ws.median, ws.min, ws.max, es.median, rs.median, rs.min, rs.max,
-      cs.median);
+      cs.median, ds.median, ds.min, ds.max);
 
   json figures = json::array();
   figures.push_back(eb::FigureJson("fork/exec /bin/true", "us", eb::Summarize(raw)));
@@ -341,6 +351,7 @@ int main(int argc, char** argv) {
   figures.push_back(eb::FigureJson("exec_stream: client CPU per GiB", "CPU-s/GiB", cc));
   figures.push_back(eb::FigureJson("exec_stream: the command's CPU per GiB", "CPU-s/GiB", kc));
   figures.push_back(eb::FigureJson("cp of the file", "s", cs));
+  figures.push_back(eb::FigureJson("cp of the file, then sync of the copy", "s", ds));
   figures.push_back(eb::FigureJson("file_write (client's base64 included)", "s", ws));
   figures.push_back(eb::FigureJson("file_read", "s", rs));
   if (!eb::WriteFigures(json_path, figures)) {

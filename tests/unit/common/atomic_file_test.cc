@@ -3,6 +3,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait_until.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -47,6 +48,32 @@ TEST_F(AtomicFileTest, ReplacesExistingFileAndLeavesNoTemp) {
   ASSERT_TRUE(WriteFileAtomic(path, "one"));
   ASSERT_TRUE(WriteFileAtomic(path, "two"));
   EXPECT_EQ(*ReadFile(path), "two");
+  EXPECT_EQ(EntryCount(), 1u);
+}
+
+// The bytes in pieces (ContentPieces): the file is their concatenation, with the exact mode,
+// and a piece of 1 MiB or more (the early writeback) changes nothing about what is read back.
+TEST_F(AtomicFileTest, PiecesAreWrittenInOrder) {
+  const std::vector<std::string> pieces = {"one,", "", std::string(3 << 20, 'b'), "three"};
+  size_t next = 0;
+  const int dirfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dirfd, 0);
+  // The empty second piece ends them: what follows it is never asked for.
+  auto first = ReplaceFileAt(
+      dirfd, "f", [&]() -> std::string_view { return pieces.at(next++); }, 0640);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(next, 2u);
+  EXPECT_EQ(*ReadFile(dir_ + "/f"), "one,");
+  next = 2;
+  auto second = ReplaceFileAt(
+      dirfd, "f", [&]() -> std::string_view { return next < pieces.size() ? pieces[next++] : ""; },
+      0640);
+  ::close(dirfd);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(*ReadFile(dir_ + "/f"), pieces[2] + "three");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ + "/f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
   EXPECT_EQ(EntryCount(), 1u);
 }
 

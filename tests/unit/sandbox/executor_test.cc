@@ -264,6 +264,24 @@ TEST_F(ExecutorTest, FileWriteRefusesSetuidSetgidAndStickyModes) {
   EXPECT_EQ(Call(ok).outcome, Outcome::kOk);
 }
 
+// A file.write larger than one 8 MiB piece of decoding (the executor decodes its base64 as it
+// writes): the file holds exactly the bytes, the answer their count.
+TEST_F(ExecutorTest, FileWriteOfManyPiecesIsExact) {
+  Open();
+  std::string plain((20 << 20) + 5, '\0');
+  for (size_t i = 0; i < plain.size(); ++i)
+    plain[i] = static_cast<char>((i * 2654435761u) >> 11);
+  InvokeRequest w;
+  w.tool = "file.write";
+  w.args = json{{"path", "big.bin"}, {"content", edge::Base64Encode(plain)}};
+  InvokeResult r = Call(w);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.ToString();
+  EXPECT_EQ(r.payload.at("size"), plain.size());
+  auto back = edge::ReadFile(options_.data_dir + "/sandboxes/_default/root/big.bin", 64 << 20);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == plain);
+}
+
 TEST_F(ExecutorTest, FileToolsNeverRunOnTheCallersThread) {
   Open();
   for (const char* tool : {"sysinfo", "file.list"}) {
