@@ -148,31 +148,43 @@ bool HasVectorPath() {
 
 // Both directions write into a string sized once (no zero fill; the callback returns the size
 // computed here, see common/string_fill.h).
+namespace {
+
+// Writes the Base64EncodedSize(n) characters of in[0, n) to `o`.
+void EncodeTo(const unsigned char* in, size_t n, char* o, bool vector) {
+  size_t i = EncodeVector(in, n, o, vector);
+  o += i / 3 * 4;
+  for (; i + 3 <= n; i += 3, o += 4) {
+    const uint32_t v = uint32_t{in[i]} << 16 | uint32_t{in[i + 1]} << 8 | in[i + 2];
+    o[0] = kAlphabet[v >> 18];
+    o[1] = kAlphabet[(v >> 12) & 63];
+    o[2] = kAlphabet[(v >> 6) & 63];
+    o[3] = kAlphabet[v & 63];
+  }
+  if (i < n) {
+    const uint32_t v = uint32_t{in[i]} << 16 | (i + 1 < n ? uint32_t{in[i + 1]} << 8 : 0);
+    o[0] = kAlphabet[v >> 18];
+    o[1] = kAlphabet[(v >> 12) & 63];
+    o[2] = i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+    o[3] = '=';
+  }
+}
+
+}  // namespace
+
 std::string Encode(std::string_view bytes, bool vector) {
-  const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
-  const size_t n = bytes.size();
-  const size_t size = Base64EncodedSize(n);
   std::string out;
+  EncodeAppend(bytes, out, vector);
+  return out;
+}
+
+void EncodeAppend(std::string_view bytes, std::string& out, bool vector) {
+  const size_t before = out.size(), size = before + Base64EncodedSize(bytes.size());
   ResizeAndOverwrite(out, size, [&](char* o) {
-    size_t i = EncodeVector(in, n, o, vector);
-    o += i / 3 * 4;
-    for (; i + 3 <= n; i += 3, o += 4) {
-      const uint32_t v = uint32_t{in[i]} << 16 | uint32_t{in[i + 1]} << 8 | in[i + 2];
-      o[0] = kAlphabet[v >> 18];
-      o[1] = kAlphabet[(v >> 12) & 63];
-      o[2] = kAlphabet[(v >> 6) & 63];
-      o[3] = kAlphabet[v & 63];
-    }
-    if (i < n) {
-      const uint32_t v = uint32_t{in[i]} << 16 | (i + 1 < n ? uint32_t{in[i + 1]} << 8 : 0);
-      o[0] = kAlphabet[v >> 18];
-      o[1] = kAlphabet[(v >> 12) & 63];
-      o[2] = i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
-      o[3] = '=';
-    }
+    EncodeTo(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), o + before,
+             vector);
     return size;
   });
-  return out;
 }
 
 namespace {
@@ -258,6 +270,10 @@ Result<size_t> Validate(std::string_view text, std::string_view field, bool vect
 
 std::string Base64Encode(std::string_view bytes) {
   return base64_internal::Encode(bytes, /*vector=*/true);
+}
+
+void Base64EncodeAppend(std::string_view bytes, std::string& out) {
+  base64_internal::EncodeAppend(bytes, out, /*vector=*/true);
 }
 
 Result<std::string> Base64Decode(std::string_view text, std::string_view field) {

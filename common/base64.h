@@ -30,6 +30,11 @@ constexpr size_t Base64EncodedSize(size_t n) {
 // RFC 4648 standard base64 of `bytes`, with padding.
 std::string Base64Encode(std::string_view bytes);
 
+// Appends the base64 of `bytes` to `out`. Pieces of a whole encode one after another to the
+// whole's text when every piece but the last is a multiple of 3 bytes long (file_read encodes
+// a file as it reads it, sandbox/file_service.h); reserve `out` first for the whole.
+void Base64EncodeAppend(std::string_view bytes, std::string& out);
+
 // The bytes of base64 `text`. INVALID_ARGUMENT naming `field` and the offset for a length that
 // is not a multiple of 4, a character outside the alphabet, or '=' anywhere but the last one
 // or two places.
@@ -66,6 +71,7 @@ bool HasVectorPath();
 // The same functions with the vector path on (when HasVectorPath()) or off, so that tests
 // compare the two on one machine.
 std::string Encode(std::string_view bytes, bool vector);
+void EncodeAppend(std::string_view bytes, std::string& out, bool vector);
 Result<std::string> Decode(std::string_view text, std::string_view field, bool vector);
 Result<size_t> Validate(std::string_view text, std::string_view field, bool vector);
 

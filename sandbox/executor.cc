@@ -750,10 +750,10 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
   FileService files(std::move(*root), read_cap, [cancel] { return cancel.cancelled(); });
   switch (tool.kind) {
     case ToolKind::kFileRead: {
-      auto content = files.Read(args->path, args->offset, args->length);
+      auto content = files.ReadBase64(args->path, args->offset, args->length);
       if (!content) return fail(content.error());
       r.payload = json{
-          {"path", args->path}, {"size", content->size()}, {"content", Base64Encode(*content)}};
+          {"path", args->path}, {"size", content->size}, {"content", std::move(content->base64)}};
       return r;
     }
     case ToolKind::kFileWrite: {

@@ -11,10 +11,13 @@
 #include <cstdio>
 #include <deque>
 #include <functional>
+#include <memory>
 
 #include "common/atomic_file.h"
+#include "common/base64.h"
 #include "common/huge_pages.h"
 #include "common/random.h"
+#include "common/string_fill.h"
 
 namespace edge::sandbox {
 namespace {
@@ -166,8 +169,8 @@ Status FileService::Write(std::string_view path, const ContentPieces& content,
   return OkStatus();
 }
 
-Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
-                                      std::optional<uint64_t> length) const {
+Result<FileService::OpenRead> FileService::OpenForRead(std::string_view path, uint64_t offset,
+                                                       std::optional<uint64_t> length) const {
   // Resolved O_PATH first: opening a FIFO or a device for reading could block or have side
   // effects, so only a regular file is then reopened (through its /proc link, which names
   // exactly the resolved inode) for reading.
@@ -196,23 +199,62 @@ Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
                          "\" exceeds the limit of " + std::to_string(max_read_bytes_) +
                          " bytes: read it in parts with offset and length");
   }
-  std::string out;
-  ReserveLarge(out, want);  // a file read whole: huge pages (common/huge_pages.h)
-  out.resize(want);
-  uint64_t got = 0;
+  return OpenRead{std::move(fd), offset, want};
+}
+
+Result<uint64_t> FileService::ReadInto(std::string_view path, const OpenRead& file, uint64_t from,
+                                       char* out, uint64_t count) const {
   constexpr uint64_t kStep = 4 << 20;  // a cancel is seen between 4 MiB reads
-  while (got < want) {
+  uint64_t got = 0;
+  while (got < count) {
     if (Cancelled()) return std::unexpected(PathError(ECANCELED, path, "read"));
-    ssize_t n = ::pread(fd.get(), out.data() + got, std::min(want - got, kStep),
-                        static_cast<off_t>(offset + got));
+    ssize_t n = ::pread(file.fd.get(), out + got, std::min(count - got, kStep),
+                        static_cast<off_t>(file.offset + from + got));
     if (n < 0) {
       if (errno == EINTR) continue;
       return std::unexpected(PathError(errno, path, "read"));
     }
-    if (n == 0) break;
+    if (n == 0) break;  // the file shrank since it was opened
     got += static_cast<uint64_t>(n);
   }
-  out.resize(got);
+  return got;
+}
+
+Result<std::string> FileService::Read(std::string_view path, uint64_t offset,
+                                      std::optional<uint64_t> length) const {
+  auto file = OpenForRead(path, offset, length);
+  if (!file) return std::unexpected(file.error());
+  std::string out;
+  Status failed;
+  // A file read whole: huge pages from 8 MiB on (common/string_fill.h), no zero fill.
+  ResizeAndOverwrite(out, file->want, [&](char* p) {
+    auto got = ReadInto(path, *file, 0, p, file->want);
+    if (!got) failed = std::unexpected(got.error());
+    return got.value_or(0);
+  });
+  if (!failed) return std::unexpected(failed.error());
+  return out;
+}
+
+Result<FileService::Base64Read> FileService::ReadBase64(std::string_view path, uint64_t offset,
+                                                        std::optional<uint64_t> length) const {
+  auto file = OpenForRead(path, offset, length);
+  if (!file) return std::unexpected(file.error());
+  // 6 MiB at a time (a multiple of 3, so each piece's text follows the last's): the file's
+  // bytes never sit in memory whole, only their text.
+  constexpr uint64_t kPiece = uint64_t{6} << 20;
+  const uint64_t room = std::min(kPiece, file->want);
+  const auto piece = std::make_unique_for_overwrite<char[]>(room);
+  Base64Read out;
+  ReserveLarge(out.base64, Base64EncodedSize(file->want));
+  while (out.size < file->want) {
+    const uint64_t count = std::min(room, file->want - out.size);
+    auto got = ReadInto(path, *file, out.size, piece.get(), count);
+    if (!got) return std::unexpected(got.error());
+    Base64EncodeAppend(std::string_view(piece.get(), *got), out.base64);
+    out.size += *got;
+    if (*got < count) break;  // the file shrank since it was opened: this piece was its last
+  }
   return out;
 }
 

@@ -56,6 +56,14 @@ class FileService {
   // `length` nullopt = to the end; more than max_read_bytes is RESOURCE_EXHAUSTED.
   Result<std::string> Read(std::string_view path, uint64_t offset = 0,
                            std::optional<uint64_t> length = std::nullopt) const;
+  // The same bytes as their base64 text (common/base64.h), read and encoded 6 MiB at a time:
+  // file_read's answer, without the file's bytes ever whole in memory.
+  struct Base64Read {
+    uint64_t size = 0;   // bytes read
+    std::string base64;  // their text
+  };
+  Result<Base64Read> ReadBase64(std::string_view path, uint64_t offset = 0,
+                                std::optional<uint64_t> length = std::nullopt) const;
   Result<FileInfo> Stat(std::string_view path) const;
   // Entries of a directory, sorted by name (symlinks are reported, not followed). A directory
   // with more than `max_entries` is RESOURCE_EXHAUSTED naming the limit, not a partial list:
@@ -84,6 +92,21 @@ class FileService {
 
  private:
   bool Cancelled() const { return cancelled_ && cancelled_(); }
+
+  // A regular file beneath the root opened for reading, and the part of it to read.
+  struct OpenRead {
+    UniqueFd fd;
+    uint64_t offset = 0;  // where the part starts
+    uint64_t want = 0;    // its bytes, within max_read_bytes_
+  };
+  // Read's and ReadBase64's checks: beneath the root, a regular file, `offset` within it,
+  // the part within max_read_bytes_.
+  Result<OpenRead> OpenForRead(std::string_view path, uint64_t offset,
+                               std::optional<uint64_t> length) const;
+  // Up to `count` bytes of the part from `from` into `out`, 4 MiB per pread, the cancel
+  // checked between them: the bytes read (fewer at the file's end).
+  Result<uint64_t> ReadInto(std::string_view path, const OpenRead& file, uint64_t from, char* out,
+                            uint64_t count) const;
 
   ScopedRoot root_;
   uint64_t max_read_bytes_;

@@ -102,6 +102,27 @@ TEST(Base64Test, LongVectorsAreExact) {
   ExpectBoth(Repeat("\xfb\xef\xbe\xff\xff\xff", 40) + "\xff", Repeat("++++////", 40) + "/w==");
 }
 
+// Pieces whose lengths are multiples of 3 (the last one need not be) append to the whole's
+// text; what `out` held before stays.
+TEST(Base64Test, AppendedPiecesMakeTheWholeText) {
+  std::string out = "prefix:";
+  Base64EncodeAppend("foo", out);
+  Base64EncodeAppend("bar", out);
+  Base64EncodeAppend("f", out);
+  EXPECT_EQ(out, "prefix:Zm9vYmFyZg==");
+  std::mt19937 rng(9);
+  std::string plain(100000, '\0');
+  for (auto& c : plain)
+    c = static_cast<char>(rng());
+  for (bool vector : {false, true}) {
+    std::string joined;
+    for (size_t at = 0; at < plain.size(); at += 3 * 1001) {
+      base64_internal::EncodeAppend(std::string_view(plain).substr(at, 3 * 1001), joined, vector);
+    }
+    EXPECT_EQ(joined, Encode(plain, false)) << "vector " << vector;
+  }
+}
+
 // Every length up to 300 (the vector steps start at 28 bytes and 48 characters): 4 characters
 // per started group of 3, the two paths the same, and back unchanged.
 TEST(Base64Test, EveryLengthRoundTripsOnBothPaths) {

@@ -1,4 +1,5 @@
 #include "sandbox/file_service.h"
+#include "common/base64.h"
 #include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -127,6 +128,51 @@ TEST_P(FileServiceTest, ReadWithOffsetLengthAndCap) {
   EXPECT_EQ(files_->Read("missing").error().code, ErrorCode::kNotFound);
   fs::create_directories(root_ + "/dir");
   EXPECT_EQ(files_->Read("dir").error().code, ErrorCode::kFailedPrecondition);
+}
+
+// ReadBase64: the part Read gives, as its text (vectors by hand), with Read's checks.
+TEST_P(FileServiceTest, ReadBase64IsTheTextOfWhatReadGives) {
+  ASSERT_TRUE(files_->Write("f", "foobar!"));
+  auto whole = files_->ReadBase64("f");
+  ASSERT_TRUE(whole) << whole.error().ToString();
+  EXPECT_EQ(whole->size, 7u);
+  EXPECT_EQ(whole->base64, "Zm9vYmFyIQ==");
+  auto part = files_->ReadBase64("f", 1, 4);  // "ooba"
+  ASSERT_TRUE(part);
+  EXPECT_EQ(part->size, 4u);
+  EXPECT_EQ(part->base64, "b29iYQ==");
+  auto end = files_->ReadBase64("f", 7);
+  ASSERT_TRUE(end);
+  EXPECT_EQ(end->size, 0u);
+  EXPECT_EQ(end->base64, "");
+  EXPECT_EQ(files_->ReadBase64("f", 8).error().code, ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(files_->Write("big", std::string(2000, 'x')));
+  auto big = files_->ReadBase64("big");
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_EQ(big.error().message, files_->Read("big").error().message);
+  EXPECT_EQ(files_->ReadBase64("missing").error().code, ErrorCode::kNotFound);
+  fs::create_directories(root_ + "/dir");
+  EXPECT_EQ(files_->ReadBase64("dir").error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(files_->ReadBase64("out/secret").error().code, ErrorCode::kPathOutsideRoot);
+}
+
+// A file of several 6 MiB pieces and a tail that is not a multiple of 3: the text is the
+// whole part's, from the start and from an offset that is not a multiple of 3 either.
+TEST_P(FileServiceTest, ReadBase64OfManyPiecesIsTheWholeText) {
+  FileService files(*ScopedRoot::Open(root_, GetParam()), 64 << 20);
+  std::string plain((13 << 20) + 1, '\0');
+  for (size_t i = 0; i < plain.size(); ++i)
+    plain[i] = static_cast<char>((i * 2654435761u) >> 13);
+  ASSERT_TRUE(files.Write("big.bin", plain));
+  auto whole = files.ReadBase64("big.bin");
+  ASSERT_TRUE(whole) << whole.error().ToString();
+  EXPECT_EQ(whole->size, plain.size());
+  EXPECT_TRUE(whole->base64 == Base64Encode(plain));
+  auto part = files.ReadBase64("big.bin", 5, 7 << 20);
+  ASSERT_TRUE(part);
+  EXPECT_EQ(part->size, 7u << 20);
+  EXPECT_TRUE(part->base64 == Base64Encode(std::string_view(plain).substr(5, 7 << 20)));
 }
 
 TEST_P(FileServiceTest, StatAndListDescribeEntries) {
