@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/byte_scan.h"
@@ -109,6 +111,12 @@ class JsonReader {
  public:
   JsonReader(std::string_view text, std::string_view what, size_t max_depth)
       : s_(text), what_(what), max_depth_(max_depth) {}
+  // The same over `owned`, whose buffer becomes the value of the first object member string
+  // of at least `take_min` bytes without escapes, once the whole text has been read: that
+  // string's bytes are moved to the front of the buffer (memory already touched) instead of
+  // copied into a new one. Until the read succeeds `owned` is left as it is.
+  JsonReader(std::string& owned, std::string_view what, size_t max_depth, size_t take_min)
+      : s_(owned), what_(what), max_depth_(max_depth), owned_(&owned), take_min_(take_min) {}
 
   Result<json> Read() {
     if (s_.starts_with("\xEF\xBB\xBF")) i_ = 3;
@@ -136,9 +144,14 @@ class JsonReader {
           continue;
         }
       } else if (c == '"') {
-        auto str = ReadString();
+        const bool member = !open_.empty() && open_.back().object;
+        auto str = ReadString(member && owned_ != nullptr && taken_.slot == nullptr);
         if (!str) return std::unexpected(str.error());
         *slot = std::move(*str);
+        if (candidate_) {
+          taken_ = {slot, candidate_->first, candidate_->second};  // filled in at the end
+          candidate_.reset();
+        }
       } else if (c == 't' || c == 'f' || c == 'n') {
         const std::string_view word = c == 't' ? "true" : c == 'f' ? "false" : "null";
         for (size_t k = 0; k < word.size(); ++k) {
@@ -170,6 +183,7 @@ class JsonReader {
                                 ShowByte(static_cast<unsigned char>(s_[i_])) +
                                 " after the value; expected end of input");
           }
+          if (taken_.slot != nullptr) Take();
           return root;
         }
         const bool object = open_.back().object;
@@ -229,18 +243,38 @@ class JsonReader {
       return Fail(i_, "syntax error: unexpected " + ShowByte(static_cast<unsigned char>(s_[i_])) +
                           "; expected an object key (a string)");
     }
-    auto key = ReadString();
+    auto key = ReadString(false);
     if (!key) return std::unexpected(key.error());
     SkipSpace();
     if (i_ >= s_.size() || s_[i_] != ':') {
       return Fail(i_, "syntax error: expected ':' after the object key");
     }
     ++i_;
-    return &(*top.node)[std::move(*key)];
+    auto [it, inserted] = top.node->get_ref<json::object_t&>().try_emplace(std::move(*key));
+    // A repeated key replaces its value, which may hold the string to take: it is copied
+    // now, while its slot still exists, and nothing is taken.
+    if (!inserted && taken_.slot != nullptr) {
+      *taken_.slot = std::string(s_.substr(taken_.begin, taken_.size));
+      taken_ = {};
+    }
+    return &it->second;
   }
 
-  // At the opening quote. Plain runs are copied whole; escapes are decoded.
-  Result<std::string> ReadString() {
+  // The whole text was read: the string to take goes to the front of the owned buffer, and
+  // the buffer into its slot.
+  void Take() {
+    std::string& buffer = *owned_;
+    std::memmove(buffer.data(), buffer.data() + taken_.begin, taken_.size);
+    buffer.resize(taken_.size);
+    *taken_.slot = std::move(buffer);
+    taken_ = {};
+    s_ = {};  // it was the buffer
+  }
+
+  // At the opening quote. Plain runs are copied whole; escapes are decoded. When `may_take`
+  // and the string has no escapes and at least take_min_ bytes, nothing is copied: an empty
+  // string comes back and candidate_ holds where the bytes are.
+  Result<std::string> ReadString(bool may_take) {
     const size_t opened = i_++;
     std::string out;
     size_t run = i_;  // start of the plain bytes not yet copied
@@ -261,6 +295,11 @@ class JsonReader {
       }
       const auto c = static_cast<unsigned char>(s_[i_]);
       if (c == '"') {
+        if (may_take && out.empty() && i_ - run >= take_min_) {
+          candidate_.emplace(run, i_ - run);
+          ++i_;
+          return out;
+        }
         // A file's base64 (file_write) is hundreds of MB: huge pages (common/huge_pages.h).
         if (out.empty() && i_ - run >= kHugePageAdviceMinBytes) ReserveLarge(out, i_ - run);
         out.append(s_.data() + run, i_ - run);
@@ -438,6 +477,13 @@ class JsonReader {
   size_t max_depth_;
   size_t i_ = 0;
   std::vector<Open> open_;
+  std::string* owned_ = nullptr;  // the text's own buffer, when it may be taken
+  size_t take_min_ = 0;
+  std::optional<std::pair<size_t, size_t>> candidate_;  // the string ReadString just left
+  struct Taken {
+    json* slot = nullptr;  // an object member's value: stays valid (map nodes do not move)
+    size_t begin = 0, size = 0;
+  } taken_;
 };
 
 // A string as nlohmann dumps it with error_handler_t::replace.
@@ -508,6 +554,16 @@ size_t SizeHint(const json& j) {
 }
 
 }  // namespace
+
+Result<nlohmann::json> ParseJsonBoundedInPlace(std::string& text, std::string_view what,
+                                               size_t max_depth, size_t take_min_bytes) {
+  auto read = JsonReader(text, what, max_depth, take_min_bytes).Read();
+  // A refusal left the text as it was.
+  if (!read) {
+    if (auto st = CheckJsonDepth(text, what, max_depth); !st) return std::unexpected(st.error());
+  }
+  return read;
+}
 
 Result<nlohmann::json> ParseJsonBounded(std::string_view text, std::string_view what,
                                         size_t max_depth) {

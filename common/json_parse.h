@@ -43,6 +43,18 @@ Status CheckJsonDepth(std::string_view text, std::string_view what,
 Result<nlohmann::json> ParseJsonBounded(std::string_view text, std::string_view what,
                                         size_t max_depth = kDefaultJsonMaxDepth);
 
+// The least size of a string ParseJsonBoundedInPlace takes instead of copying.
+inline constexpr size_t kJsonInPlaceStringMinBytes = size_t{8} << 20;
+
+// The same answer, errors included, for a text the caller gives up: the first string of at
+// least `take_min_bytes` without escapes that is an object member's value (file_write's
+// `content`, hundreds of MB of base64) becomes that value in `text`'s own buffer, its bytes
+// moved to the front of memory already touched, rather than a copy in fresh memory. On
+// success `text` is unspecified (emptied when taken); on a refusal it is unchanged.
+Result<nlohmann::json> ParseJsonBoundedInPlace(std::string& text, std::string_view what,
+                                               size_t max_depth = kDefaultJsonMaxDepth,
+                                               size_t take_min_bytes = kJsonInPlaceStringMinBytes);
+
 // What j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) returns, byte for
 // byte, without nlohmann's per-byte UTF-8 state machine on strings: valid UTF-8 strings go
 // through AppendJsonString (sixteen bytes at a time), anything else through nlohmann. For

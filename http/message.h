@@ -60,6 +60,11 @@ class Exchange {
  public:
   virtual ~Exchange() = default;
   virtual const Request& request() const = 0;
+  // The request's body, handed over: the server's exchange leaves request().body empty (this
+  // default, for other exchanges, copies it). For a handler that parses a body of hundreds of
+  // MB in its own buffer (the worker door's file_write). Call it from the one thread that
+  // reads the body, before anything else does.
+  virtual std::string TakeBody() { return request().body; }
 
   virtual void Respond(Response response) = 0;
 

@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -196,6 +197,7 @@ class ExchangeImpl final : public Exchange {
   }
 
   const Request& request() const override { return request_; }
+  std::string TakeBody() override { return std::exchange(request_.body, std::string()); }
 
   void Respond(Response response) override {
     if (answered_.exchange(true)) return;

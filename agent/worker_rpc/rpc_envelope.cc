@@ -34,8 +34,10 @@ json LeaseToJson(const sandbox::Lease& lease) {
           {"expires_at", FormatRfc3339(lease.expires_at)}};
 }
 
-Result<RpcRequest> ParseRpcRequest(std::string_view body) {
-  auto j = ParseJsonBounded(body, "request body");
+namespace {
+
+// The envelope out of the parsed body (what ParseRpcRequest checks after the JSON itself).
+Result<RpcRequest> RequestFromJson(Result<json> j) {
   if (!j) return std::unexpected(j.error());
   if (!j->is_object()) {
     return Bad(std::string("request body must be a JSON object, got ") + j->type_name());
@@ -76,6 +78,16 @@ Result<RpcRequest> ParseRpcRequest(std::string_view body) {
     r.lease = std::move(lease);
   }
   return r;
+}
+
+}  // namespace
+
+Result<RpcRequest> ParseRpcRequest(std::string_view body) {
+  return RequestFromJson(ParseJsonBounded(body, "request body"));
+}
+
+Result<RpcRequest> ParseRpcRequestInPlace(std::string body) {
+  return RequestFromJson(ParseJsonBoundedInPlace(body, "request body"));
 }
 
 unsigned HttpStatus(ErrorCode code) {

@@ -31,6 +31,9 @@ struct RpcRequest {
 // no method, a lease field missing or malformed. Unknown top-level keys are ignored (the
 // contract may grow). Nesting deeper than 64 levels is refused.
 Result<RpcRequest> ParseRpcRequest(std::string_view body);
+// The same for a body the caller gives up: a file_write's content of hundreds of MB becomes
+// params.content in the body's own buffer, not a copy (ParseJsonBoundedInPlace).
+Result<RpcRequest> ParseRpcRequestInPlace(std::string body);
 
 // Lease times on this wire are RFC 3339 (common/rfc3339.h).
 using edge::FormatRfc3339;

@@ -214,7 +214,7 @@ void WorkerRpcHandler::HandleRpc(const std::shared_ptr<http::Exchange>& exchange
   call->headers = std::move(headers);
   if (!call->headers.empty()) call->request_id = call->headers[0].second;
   call->worker_id = options_.worker_id;
-  auto parsed = ParseRpcRequest(exchange->request().body);
+  auto parsed = ParseRpcRequestInPlace(exchange->TakeBody());
   if (!parsed) {
     Log()->info("rpc bad request request_id={}: {}",
                 call->request_id.empty() ? "-" : call->request_id, parsed.error().message);

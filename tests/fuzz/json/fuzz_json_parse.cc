@@ -3,7 +3,8 @@
 // types, floats bit for bit); what either refuses the other refuses too — except a document
 // nested deeper than the limit, and bytes after a NUL that follows the value (nlohmann stops
 // reading there), which only ours refuses. DumpJson of what was read must equal
-// nlohmann's dump with replacement.
+// nlohmann's dump with replacement. ParseJsonBoundedInPlace must answer exactly as
+// ParseJsonBounded does.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,6 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!edge::CheckJsonDepth(text, "fuzz input")) {
     if (ours) __builtin_trap();  // deeper than the limit: ours must refuse
     return 0;
+  }
+  // In place, every member string taken (take_min 0): the same answer, errors included, and
+  // a refused text left as it was.
+  std::string owned(text);
+  auto in_place = edge::ParseJsonBoundedInPlace(owned, "fuzz input", edge::kDefaultJsonMaxDepth, 0);
+  if (in_place.has_value() != ours.has_value()) __builtin_trap();
+  if (ours && !edge::testing::SameJson(*in_place, *ours)) __builtin_trap();
+  if (!ours && (in_place.error().message != ours.error().message || owned != text)) {
+    __builtin_trap();
   }
   json theirs;
   bool ok = true;

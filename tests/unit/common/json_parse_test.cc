@@ -387,6 +387,19 @@ TEST(JsonParse, AcceptsAndBuildsExactlyWhatNlohmannDoes) {
       ok = false;
     }
     auto got = ParseJsonBounded(text, "x");
+    // In place, taking every member string it may (from 0 bytes) or only some (from 3): the
+    // same answer, error messages included.
+    for (size_t take_min : {size_t{0}, size_t{3}}) {
+      std::string owned = text;
+      auto in_place = ParseJsonBoundedInPlace(owned, "x", kDefaultJsonMaxDepth, take_min);
+      ASSERT_EQ(in_place.has_value(), got.has_value()) << text;
+      if (got) {
+        ASSERT_TRUE(SameJson(*in_place, *got)) << text << " take_min " << take_min;
+      } else {
+        ASSERT_EQ(in_place.error().message, got.error().message) << text;
+        ASSERT_EQ(owned, text) << "a refusal leaves the text as it was";
+      }
+    }
     if (!got && ok && text.find('\0') != std::string::npos) {
       // The one difference by design: nlohmann ends the text at a NUL after the value.
       EXPECT_NE(got.error().message.find("byte 0x00"), std::string::npos) << got.error().message;
@@ -405,6 +418,68 @@ TEST(JsonParse, AcceptsAndBuildsExactlyWhatNlohmannDoes) {
   // Both kinds were exercised in earnest.
   EXPECT_GT(accepted, 5000);
   EXPECT_GT(refused, 5000);
+}
+
+// ParseJsonBoundedInPlace: file_write's request, with a 9 MiB content, gives the value
+// ParseJsonBounded gives, and that content is the text's own buffer, not a copy.
+TEST(JsonParse, InPlaceTakesTheLargeStringsBuffer) {
+  const std::string content(9 << 20, 'A');
+  std::string text = R"({"id":"b","method":"worker.file_write","params":{"path":"big.bin",)"
+                     R"("content":")" +
+                     content + R"(","mode":"0600"}})";
+  const std::string copy = text;
+  const char* const buffer = text.data();
+  auto want = ParseJsonBounded(copy, "request body");
+  ASSERT_TRUE(want.has_value());
+  auto got = ParseJsonBoundedInPlace(text, "request body");
+  ASSERT_TRUE(got.has_value()) << got.error().message;
+  EXPECT_TRUE(SameJson(*got, *want));
+  const auto& taken = got->at("params").at("content").get_ref<const std::string&>();
+  EXPECT_EQ(taken.data(), buffer);
+  EXPECT_TRUE(taken == content);
+  EXPECT_TRUE(text.empty());
+  // Below the threshold nothing is taken, and the text is as it was.
+  std::string small = R"({"content":"QUJD"})";
+  auto kept = ParseJsonBoundedInPlace(small, "x");
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->at("content"), "QUJD");
+  EXPECT_EQ(small, R"({"content":"QUJD"})");
+}
+
+// The cases where a taken string's slot changes under it, or it must not be taken at all:
+// the same values as ParseJsonBounded, with every string a candidate (take_min 0).
+TEST(JsonParse, InPlaceGivesTheSameValuesWhereTakingIsSubtle) {
+  const std::vector<std::string> texts = {
+      R"({"p":{"c":"big"},"p":{"c":""}})",  // the taken string's parent replaced: ""
+      R"({"p":{"c":"big"},"x":1,"x":2})",   // another key repeated: "big" stays
+      R"({"a":"x","a":"y"})",               // the taken string itself replaced
+      R"({"a":"x","b":"y"})",               // only the first is taken
+      R"(["big",{"a":["c"]}])",             // array elements are never taken
+      R"("big")",                           // nor the root
+      R"({"c":"a\nb","d":"e"})",            // nor a string with an escape
+      R"({"c":"caf\u00e9"})",
+      "{\"c\":\"caf\xc3\xa9\",\"c\":\"x\",\"d\":{\"e\":\"f\"}}",
+      "\xEF\xBB\xBF{\"c\":\"bom\"}",  // after a byte order mark
+  };
+  for (const std::string& text : texts) {
+    auto want = ParseJsonBounded(text, "x");
+    ASSERT_TRUE(want.has_value()) << text;
+    std::string owned = text;
+    auto got = ParseJsonBoundedInPlace(owned, "x", kDefaultJsonMaxDepth, 0);
+    ASSERT_TRUE(got.has_value()) << text;
+    EXPECT_TRUE(SameJson(*got, *want))
+        << text << "\nin place: " << got->dump() << "\nexpected: " << want->dump();
+  }
+  // Refused after a string that would be taken: the same error, the text untouched.
+  for (const std::string& text : {std::string(R"({"c":"big",})"), std::string(R"({"c":"big"} x)"),
+                                  Nested(65, '[', ']') + R"({"c":"big")"}) {
+    std::string owned = text;
+    auto got = ParseJsonBoundedInPlace(owned, "x", kDefaultJsonMaxDepth, 0);
+    auto want = ParseJsonBounded(text, "x");
+    ASSERT_FALSE(got.has_value()) << text;
+    EXPECT_EQ(got.error().message, want.error().message);
+    EXPECT_EQ(owned, text);
+  }
 }
 
 TEST(DumpJson, WritesWhatNlohmannDumpsWithReplace) {

@@ -91,6 +91,28 @@ class HttpServerTest : public ::testing::Test {
   std::unique_ptr<Server> server_;
 };
 
+// TakeBody hands the body over without a copy: the same bytes, and request().body is empty
+// after it.
+TEST_F(HttpServerTest, TakeBodyHandsTheBodyOver) {
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    const char* before = ex->request().body.data();
+    std::string body = ex->TakeBody();
+    const bool same_buffer = body.data() == before;
+    ex->Respond({.status = 200,
+                 .body = body + "|" + std::to_string(ex->request().body.size()) + "|" +
+                         (same_buffer ? "moved" : "copied"),
+                 .content_type = "text/plain"});
+  };
+  Start();
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  const std::string sent(100000, 'z');  // past the small-string buffer
+  auto r = c->Send({.method = "POST", .target = "/x", .body = sent});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->status, 200u);
+  EXPECT_TRUE(r->body == sent + "|0|moved") << r->body.substr(sent.size());
+}
+
 TEST_F(HttpServerTest, AScreenedRequestIsAnsweredFromItsHeadersBeforeItsBodyIsRead) {
   std::atomic<int> calls{0};
   handler_.fn = [&](std::shared_ptr<Exchange> ex) {
