@@ -285,8 +285,8 @@ Result<size_t> Base64Validate(std::string_view text, std::string_view field) {
 }
 
 Base64PieceDecoder::Base64PieceDecoder(std::string_view valid_text, size_t piece_bytes)
-    : text_(valid_text),
-      pad_(base64_internal::PaddingOf(valid_text)),
+    : text_(valid_text.substr(0, valid_text.size() / 4 * 4)),  // whole groups only
+      pad_(base64_internal::PaddingOf(text_)),
       piece_chars_(std::max<size_t>(piece_bytes / 3, 1) * 4) {}
 
 std::string_view Base64PieceDecoder::Next() {

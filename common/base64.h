@@ -47,7 +47,8 @@ Result<size_t> Base64Validate(std::string_view text, std::string_view field);
 // The bytes of a text that Base64Validate accepted, a piece at a time, into one buffer of
 // about `piece_bytes` that it allocates once and reuses: for writing a file of hundreds of MB
 // without holding it decoded whole (file_write, sandbox/file_service.h). Owns its buffer; the
-// text must outlive it. A text Base64Validate refused gives unspecified bytes, never a fault.
+// text must outlive it. A text Base64Validate refused gives unspecified bytes (a last group
+// cut short is dropped), never a read or write outside the text or the buffer.
 class Base64PieceDecoder {
  public:
   Base64PieceDecoder(std::string_view valid_text, size_t piece_bytes);

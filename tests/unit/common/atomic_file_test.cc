@@ -66,7 +66,11 @@ TEST_F(AtomicFileTest, PiecesAreWrittenInOrder) {
   EXPECT_EQ(*ReadFile(dir_ + "/f"), "one,");
   next = 2;
   auto second = ReplaceFileAt(
-      dirfd, "f", [&]() -> std::string_view { return next < pieces.size() ? pieces[next++] : ""; },
+      dirfd, "f",
+      [&]() -> std::string_view {
+        // A view of the piece itself: `cond ? pieces[i] : ""` would be a temporary string.
+        return next < pieces.size() ? std::string_view(pieces[next++]) : std::string_view();
+      },
       0640);
   ::close(dirfd);
   ASSERT_TRUE(second.has_value());
