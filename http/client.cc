@@ -1,5 +1,6 @@
 #include "http/client.h"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -10,7 +11,7 @@
 #include <limits>
 #include <variant>
 
-#include "common/huge_pages.h"
+#include "common/string_fill.h"
 
 namespace edge::http {
 namespace {
@@ -26,6 +27,9 @@ constexpr size_t kReadBufferBytes = 64 * 1024;  // the header's reads (beast's a
 // room it was given: a stream that is already there is taken a megabyte a read (the size of
 // the worker door's chunks), a small answer never grows the buffer.
 constexpr size_t kMaxBodyReadBytes = 1024 * 1024;
+// An answer held in memory with a Content-Length of this or more is read straight into its
+// body (Exchange), not through the read buffer and beast's parser.
+constexpr size_t kDirectBodyBytes = 1024 * 1024;
 constexpr uint32_t kMaxHeaderBytes = 64 * 1024;  // an answer's header fields (header_limit)
 constexpr int kMaxInterimAnswers = 8;            // 1xx answers before the final one
 
@@ -107,21 +111,43 @@ struct Client::Impl {
     return result;
   }
 
-  // One read of a body's bytes into `buffer`, as many as the kernel has up to `room`.
-  beast::error_code ReadSome(size_t room, size_t& got) {
+  // One read into `into`, as many bytes as the kernel has up to its size.
+  beast::error_code ReadInto(net::mutable_buffer into, size_t& got) {
     beast::error_code ec;
     got = 0;
     With([&](auto& s) {
       ec = Await([&](auto h) {
-        s.async_read_some(buffer.prepare(room),
-                          [&got, h = std::move(h)](beast::error_code e, size_t n) mutable {
-                            got = n;
-                            h(e);
-                          });
+        s.async_read_some(into, [&got, h = std::move(h)](beast::error_code e, size_t n) mutable {
+          got = n;
+          h(e);
+        });
       });
     });
+    return ec;
+  }
+  // One read of a body's bytes into `buffer`, as many as the kernel has up to `room`.
+  beast::error_code ReadSome(size_t room, size_t& got) {
+    const auto ec = ReadInto(buffer.prepare(room), got);
     buffer.commit(got);
     return ec;
+  }
+  // The rest of a body of `length` bytes, read straight into place in `body` (sized for it at
+  // once, huge pages from 8 MiB): what the header's reads brought first, then reads of all
+  // that is missing, each bounded by `timeout`. A file_read's answer of hundreds of MB is not
+  // copied once more from the read buffer, 64 KiB at a time.
+  beast::error_code ReadBodyDirect(size_t length, std::string& body) {
+    ResizeUninitialized(body, length);  // every byte is read into place before it is seen
+    size_t have = std::min(buffer.size(), length);
+    net::buffer_copy(net::buffer(body.data(), have), buffer.data());
+    buffer.consume(have);
+    while (have < length) {
+      size_t got = 0;
+      auto ec = ReadInto(net::buffer(body.data() + have, length - have), got);
+      if (ec == net::error::eof) return bhttp::error::partial_message;
+      if (ec) return ec;
+      have += got;
+    }
+    return {};
   }
 
   // A read that failed, saying why and naming the peer: a malformed or oversized answer, one
@@ -247,14 +273,6 @@ struct Client::Impl {
       return piece.size();
     };
     if (on_data != nullptr) parser.on_chunk_body(on_chunk);
-    // An answer of a whole file (file_read) held in memory is reserved here for its
-    // Content-Length, with huge pages, before its first byte lands (common/huge_pages.h);
-    // beast's own reserve for it, as the body starts, then finds the room there. (The body
-    // limit checked the length as the header ended.)
-    if (const auto length = parser.content_length();
-        on_data == nullptr && !parser.chunked() && length && *length >= kHugePageAdviceMinBytes) {
-      ReserveLarge(parser.get().body(), static_cast<size_t>(*length));
-    }
     Response out;
     const auto& h = parser.get();
     out.status = h.result_int();
@@ -262,6 +280,18 @@ struct Client::Impl {
       out.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     }
     out.content_type = std::string(h[bhttp::field::content_type]);
+    // (The body limit checked the Content-Length as the header ended.)
+    if (const auto length = parser.content_length(); on_data == nullptr && !parser.is_done() &&
+                                                     !parser.chunked() && length &&
+                                                     *length >= kDirectBodyBytes) {
+      if (ec = ReadBodyDirect(static_cast<size_t>(*length), out.body); ec) {
+        out.body.clear();
+        Close();
+        return ReadFailed(ec);
+      }
+      if (switched || !parser.get().keep_alive()) Close();
+      return out;
+    }
     // The body: what the header's reads brought first, then reads of growing size, each
     // parsed as it comes (beast's own body reads are 64 KiB at most).
     size_t room = kReadBufferBytes;

@@ -25,6 +25,22 @@ std::string_view Request::Query() const {
   return SplitTarget(target).query;
 }
 
+size_t Response::BodySize() const {
+  size_t n = body.size();
+  for (const auto& piece : more_body)
+    n += piece.size();
+  return n;
+}
+
+std::string Response::JoinedBody() const {
+  std::string out;
+  out.reserve(BodySize());
+  out += body;
+  for (const auto& piece : more_body)
+    out += piece;
+  return out;
+}
+
 Result<std::shared_ptr<WebSocket>> Exchange::AcceptWebSocket(const WebSocketOptions&,
                                                              std::shared_ptr<WebSocketHandler>) {
   const std::string message = "this exchange cannot be upgraded to a WebSocket";

@@ -50,6 +50,15 @@ struct Response {
   Headers headers;  // Content-Length is set by the server
   std::string body;
   std::string content_type = "application/json";
+  // More of the body, after `body`, in order: each piece is written from where it is rather
+  // than copied behind the rest (file_read's answer: hundreds of MB of base64 between a short
+  // envelope's two halves, common/json_parse.h DumpJsonPieces). Content-Length counts them.
+  std::vector<std::string> more_body;
+
+  // The body's size, `more_body` included.
+  size_t BodySize() const;
+  // The whole body in one string (a copy; for tests and small answers).
+  std::string JoinedBody() const;
 };
 
 // One request/response exchange. Exactly one of Respond, BeginStream (followed by chunks

@@ -8,6 +8,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -24,8 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/huge_pages.h"
 #include "common/log.h"
+#include "common/string_fill.h"
 #include "http/server_impl.h"
 #include "http/websocket_connection.h"
 
@@ -381,15 +382,28 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     // §9.3.2), so the connection stays in step.
     const bool head = exchange_->request().method == "HEAD";
     std::string bytes =
-        Head(r.status, r.headers, r.content_type, r.body.size(), false, close, http10_ && !close);
+        Head(r.status, r.headers, r.content_type, r.BodySize(), false, close, http10_ && !close);
     const After after = close ? After::kClose : After::kNext;
     if (head) return Queue(std::move(bytes), nullptr, after);
-    // A large body is written as it is, after its head, rather than copied behind it.
-    if (r.body.size() >= kSeparateBodyBytes) {
-      Queue(std::move(bytes), nullptr, After::kNone);
-      return Queue(std::move(r.body), nullptr, after);
-    }
-    Queue(std::move(bytes.append(r.body)), nullptr, after);
+    // A large piece of the body is a write of its own, from where it is, rather than copied
+    // behind what comes before it; small pieces join the write before them (never a large
+    // one, which would grow and copy). The last write ends the answer.
+    std::vector<std::string> writes;
+    writes.push_back(std::move(bytes));
+    auto add = [&](std::string& piece) {
+      if (piece.size() < kSeparateBodyBytes) {
+        writes.back().append(piece);
+        return;
+      }
+      writes.push_back(std::move(piece));
+      writes.emplace_back();
+    };
+    add(r.body);
+    for (auto& piece : r.more_body)
+      add(piece);
+    if (writes.back().empty()) writes.pop_back();
+    for (size_t i = 0; i < writes.size(); ++i)
+      Queue(std::move(writes[i]), nullptr, i + 1 == writes.size() ? after : After::kNone);
   }
   void DoBeginStream(uint64_t gen, unsigned status, Headers h, std::string ctype) override {
     if (closed_ || gen != gen_ || !exchange_) return;
@@ -431,6 +445,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   static constexpr size_t kSeparateBodyBytes = 64 << 10;
   static constexpr size_t kIdleReadBytes = 4096;           // the first read of a request
   static constexpr size_t kLargeBodyReadBytes = 64 << 10;  // beast's most in one read
+  static constexpr size_t kDirectBodyBytes = 1 << 20;      // ReadBodyDirect from this size
   struct Write {
     std::string bytes;
     std::function<void(bool)> cb;
@@ -497,6 +512,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void ReadBody() {
+    if (!parser_->chunked() && parser_->content_length().value_or(0) >= kDirectBodyBytes) {
+      return ReadBodyDirect(static_cast<size_t>(*parser_->content_length()));
+    }
     // Beast reads a body as far as the buffer has room: 4 KiB between requests (ReadNext),
     // 64 KiB while a large body arrives — a 358 MB upload in 4 KiB reads spent more on
     // syscalls, wake-ups and timers than on the bytes (issue 14). The room goes back in
@@ -507,17 +525,32 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       buffer_.reserve(kLargeBodyReadBytes);
       large_body_room_ = true;
     }
-    // The body of a whole file (file_write) is reserved here for its Content-Length, with
-    // huge pages, before its first byte lands (common/huge_pages.h); beast's own reserve for
-    // it, as the body starts, then finds the room there. (The header's limit checked it.)
-    if (!parser_->chunked() && length >= kHugePageAdviceMinBytes) {
-      ReserveLarge(parser_->get().body(), length);
-    }
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = this->shared_from_this()](Clean ec, size_t) {
                         if (ec) return self->ReadFailed(ec);
                         self->Dispatch();
                       });
+  }
+
+  // A body of kDirectBodyBytes or more with a Content-Length (file_write's: hundreds of MB)
+  // is read straight into the request's body, sized for it at once (with huge pages,
+  // common/huge_pages.h), and not through the read buffer and beast's parser, which copy it
+  // once more, 64 KiB at a time. Each read asks for all that is missing. The header's limit
+  // checked the length against max_body_bytes; read_timeout still bounds the whole request,
+  // and a client gone before the last byte closes the connection with the body unseen.
+  void ReadBodyDirect(size_t length) {
+    std::string& body = direct_body_.emplace();
+    const size_t have = std::min(buffer_.size(), length);
+    // The bytes past `have` are read into place below before anything looks at the body.
+    ResizeUninitialized(body, length);
+    net::buffer_copy(net::buffer(body.data(), have), buffer_.data());
+    buffer_.consume(have);
+    if (have == length) return Dispatch();
+    net::async_read(stream_, net::buffer(body.data() + have, length - have), WholeWrites{},
+                    [self = this->shared_from_this()](Clean ec, size_t) {
+                      if (ec) return self->ReadFailed(ec);
+                      self->Dispatch();
+                    });
   }
 
   void ReadFailed(Clean ec) {
@@ -552,8 +585,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     exchange_.reset();
     ++gen_;
     tcp().expires_never();
-    Queue(Head(r.status, r.headers, r.content_type, r.body.size(), false, true, false) +
-              (head ? std::string() : r.body),
+    Queue(Head(r.status, r.headers, r.content_type, r.BodySize(), false, true, false) +
+              (head ? std::string() : r.JoinedBody()),
           nullptr, After::kClose);
   }
 
@@ -591,7 +624,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       buffer_.shrink_to_fit();
     }
     Request req = HeadOf(msg);
-    req.body = std::move(msg.body());
+    req.body = direct_body_ ? std::move(*direct_body_) : std::move(msg.body());
+    direct_body_.reset();
     keep_alive_ = req.keep_alive;
     http10_ = msg.version() < 11;
     // Kept (without its body) for the handshake, in case the handler accepts the upgrade.
@@ -726,6 +760,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   beast::flat_buffer buffer_;
   bool large_body_room_ = false;  // ReadBody reserved kLargeBodyReadBytes: Dispatch gives it back
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<std::string> direct_body_;  // ReadBodyDirect's body, until Dispatch
   std::optional<bhttp::request<bhttp::string_body>> upgrade_request_;
   std::optional<Response> screened_refusal_;  // Screen's answer to a request without a body
   std::shared_ptr<ExchangeImpl> exchange_;

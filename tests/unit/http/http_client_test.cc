@@ -370,7 +370,12 @@ TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnecti
     bool streamed;  // SendStreaming (else Send)
     std::string want;
     std::string handed_over;  // what SendStreaming's callback must have had
+    size_t max_response_bytes = 1024;
   };
+  // A body of a megabyte or more is read straight into place, not through beast's parser: cut
+  // short or reset, it is refused as the parser's are.
+  const std::string megabyte_cut =
+      "HTTP/1.1 200 OK\r\nContent-Length: 2097152\r\n\r\n" + std::string(1 << 20, 'm');
   const std::string big_header =
       "HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n";
   const std::vector<Case> cases = {
@@ -404,12 +409,17 @@ TEST(HttpClientTest, EveryMalformedAnswerIsRefusedWithWhatWasWrongAndTheConnecti
       {"a connection reset in the middle of the body",
        "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", kReset, false,
        "the connection to 127.0.0.1:", ""},
+      {"a megabyte body cut short", megabyte_cut, kClose, false,
+       "closed the connection before the whole answer came: partial message", "", 4u << 20},
+      {"a megabyte body past max_response_bytes", megabyte_cut, kOpen, false,
+       "is longer than the 1048576 bytes a held answer may have (max_response_bytes)", "",
+       1u << 20},
   };
   for (const auto& k : cases) {
     SCOPED_TRACE(k.name);
     SilentPeer peer;
-    auto c =
-        Client::Connect("127.0.0.1", peer.port(), {.timeout = 10s, .max_response_bytes = 1024});
+    auto c = Client::Connect("127.0.0.1", peer.port(),
+                             {.timeout = 10s, .max_response_bytes = k.max_response_bytes});
     ASSERT_TRUE(c) << c.error().ToString();
     std::thread server = peer.AnswerOnce([&](int fd) {
       WriteAll(fd, k.answer);

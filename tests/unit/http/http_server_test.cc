@@ -64,14 +64,16 @@ class HttpServerTest : public ::testing::Test {
     EXPECT_TRUE(c) << c.error().message;
     return c ? std::move(*c) : nullptr;
   }
-  // A raw socket: sends `bytes`, then reads until the server closes (or 10 s).
-  std::string RawExchange(const std::string& bytes, bool read_all = true) {
+  // A raw socket: sends `bytes` (then ends its side when `half_close`), then reads until the
+  // server closes (or 10 s).
+  std::string RawExchange(const std::string& bytes, bool read_all = true, bool half_close = false) {
     net::io_context io;
     tcp::socket s(io);
     s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), server_->port()));
     timeval tv{10, 0};
     ::setsockopt(s.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     net::write(s, net::buffer(bytes));
+    if (half_close) s.shutdown(tcp::socket::shutdown_send);
     std::string out;
     char buf[4096];
     boost::system::error_code ec;
@@ -577,6 +579,91 @@ TEST_F(HttpServerTest, RequestsPipelinedBehindALargeBodyAreAnsweredInOrder) {
   EXPECT_EQ(n, 3);
   std::lock_guard lock(mu);
   EXPECT_EQ(sizes, "/big=204800BE;/chunked=98304cd;/after=0;");
+}
+
+// A body of a megabyte or more with a Content-Length is read straight into place (not through
+// beast's parser): its bytes arrive whole and in order, a request pipelined behind it in the
+// same write is the next request, and one whose client closes before the last byte never
+// reaches the handler. Over a kept-alive client connection too.
+TEST_F(HttpServerTest, AMegabyteBodyIsReadIntoPlaceAndWhatFollowsItIsTheNextRequest) {
+  std::atomic<int> n{0};
+  std::mutex mu;
+  std::vector<std::string> bodies;
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    {
+      std::lock_guard lock(mu);
+      bodies.push_back(ex->TakeBody());
+    }
+    ex->Respond({.body = std::string(ex->request().Path())});
+    ++n;
+  };
+  Start();
+  const std::string big = Pattern((2u << 20) + 7, 5);
+  auto out =
+      RawExchange("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(big.size()) +
+                  "\r\n\r\n" + big +
+                  "POST /after HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                  "Connection: close\r\n\r\nxyz");
+  const auto a = out.find("/big"), b = out.find("/after");
+  EXPECT_NE(a, std::string::npos) << out;
+  EXPECT_NE(b, std::string::npos) << out;
+  EXPECT_LT(a, b);
+  ASSERT_EQ(n, 2);
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(bodies.size(), 2u);
+    EXPECT_TRUE(bodies[0] == big) << "the body's " << bodies[0].size() << " bytes differ";
+    EXPECT_EQ(bodies[1], "xyz");
+  }
+
+  // Cut short: the client sends half of what it announced, then closes.
+  out =
+      RawExchange("POST /cut HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(big.size()) +
+                      "\r\n\r\n" + big.substr(0, big.size() / 2),
+                  true, true);
+  EXPECT_EQ(out, "");
+  EXPECT_EQ(n, 2) << "a body cut short reached the handler";
+
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  for (int i = 0; i < 2; ++i) {
+    auto r = c->Send({.method = "POST", .target = "/kept", .body = big});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->body, "/kept");
+  }
+  std::lock_guard lock(mu);
+  ASSERT_EQ(bodies.size(), 4u);
+  EXPECT_TRUE(bodies[2] == big && bodies[3] == big);
+}
+
+// An answer in pieces (Response::more_body) is one body: its Content-Length counts every
+// piece, its bytes come in order whatever the pieces' sizes, HEAD gets the same header and
+// no body, and the connection goes on.
+TEST_F(HttpServerTest, AnAnswerInPiecesIsOneBody) {
+  const std::vector<std::string> more = {Pattern(100 << 10, 6), "", "x", Pattern((2u << 20) + 3, 7),
+                                         "\"}"};
+  handler_.fn = [&](std::shared_ptr<Exchange> ex) {
+    Response r{.body = "{\"a\":\"", .content_type = "text/plain"};
+    r.more_body = more;
+    ex->Respond(std::move(r));
+  };
+  Start();
+  std::string whole = "{\"a\":\"";
+  for (const auto& piece : more)
+    whole += piece;
+  auto c = Connect();
+  ASSERT_TRUE(c);
+  for (int i = 0; i < 2; ++i) {
+    auto r = c->Send({.method = "GET", .target = "/pieces"});
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->status, 200u);
+    EXPECT_EQ(FindHeader(r->headers, "Content-Length"), std::to_string(whole.size()));
+    EXPECT_TRUE(r->body == whole) << "the answer's " << r->body.size() << " bytes differ";
+  }
+  auto head = RawExchange("HEAD /pieces HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(head.ends_with("Content-Length: " + std::to_string(whole.size()) + "\r\n" +
+                             "Connection: close\r\n\r\n"))
+      << head.substr(0, 300);
 }
 
 TEST_F(HttpServerTest, ThousandConcurrentKeepAliveConnections) {
