@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -531,25 +532,75 @@ void AppendJson(std::string& out, const json& j) {
 }
 
 // About as many bytes as `j` takes as text (exact when nothing needs escaping and numbers
-// take 24 bytes or less).
-size_t SizeHint(const json& j) {
+// take 24 bytes or less), counting strings of `skip_from` bytes or more as their quotes only.
+size_t SizeHint(const json& j, size_t skip_from = std::numeric_limits<size_t>::max()) {
   switch (j.type()) {
     case json::value_t::object: {
       size_t n = 2;
       for (auto it = j.begin(); it != j.end(); ++it)
-        n += it.key().size() + 4 + SizeHint(it.value());
+        n += it.key().size() + 4 + SizeHint(it.value(), skip_from);
       return n;
     }
     case json::value_t::array: {
       size_t n = 2;
       for (const auto& e : j)
-        n += 1 + SizeHint(e);
+        n += 1 + SizeHint(e, skip_from);
       return n;
     }
-    case json::value_t::string:
-      return j.get_ref<const std::string&>().size() + 2;
+    case json::value_t::string: {
+      const size_t size = j.get_ref<const std::string&>().size();
+      return (size >= skip_from ? 0 : size) + 2;
+    }
     default:
       return 24;
+  }
+}
+
+// AppendJson into the last of `pieces`, moving out the strings DumpJsonPieces takes.
+void AppendJsonPieces(std::vector<std::string>& pieces, json& j, size_t take_min) {
+  switch (j.type()) {
+    case json::value_t::object: {
+      pieces.back().push_back('{');
+      bool first = true;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!first) pieces.back().push_back(',');
+        first = false;
+        AppendText(pieces.back(), it.key());
+        pieces.back().push_back(':');
+        AppendJsonPieces(pieces, it.value(), take_min);
+      }
+      pieces.back().push_back('}');
+      return;
+    }
+    case json::value_t::array: {
+      pieces.back().push_back('[');
+      bool first = true;
+      for (auto& e : j) {
+        if (!first) pieces.back().push_back(',');
+        first = false;
+        AppendJsonPieces(pieces, e, take_min);
+      }
+      pieces.back().push_back(']');
+      return;
+    }
+    case json::value_t::string: {
+      auto& s = j.get_ref<std::string&>();
+      if (s.size() >= take_min) {
+        // Written as it is when its text is its bytes and the two quotes.
+        if (const auto sized = JsonStringSize(s); sized && sized->bytes() == s.size() + 2) {
+          pieces.back().push_back('"');
+          pieces.push_back(std::move(s));
+          s.clear();
+          pieces.emplace_back(1, '"');
+          return;
+        }
+      }
+      AppendText(pieces.back(), s);
+      return;
+    }
+    default:
+      AppendJson(pieces.back(), j);
+      return;
   }
 }
 
@@ -582,6 +633,13 @@ std::string DumpJson(const nlohmann::json& j) {
   ReserveLarge(out, SizeHint(j));  // huge pages for a file read whole (common/huge_pages.h)
   AppendJson(out, j);
   return out;
+}
+
+std::vector<std::string> DumpJsonPieces(nlohmann::json&& j, size_t take_min_bytes) {
+  std::vector<std::string> pieces(1);
+  pieces[0].reserve(SizeHint(j, take_min_bytes));
+  AppendJsonPieces(pieces, j, take_min_bytes);
+  return pieces;
 }
 
 namespace {

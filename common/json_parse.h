@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +61,15 @@ Result<nlohmann::json> ParseJsonBoundedInPlace(std::string& text, std::string_vi
 // through AppendJsonString (sixteen bytes at a time), anything else through nlohmann. For
 // responses that carry megabytes of text.
 std::string DumpJson(const nlohmann::json& j);
+
+// DumpJson's text as pieces that concatenate to it byte for byte, for a value the caller gives
+// up: each string value (not a key) of at least `take_min_bytes` that is written as it is —
+// valid UTF-8 without a quote, a backslash or a control character, such as a file's base64 —
+// is moved out of `j` into a piece of its own, its quotes in the pieces beside it, rather than
+// copied into the text (file_read's answer of hundreds of MB). Those strings are left empty
+// in `j`. The first piece is never a taken string; no piece is taken from a shorter string.
+std::vector<std::string> DumpJsonPieces(nlohmann::json&& j,
+                                        size_t take_min_bytes = kJsonInPlaceStringMinBytes);
 
 // Appends `s` as a quoted JSON string, escaped byte for byte as nlohmann::json::dump does
 // (\" \\ \b \f \n \r \t, other controls as \u00xx, everything else as is), without

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 #include <boost/asio/post.hpp>
 
@@ -90,10 +91,16 @@ struct WorkerRpcHandler::Call {
   std::string request_id;
   std::string worker_id;
 
-  void Send(unsigned status, const json& body) const {
+  // A string of 8 MiB or more in the answer (file_read's content) is written from where it
+  // is, between the pieces of the envelope around it (DumpJsonPieces), not copied into it.
+  void Send(unsigned status, json body) const {
     Log()->info("rpc {} id={} request_id={} -> {}", log::Escape(request.method, 64),
                 log::Escape(request.id, 64), request_id.empty() ? "-" : request_id, status);
-    exchange->Respond({.status = status, .headers = headers, .body = Dump(body)});
+    auto pieces = DumpJsonPieces(std::move(body));
+    http::Response r{.status = status, .headers = headers, .body = std::move(pieces[0])};
+    r.more_body.assign(std::make_move_iterator(pieces.begin() + 1),
+                       std::make_move_iterator(pieces.end()));
+    exchange->Respond(std::move(r));
   }
   void Ok(json result) const {
     Send(200, ResultEnvelope(request.id, worker_id, std::move(result)));

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include <openssl/evp.h>
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
@@ -446,6 +447,33 @@ TEST_F(WorkerRpcTest, BadInput) {
     answer.append(buf, n);
   }
   EXPECT_TRUE(answer.starts_with("HTTP/1.1 413")) << answer.substr(0, 100);
+}
+
+// A file of tens of MB through the real door both ways: its request body is read straight
+// into place, and file_read's answer is written as pieces — the envelope's halves around the
+// base64 text (DumpJsonPieces). The text is OpenSSL's encoding, not the door's.
+TEST_F(WorkerRpcTest, AFileOfTensOfMegabytesGoesThereAndBackWhole) {
+  Spawn("sb-big");
+  std::string bytes((12u << 20) + 1, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>((i * 131 + i / 7) & 0xff);
+  std::string text(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  text.resize(static_cast<size_t>(EVP_EncodeBlock(
+      reinterpret_cast<unsigned char*>(text.data()),
+      reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()))));
+  ASSERT_GE(text.size(), 16u << 20);  // past the 8 MiB from which the answer is in pieces
+  auto [sw, w] =
+      Call("worker.file_write", {{"sandbox_id", "sb-big"}, {"path", "big.bin"}, {"content", text}},
+           Lease("sb-big", 1));
+  ASSERT_EQ(sw, 200u) << w.dump().substr(0, 300);
+  EXPECT_EQ(w["result"]["size"], bytes.size());
+  auto [sr, r] = Call("worker.file_read", {{"sandbox_id", "sb-big"}, {"path", "big.bin"}});
+  ASSERT_EQ(sr, 200u) << r.dump().substr(0, 300);
+  EXPECT_EQ(r["result"]["size"], bytes.size());
+  EXPECT_EQ(r["result"]["path"], "big.bin");
+  EXPECT_EQ(r["result"]["sandbox_id"], "sb-big");
+  EXPECT_EQ(r["id"], "it-1");
+  EXPECT_TRUE(r["result"]["content"] == text) << "the text read back differs";
 }
 
 // Issue 14: a fast producer's output goes out in few large NDJSON lines (the door's 1 MiB

@@ -509,5 +509,51 @@ TEST(DumpJson, WritesWhatNlohmannDumpsWithReplace) {
   EXPECT_EQ(DumpJson(json{{"a", "\x01"}}), "{\"a\":\"\\u0001\"}");  // by hand
 }
 
+// DumpJsonPieces: DumpJson's text in pieces. A string value of at least the threshold that is
+// written as it is becomes a piece of its own, moved out of the value; one that needs an
+// escape, is not valid UTF-8, is shorter, or is a key stays in the text. Expected pieces by
+// hand, with a threshold of 4.
+TEST(DumpJsonPieces, TakesLongStringsWrittenAsTheyAreAndNothingElse) {
+  using json = nlohmann::json;
+  using Pieces = std::vector<std::string>;
+  struct Case {
+    json doc;
+    Pieces want;
+  };
+  const std::vector<Case> cases = {
+      {json(nullptr), {"null"}},
+      {json("abc"), {"\"abc\""}},            // shorter than 4
+      {json("abcd"), {"\"", "abcd", "\""}},  // a whole document that is one string
+      {json{{"content", "QUJDRA=="}, {"path", "a"}},
+       {"{\"content\":\"", "QUJDRA==", "\",\"path\":\"a\"}"}},
+      {json{{"a", "x\"yz1"}}, {"{\"a\":\"x\\\"yz1\"}"}},  // needs an escape: stays
+      {json{{"a", "\xff\xfe\xfd\xfc"}}, {}},              // not UTF-8: stays, as DumpJson writes it
+      {json{{"long key", 1}}, {"{\"long key\":1}"}},      // a key is never taken
+      {json{{"r", {{"x", json::array({"wxyz", 2, "stuv"})}}}},
+       {"{\"r\":{\"x\":[\"", "wxyz", "\",2,\"", "stuv", "\"]}}"}},
+  };
+  for (const auto& c : cases) {
+    json doc = c.doc;
+    const std::string whole = DumpJson(doc);
+    auto pieces = DumpJsonPieces(std::move(doc), 4);
+    EXPECT_EQ(pieces, c.want.empty() ? Pieces{whole} : c.want) << whole;
+    std::string joined;
+    for (const auto& p : pieces)
+      joined += p;
+    EXPECT_EQ(joined, whole);
+  }
+  // The taken string is moved, not copied: its buffer is the piece's, and the value is empty.
+  json doc = {{"id", "1"}, {"content", std::string(1 << 20, 'Q')}};
+  const char* buffer = doc["content"].get_ref<const std::string&>().data();
+  auto pieces = DumpJsonPieces(std::move(doc), 1 << 20);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0], "{\"content\":\"");
+  EXPECT_EQ(pieces[1].data(), buffer);
+  EXPECT_EQ(pieces[2], "\",\"id\":\"1\"}");
+  EXPECT_EQ(doc["content"], "");  // NOLINT(bugprone-use-after-move): left empty, as documented
+  // By default only strings of 8 MiB or more are taken.
+  EXPECT_EQ(DumpJsonPieces(json{{"content", std::string(1 << 20, 'Q')}}).size(), 1u);
+}
+
 }  // namespace
 }  // namespace edge

@@ -83,7 +83,7 @@ class FakeExchange final : public http::Exchange {
     std::lock_guard lock(mu_);
     return *response_;
   }
-  json body() const { return json::parse(response().body); }
+  json body() const { return json::parse(response().JoinedBody()); }
   std::vector<std::string> chunks() const {
     std::lock_guard lock(mu_);
     return chunks_;
@@ -682,6 +682,26 @@ TEST_F(WorkerRpcHandlerTest, FileMethodsAreExecutorTools) {
     expected["sandbox_id"] = "sb-1";
     EXPECT_EQ(ex->body()["result"], expected) << c.method;
   }
+}
+
+// file_read's text of 8 MiB or more goes into the answer as a piece of its own, between the
+// envelope's two halves, moved rather than copied into one text; the pieces are the answer.
+TEST_F(WorkerRpcHandlerTest, AFileReadsLargeTextIsAPieceOfTheAnswerOfItsOwn) {
+  auto ex = Call("worker.file_read", {{"sandbox_id", "sb-1"}, {"path", "big.bin"}}, Lease());
+  ASSERT_EQ(exec_.fake.pending(), 1u);
+  const std::string text(8u << 20, 'Q');
+  InvokeResult r;
+  r.payload = {{"path", "big.bin"}, {"size", 6u << 20}, {"content", text}};
+  exec_.fake.Finish("", r);
+  AwaitAnswer(ex);
+  const http::Response answer = ex->response();
+  ASSERT_EQ(answer.status, 200u);
+  EXPECT_EQ(answer.body, R"({"id":"req-1","result":{"content":")");
+  ASSERT_EQ(answer.more_body.size(), 2u);
+  EXPECT_TRUE(answer.more_body[0] == text);
+  EXPECT_EQ(answer.more_body[1],
+            R"(","path":"big.bin","sandbox_id":"sb-1","size":6291456},"worker_id":"worker-a"})");
+  EXPECT_EQ(ex->body()["result"]["content"], text);
 }
 
 TEST_F(WorkerRpcHandlerTest, ExecStreamBuffered) {
