@@ -11,7 +11,8 @@
 //   3. file_write + file_read of SIZE bytes over /rpc versus `cp` of a file of that size, and
 //      `cp` then `sync` of the copy (file_write fsyncs before it answers), R times each after
 //      one round not counted; the client's base64 and envelope are inside the time, the
-//      response is read, not parsed.
+//      response is read, not parsed. Beside them, the transfer floor: the request's number of
+//      bytes over a bare loopback TCP connection into fresh memory (LoopbackTransferSeconds).
 //
 // Usage: worker_rpc_bench [--runs N] [--stream-runs R] [--mib M] [--file-mib F]
 //                         [--io-threads T] [--json PATH]
@@ -42,6 +43,7 @@
 #include "common/clock.h"
 #include "common/huge_pages.h"
 #include "common/log.h"
+#include "common/string_fill.h"
 #include "http/client.h"
 #include "http/server.h"
 #include "sandbox/executor.h"
@@ -100,6 +102,41 @@ double RawPipeMiBs(size_t mib) {
     total += n;
   ::pclose(f);
   return (total / double(1 << 20)) / Seconds(SteadyClock::now() - t0);
+}
+
+// The floor under moving `payload` from one process's memory into another's, whatever the
+// protocol: its bytes written on a fresh loopback TCP connection and read on another thread
+// into fresh memory sized for them at once (huge pages from 8 MiB), as the HTTP server reads
+// a file_write's body (http/server.cc ReadBodyDirect). Seconds from the first write to the
+// last byte read; -1 when a step fails.
+double LoopbackTransferSeconds(const std::string& payload) {
+  const auto [sfd, cfd] = edge::bench::LoopbackTcpPair();
+  if (sfd < 0) return -1;
+  const auto t0 = SteadyClock::now();
+  bool read_ok = false;
+  std::thread reader([&, sfd = sfd] {
+    std::string into;
+    edge::ResizeUninitialized(into, payload.size());
+    size_t have = 0;
+    while (have < into.size()) {
+      const ssize_t n = ::read(sfd, into.data() + have, into.size() - have);
+      if (n <= 0) return;
+      have += static_cast<size_t>(n);
+    }
+    read_ok = true;
+  });
+  size_t sent = 0;
+  while (sent < payload.size()) {
+    const ssize_t n = ::write(cfd, payload.data() + sent, payload.size() - sent);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  ::shutdown(cfd, SHUT_WR);
+  reader.join();
+  const double secs = Seconds(SteadyClock::now() - t0);
+  ::close(sfd);
+  ::close(cfd);
+  return read_ok ? secs : -1;
 }
 
 }  // namespace
@@ -289,7 +326,9 @@ int main(int argc, char** argv) {
       f.write(block.data(), static_cast<std::streamsize>(block.size()));
   }
   const std::string content(file_mib << 20, 'x');
-  std::vector<double> cps, durable_cps, writes, reads, encodes;
+  std::vector<double> cps, durable_cps, writes, reads, encodes, transfers;
+  // As many bytes as the file_write request (and about as many as file_read's answer).
+  const std::string transfer_payload((content.size() + 2) / 3 * 4 + 96, 'A');
   // One round more than asked for, the first not counted: on a VM, memory the guest has never
   // touched (fresh page cache, fresh buffers) costs several times more the first time, and
   // the first round is the only one that pays it for every buffer (stop 51: 2.3 s against
@@ -311,6 +350,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     durable_cps.push_back(Seconds(SteadyClock::now() - d0));
+    transfers.push_back(LoopbackTransferSeconds(transfer_payload));
+    if (transfers.back() < 0) {
+      std::fprintf(stderr, "the loopback transfer failed\n");
+      return 1;
+    }
     auto w0 = SteadyClock::now();
     // The client's part, timed too: base64 and the envelope, written as a client would write
     // it (nlohmann's dump of a 350 MB string would measure nlohmann, not the door): the text
@@ -334,16 +378,20 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  for (auto* v : {&cps, &durable_cps, &writes, &reads, &encodes})
+  for (auto* v : {&cps, &durable_cps, &writes, &reads, &encodes, &transfers})
     v->erase(v->begin(), v->begin() + kWarmUpRounds);
   const auto cs = eb::Summarize(cps), ds = eb::Summarize(durable_cps), ws = eb::Summarize(writes),
-             rs = eb::Summarize(reads), es = eb::Summarize(encodes);
+             rs = eb::Summarize(reads), es = eb::Summarize(encodes), ts = eb::Summarize(transfers);
   std::printf(
       "file %zu MiB x%d: file_write median %.2f s (min %.2f, max %.2f; the client's base64 and "
       "envelope %.2f s of it), file_read median %.2f s (min %.2f, max %.2f) | cp median %.2f s, "
       "cp && sync median %.2f s (min %.2f, max %.2f)\n",
       file_mib, stream_runs, ws.median, ws.min, ws.max, es.median, rs.median, rs.min, rs.max,
       cs.median, ds.median, ds.min, ds.max);
+  std::printf(
+      "file %zu MiB x%d: the request's %zu bytes over bare loopback TCP into fresh memory median "
+      "%.2f s (min %.2f, max %.2f) — the transfer floor under each of file_write and file_read\n",
+      file_mib, stream_runs, transfer_payload.size(), ts.median, ts.min, ts.max);
 
   json figures = json::array();
   figures.push_back(eb::FigureJson("fork/exec /bin/true", "us", eb::Summarize(raw)));
@@ -364,6 +412,8 @@ int main(int argc, char** argv) {
   figures.push_back(eb::FigureJson("cp of the file, then sync of the copy", "s", ds));
   figures.push_back(eb::FigureJson("file_write (client's base64 included)", "s", ws));
   figures.push_back(eb::FigureJson("file_read", "s", rs));
+  figures.push_back(
+      eb::FigureJson("the file request's bytes over bare loopback TCP into fresh memory", "s", ts));
   if (!eb::WriteFigures(json_path, figures)) {
     std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
     return 1;
