@@ -88,7 +88,9 @@ ContentPieces OnePiece(std::string_view data) {
 }
 
 std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& name,
-                                                  const ContentPieces& pieces, mode_t mode) {
+                                                  const ContentPieces& pieces, mode_t mode,
+                                                  int* replaced_fd) {
+  if (replaced_fd != nullptr) *replaced_fd = -1;
   const std::string tmp = "." + name.substr(0, 200) + ".tmp." + NewUuidV4().substr(0, 8);
   bool named = false;  // true once `tmp` exists in the directory
   int fd = ::openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
@@ -135,8 +137,17 @@ std::expected<void, ReplaceFailure> ReplaceFileAt(int dirfd, const std::string& 
   const int closed = ::close(fd);
   fd = -1;
   if (closed != 0) return fail(errno, "close");
-  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) return fail(errno, "rename");
+  // The file about to be replaced, held so its release happens at the caller's close (none
+  // there, or a name raced away, is fine: the rename decides).
+  const int old =
+      replaced_fd != nullptr ? ::openat(dirfd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
+  if (::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) != 0) {
+    const int err = errno;
+    if (old >= 0) ::close(old);
+    return fail(err, "rename");
+  }
   ::fsync(dirfd);
+  if (replaced_fd != nullptr) *replaced_fd = old;
   return {};
 }
 

@@ -502,7 +502,8 @@ void Executor::Start(Admission admit) {
     if (job->source.cancelled()) {
       return Finish(job, CancelledBeforeStart(request.command_id, job->source));
     }
-    InvokeResult r = RunFileTool(def, request, workspace, *ctx, job->source.token());
+    UniqueFd replaced;  // closed after Finish: the replaced file is freed after the answer
+    InvokeResult r = RunFileTool(def, request, workspace, *ctx, job->source.token(), &replaced);
     r.command_id = request.command_id;
     Finish(job, std::move(r));
   });
@@ -703,7 +704,7 @@ void Executor::RunProcess(std::shared_ptr<Inflight> job, const ToolDefinition& t
 
 InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
                                    const std::string& workspace, const SecurityContext& ctx,
-                                   const CancelToken& cancel) {
+                                   const CancelToken& cancel, UniqueFd* release_after) {
   InvokeResult r;
   auto fail = [&](Error e) {
     r.outcome = e.code == ErrorCode::kCancelled ? Outcome::kCancelled : Outcome::kError;
@@ -760,7 +761,7 @@ InvokeResult Executor::RunFileTool(const ToolDefinition& tool, const InvokeReque
       // 8 MiB of bytes at a time: a file of hundreds of MB costs one such buffer, not its size.
       Base64PieceDecoder content(args->content_base64, size_t{8} << 20);
       if (auto st = files.Write(
-              args->path, [&] { return content.Next(); }, args->mode);
+              args->path, [&] { return content.Next(); }, args->mode, release_after);
           !st) {
         return fail(st.error());
       }

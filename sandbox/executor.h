@@ -66,6 +66,7 @@
 #include "sandbox/security_context.h"
 #include "sandbox/state_db.h"
 #include "sandbox/tool_registry.h"
+#include "sandbox/unique_fd.h"
 
 namespace edge::sandbox {
 
@@ -250,9 +251,11 @@ class Executor final : public ExecutorApi {
                   const std::string& workspace, ChunkSink on_chunk);
   // session.input / session.signal on the session table (never blocks).
   InvokeResult RunSessionTool(const ToolDefinition& tool, const InvokeRequest& request);
+  // `release_after` receives what the caller closes once the result is handed on: the file
+  // a file_write replaced (FileService::Write), so freeing it never delays the answer.
   InvokeResult RunFileTool(const ToolDefinition& tool, const InvokeRequest& request,
                            const std::string& workspace, const SecurityContext& ctx,
-                           const CancelToken& cancel);
+                           const CancelToken& cancel, UniqueFd* release_after);
   void Finish(const std::shared_ptr<Inflight>& job, InvokeResult result);
   struct Admission;
   // An admitted command starts: its workspace and lease are checked, then it runs (a process,

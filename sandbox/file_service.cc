@@ -155,7 +155,8 @@ Status FileService::Write(std::string_view path, std::string_view content,
 }
 
 Status FileService::Write(std::string_view path, const ContentPieces& content,
-                          std::string_view mode_text) {
+                          std::string_view mode_text, UniqueFd* replaced) {
+  if (replaced != nullptr) replaced->Reset();
   auto mode = ParseOctalMode(mode_text.empty() ? "0644" : mode_text);
   if (!mode) return std::unexpected(mode.error());
   auto parent = root_.OpenParent(path, /*create_parents=*/true, 0755);
@@ -163,9 +164,10 @@ Status FileService::Write(std::string_view path, const ContentPieces& content,
   auto& [dirfd, name] = *parent;
   UniqueFd dir(::openat(dirfd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir) return std::unexpected(PathError(errno, path, "open directory of"));
-  if (auto replaced = ReplaceFileAt(dir.get(), name, content, *mode); !replaced) {
-    return std::unexpected(PathError(replaced.error().err, path, replaced.error().step));
-  }
+  int held = -1;
+  auto done = ReplaceFileAt(dir.get(), name, content, *mode, replaced != nullptr ? &held : nullptr);
+  if (!done) return std::unexpected(PathError(done.error().err, path, done.error().step));
+  if (replaced != nullptr) *replaced = UniqueFd(held);
   return OkStatus();
 }
 

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "sandbox/sandbox_types.h"
 #include "sandbox/scoped_root.h"
+#include "sandbox/unique_fd.h"
 
 namespace edge::sandbox {
 
@@ -51,8 +52,11 @@ class FileService {
   // missing parent directories (0755).
   Status Write(std::string_view path, std::string_view content, std::string_view mode = "");
   // The same with the content in pieces (common/atomic_file.h): file_write's bytes as their
-  // base64 is decoded, never whole in memory.
-  Status Write(std::string_view path, const ContentPieces& content, std::string_view mode = "");
+  // base64 is decoded, never whole in memory. With `replaced`, the file it replaced is held
+  // there (empty when there was none) for the caller to release after answering
+  // (ReplaceFileAt's replaced_fd).
+  Status Write(std::string_view path, const ContentPieces& content, std::string_view mode = "",
+               UniqueFd* replaced = nullptr);
   // `length` nullopt = to the end; more than max_read_bytes is RESOURCE_EXHAUSTED.
   Result<std::string> Read(std::string_view path, uint64_t offset = 0,
                            std::optional<uint64_t> length = std::nullopt) const;

@@ -81,6 +81,45 @@ TEST_F(AtomicFileTest, PiecesAreWrittenInOrder) {
   EXPECT_EQ(EntryCount(), 1u);
 }
 
+size_t OpenFdCount() {
+  return static_cast<size_t>(
+      std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator()));
+}
+
+// replaced_fd: the caller is handed the file the rename replaced, still whole (its old bytes,
+// no name left), while the name has the new bytes; -1 when nothing was replaced and after a
+// failure, which leaves no descriptor open.
+TEST_F(AtomicFileTest, TheReplacedFileIsHeldForTheCallerToRelease) {
+  const int dirfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dirfd, 0);
+  int held = 12345;
+  ASSERT_TRUE(ReplaceFileAt(dirfd, "f", OnePiece("first version"), 0600, &held).has_value());
+  EXPECT_EQ(held, -1) << "there was no file to replace";
+
+  ASSERT_TRUE(ReplaceFileAt(dirfd, "f", OnePiece("second"), 0600, &held).has_value());
+  ASSERT_GE(held, 0);
+  EXPECT_EQ(*ReadFile(dir_ + "/f"), "second");
+  struct stat st {};
+  ASSERT_EQ(::fstat(held, &st), 0);
+  EXPECT_EQ(st.st_size, 13) << "the old file, not the new one";
+  EXPECT_EQ(st.st_nlink, 0u) << "no name refers to it any more";
+  EXPECT_EQ(*ReadFile("/proc/self/fd/" + std::to_string(held)), "first version");
+  ::close(held);
+  EXPECT_EQ(EntryCount(), 1u);
+
+  // A failed rename (a non-empty directory in the target's place) closes what it held.
+  ASSERT_EQ(::mkdirat(dirfd, "d", 0700), 0);
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/d/keep", "x"));
+  const size_t fds = OpenFdCount();
+  held = 12345;
+  auto failed = ReplaceFileAt(dirfd, "d", OnePiece("new"), 0600, &held);
+  ASSERT_FALSE(failed.has_value());
+  EXPECT_STREQ(failed.error().step, "rename");
+  EXPECT_EQ(held, -1);
+  EXPECT_EQ(OpenFdCount(), fds) << "the held directory must be closed on failure";
+  ::close(dirfd);
+}
+
 TEST_F(AtomicFileTest, CreatesParentsWhenAsked) {
   auto path = dir_ + "/a/b/c";
   ASSERT_TRUE(WriteFileAtomic(path, "x", {.mode = 0600, .create_parents_mode = 0700}));

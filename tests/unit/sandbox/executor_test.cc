@@ -282,6 +282,31 @@ TEST_F(ExecutorTest, FileWriteOfManyPiecesIsExact) {
   EXPECT_TRUE(*back == plain);
 }
 
+// The file a file.write replaces is released after the answer (FileService::Write's
+// `replaced`), and released it is: no descriptor of the process is left on it.
+TEST_F(ExecutorTest, FileWriteReleasesTheFileItReplaced) {
+  Open();
+  auto held_deleted = [] {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+      std::error_code ec;
+      const std::string target = fs::read_symlink(e.path(), ec).string();
+      if (target.find("/replaced.bin (deleted)") != std::string::npos) ++n;
+    }
+    return n;
+  };
+  InvokeRequest w;
+  w.tool = "file.write";
+  w.args = json{{"path", "replaced.bin"}, {"content", edge::Base64Encode(std::string(4096, 'o'))}};
+  ASSERT_EQ(Call(w).outcome, Outcome::kOk);
+  w.args["content"] = edge::Base64Encode("new");
+  InvokeResult r = Call(w);
+  ASSERT_EQ(r.outcome, Outcome::kOk) << r.error.ToString();
+  EXPECT_EQ(*edge::ReadFile(options_.data_dir + "/sandboxes/_default/root/replaced.bin"), "new");
+  EXPECT_TRUE(edge::testing::WaitUntil([&] { return held_deleted() == 0; }))
+      << "the replaced file is still held open";
+}
+
 TEST_F(ExecutorTest, FileToolsNeverRunOnTheCallersThread) {
   Open();
   for (const char* tool : {"sysinfo", "file.list"}) {

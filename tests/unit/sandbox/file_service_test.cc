@@ -2,6 +2,7 @@
 #include "common/base64.h"
 #include "tests/support/temp_dir.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,6 +112,21 @@ TEST_P(FileServiceTest, FailedWriteLeavesTargetAndNoTemp) {
   EXPECT_EQ(std::distance(fs::directory_iterator(root_), fs::directory_iterator()), 2)
       << "d and out only";
   EXPECT_EQ(files_->Write("x", "d", "0x1").error().code, ErrorCode::kInvalidArgument);
+}
+
+// Write's `replaced`: the file it replaced, held for the caller (file_write closes it after
+// answering); empty when it created the file.
+TEST_P(FileServiceTest, WriteHandsOverTheFileItReplaced) {
+  UniqueFd replaced(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(files_->Write("w.txt", OnePiece("old bytes"), "", &replaced));
+  EXPECT_FALSE(replaced) << "nothing was replaced (and what it held before is closed)";
+  ASSERT_TRUE(files_->Write("w.txt", OnePiece("new"), "", &replaced));
+  ASSERT_TRUE(replaced);
+  struct stat st {};
+  ASSERT_EQ(::fstat(replaced.get(), &st), 0);
+  EXPECT_EQ(st.st_size, 9);
+  EXPECT_EQ(st.st_nlink, 0u);
+  EXPECT_EQ(Slurp(root_ + "/w.txt"), "new");
 }
 
 TEST_P(FileServiceTest, ReadWithOffsetLengthAndCap) {
